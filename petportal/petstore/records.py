@@ -1,0 +1,53 @@
+"""Typed records of the Pet Store v1 interface, checked as they are read."""
+
+from dataclasses import dataclass
+
+PET_STATUSES = ("available", "pending", "sold")
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+class ShapeError(ValueError):
+    """A JSON value does not have the shape of the interface's record."""
+
+
+@dataclass(frozen=True, slots=True)
+class Pet:
+    """An animal, as the store describes it; `status` is None when the store sent none."""
+
+    id: int
+    name: str
+    category_id: int
+    status: str | None = None
+
+
+def _int64(record, field):
+    value = record.get(field)
+    # bool is an int in Python but not an integer in JSON.
+    if type(value) is not int or not INT64_MIN <= value <= INT64_MAX:
+        raise ShapeError(f"{field} is not a 64-bit integer")
+    return value
+
+
+def parse_pet(record):
+    """A `Pet` from one decoded JSON record, or `ShapeError`."""
+    if not isinstance(record, dict):
+        raise ShapeError("a record is not a JSON object")
+    name = record.get("name")
+    if not isinstance(name, str):
+        raise ShapeError("name is not a string")
+    status = record.get("status")
+    if status is not None and status not in PET_STATUSES:
+        raise ShapeError("status is not one of the interface's values")
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate escape (\ud800) is valid JSON but cannot be rendered; show a replacement.
+        name = name.encode("utf-8", "replace").decode("utf-8")
+    return Pet(id=_int64(record, "id"), name=name, category_id=_int64(record, "categoryId"), status=status)
+
+
+def parse_pets(value):
+    """A list of `Pet` from a decoded JSON array, or `ShapeError`."""
+    if not isinstance(value, list):
+        raise ShapeError("the answer is not a JSON array")
+    return [parse_pet(record) for record in value]

@@ -1,0 +1,76 @@
+"""The reference Pet Store v1 server: `flask --app petportal.store run --port 8001`."""
+
+import os
+from pathlib import Path
+
+import click
+from flask import Flask
+from flask.cli import with_appcontext
+from werkzeug.exceptions import HTTPException
+
+from . import api
+from .models import Pet, db
+from .openapi import PET_STATUSES
+
+SAMPLE_ANIMALS = [
+    ("Rex", 1, "available"),
+    ("Mittens", 2, "available"),
+    ("Goldie", 3, "sold"),
+    ("Polly", 4, "pending"),
+    ("Bella", 1, "available"),
+    ("Shadow", 2, "sold"),
+    ("Nibbles", 5, None),
+    ("Kiwi", 4, "available"),
+    ("Loki & Thor", 1, "pending"),
+    ("Zoë", 2, "available"),
+    ("Sir Hopsalot", 5, "sold"),
+    ("Tortuga", 6, None),
+]
+
+
+def create_app(test_config=None):
+    """Build the reference store: defaults, then environment, then `test_config` on top."""
+    app = Flask(__name__, instance_path=str(Path.cwd() / "instance"))
+    app.config.from_mapping(
+        PETSTORE_API_KEYS=[key for key in os.environ.get("PETSTORE_API_KEYS", "").split(",") if key.strip()],
+        SQLALCHEMY_DATABASE_URI=os.environ.get(
+            "PETSTORE_DATABASE_URL", f"sqlite:///{Path(app.instance_path) / 'petstore.sqlite'}"
+        ),
+        SQLALCHEMY_ENGINE_OPTIONS={},
+        MAX_CONTENT_LENGTH=64 * 1024,
+    )
+    if test_config:
+        app.config.from_mapping(test_config)
+    app.json.sort_keys = False
+    if app.config["SQLALCHEMY_DATABASE_URI"].startswith("sqlite"):
+        # Writers wait for each other instead of failing with "database is locked".
+        app.config["SQLALCHEMY_ENGINE_OPTIONS"].setdefault("connect_args", {"timeout": 30})
+        Path(app.instance_path).mkdir(parents=True, exist_ok=True)
+    if not app.config["PETSTORE_API_KEYS"]:
+        app.logger.warning("PETSTORE_API_KEYS is empty: every request will be refused with 401.")
+
+    db.init_app(app)
+    app.register_blueprint(api.bp)
+    app.register_error_handler(HTTPException, api.unsupported_route)
+    app.register_error_handler(Exception, api.internal_error)
+    app.cli.add_command(seed)
+    with app.app_context():
+        db.create_all()
+    return app
+
+
+@click.command("seed")
+@with_appcontext
+@click.option("--count", default=len(SAMPLE_ANIMALS), show_default=True, help="How many animals to add.")
+def seed(count):
+    """Add sample animals to the store."""
+    for number in range(count):
+        name, category, status = SAMPLE_ANIMALS[number % len(SAMPLE_ANIMALS)]
+        if number >= len(SAMPLE_ANIMALS):
+            name = f"{name} {number // len(SAMPLE_ANIMALS) + 1}"
+        db.session.add(Pet(name=name, category_id=category, status=status))
+    db.session.commit()
+    click.echo(f"Added {count} animals.")
+
+
+__all__ = ["create_app", "PET_STATUSES"]

@@ -1,0 +1,178 @@
+"""Real servers on ephemeral loopback ports for the tests: a WSGI app, and a scripted faulty upstream."""
+
+import json
+import socket
+import socketserver
+import struct
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from werkzeug.serving import make_server
+
+
+@contextmanager
+def serve(app, host="127.0.0.1"):
+    """Serve a WSGI app on a free port in a background thread; yields its origin URL."""
+    server = make_server(host, 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://{host}:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+@dataclass
+class Received:
+    """One request as the fault server saw it."""
+
+    method: str
+    target: str
+    headers: dict
+    body: bytes
+
+
+def answer(status, body=b"", headers=None, content_type="application/json"):
+    """A complete, well-formed HTTP answer; `body` may be bytes or a JSON value."""
+    payload = body if isinstance(body, bytes) else json.dumps(body).encode()
+
+    def send(conn):
+        extra = "".join(f"{name}: {value}\r\n" for name, value in (headers or {}).items())
+        head = (
+            f"HTTP/1.1 {status} Scripted\r\nContent-Type: {content_type}\r\n"
+            f"Content-Length: {len(payload)}\r\nConnection: close\r\n{extra}\r\n"
+        )
+        conn.sendall(head.encode() + payload)
+
+    return send
+
+
+def delay(seconds, then):
+    """Wait `seconds` before behaving like `then`."""
+
+    def send(conn):
+        time.sleep(seconds)
+        then(conn)
+
+    return send
+
+
+def reset(conn):
+    """Close the connection with a TCP reset and no answer."""
+    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    conn.close()
+
+
+def reset_mid_body(conn):
+    """Start a 200 answer, then reset the connection halfway through the body."""
+    conn.sendall(b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 400\r\n\r\n[{"id": 1,')
+    time.sleep(0.05)
+    reset(conn)
+
+
+def drip(interval, total=1000):
+    """A 200 answer whose body arrives one byte every `interval` seconds."""
+
+    def send(conn):
+        conn.sendall(f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {total}\r\n\r\n".encode())
+        for _ in range(total):
+            conn.sendall(b" ")
+            time.sleep(interval)
+
+    return send
+
+
+def huge(size, declare_length=True):
+    """A 200 answer of `size` bytes, with or without a Content-Length saying so."""
+
+    def send(conn):
+        framing = f"Content-Length: {size}" if declare_length else "Connection: close"
+        conn.sendall(f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n{framing}\r\n\r\n[".encode())
+        block = b" " * (1024 * 1024)
+        for _ in range(size // len(block)):
+            conn.sendall(block)
+
+    return send
+
+
+def lying_length(declared, actual_body):
+    """A 200 answer whose Content-Length promises more than the body that follows it."""
+
+    def send(conn):
+        head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {declared}\r\n\r\n"
+        conn.sendall(head.encode() + actual_body)
+
+    return send
+
+
+class FaultServer(socketserver.ThreadingTCPServer):
+    """A loopback HTTP server that answers from a script and records every request it receives.
+
+    Each request takes the next behaviour of the script; the last one repeats.
+    """
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, host="127.0.0.1"):
+        super().__init__((host, 0), _FaultHandler)
+        self.received = []
+        self._script = [answer(200, [])]
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self.serve_forever, args=(0.05,), daemon=True)
+
+    @property
+    def base_url(self):
+        host, port = self.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def script(self, *behaviours):
+        """Answer the next requests with these behaviours, in order."""
+        with self._lock:
+            self._script = list(behaviours)
+
+    def methods(self):
+        """The methods of the requests received so far."""
+        return [request.method for request in self.received]
+
+    def next_behaviour(self):
+        with self._lock:
+            return self._script.pop(0) if len(self._script) > 1 else self._script[0]
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info):
+        self.shutdown()
+        self.server_close()
+        self._thread.join(5)
+
+
+class _FaultHandler(socketserver.BaseRequestHandler):
+    def handle(self):
+        conn = self.request
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = conn.recv(65536)
+            if not chunk:
+                return
+            data += chunk
+        head, _, body = data.partition(b"\r\n\r\n")
+        request_line, *header_lines = head.decode("latin-1").split("\r\n")
+        method, target, _ = request_line.split(" ", 2)
+        headers = {}
+        for line in header_lines:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        while len(body) < int(headers.get("content-length", 0)):
+            body += conn.recv(65536)
+        self.server.received.append(Received(method, target, headers, body))
+        try:
+            self.server.next_behaviour()(conn)
+        except OSError:
+            pass  # The client hung up first, which is what many of these cases are for.

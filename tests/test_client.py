@@ -1,0 +1,309 @@
+"""The pet store client, against the real reference store and against a scripted faulty upstream."""
+
+import logging
+import time
+
+import pytest
+from conftest import STORE_KEY
+from servers import (
+    FaultServer,
+    answer,
+    delay,
+    drip,
+    huge,
+    lying_length,
+    reset,
+    reset_mid_body,
+)
+
+from petportal.petstore import (
+    InvalidRequest,
+    NotFound,
+    OutcomeUnknown,
+    Pet,
+    PetStoreClient,
+    Unauthorized,
+    Unavailable,
+    UnexpectedResponse,
+)
+
+REX = {"id": 1, "name": "Rex", "categoryId": 2, "status": "available"}
+
+
+@pytest.fixture
+def client(store_url):
+    client = PetStoreClient(store_url, STORE_KEY, timeout=5)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def faulty(fault_server):
+    """A client of the fault server with a short timeout."""
+    client = PetStoreClient(fault_server.base_url, "fault-key", timeout=0.5)
+    yield client
+    client.close()
+
+
+# --- against the real reference store -------------------------------------------------------------
+
+
+def test_create_then_get_and_list_return_typed_records(client):
+    created = client.create_pet("Rex", 3, "pending")
+    assert isinstance(created, Pet) and created.id > 0
+    assert created == Pet(id=created.id, name="Rex", category_id=3, status="pending")
+    assert client.get_pet(created.id) == created
+    assert client.list_pets(limit=10) == [created]
+
+
+def test_status_filter_and_limit_reach_the_store(client):
+    for status in ("available", "sold", "sold", None):
+        client.create_pet("Pet", 1, status)
+    assert [pet.status for pet in client.list_pets(status="sold")] == ["sold", "sold"]
+    assert len(client.list_pets(limit=3)) == 3
+    assert client.list_pets()[-1].status is None
+
+
+def test_int64_values_beyond_2_to_the_53_survive_intact(client):
+    created = client.create_pet("Big", 2**63 - 1)
+    assert created.category_id == 2**63 - 1
+    assert client.get_pet(created.id).category_id == 2**63 - 1
+
+
+def test_store_400_becomes_invalid_request_with_the_apis_code_and_message(client):
+    with pytest.raises(InvalidRequest) as raised:
+        client.create_pet("nul\u0000name", 1)
+    assert raised.value.status == 400
+    assert raised.value.code == "invalid_body"
+    assert "NUL" in raised.value.message
+
+
+def test_wrong_key_becomes_unauthorized_on_every_operation(store_url):
+    client = PetStoreClient(store_url, "not-the-key")
+    for call in (client.list_pets, lambda: client.create_pet("Rex", 1), lambda: client.get_pet(1)):
+        with pytest.raises(Unauthorized):
+            call()
+    client.close()
+
+
+def test_unknown_id_becomes_not_found(client):
+    with pytest.raises(NotFound):
+        client.get_pet(123456)
+
+
+def test_get_pet_records_the_deprecation_notices(client):
+    created = client.create_pet("Rex", 1)
+    assert "getPet" not in client.notices
+    client.get_pet(created.id)
+    notice = client.notices["getPet"]
+    assert notice.sunset == "Thu, 05 Dec 2030 00:00:00 GMT"
+    assert notice.deprecation
+    assert "listPets" not in client.notices
+
+
+# --- what is sent ---------------------------------------------------------------------------------
+
+
+def test_every_call_sends_the_bearer_key_and_the_extra_headers(fault_server):
+    fault_server.script(answer(200, []), answer(201, REX), answer(200, REX))
+    client = PetStoreClient(fault_server.base_url, "the-key", extra_headers=lambda: {"X-Request-ID": "req-1"})
+    client.list_pets(limit=5, status="sold")
+    client.create_pet("Rex", 2)
+    client.get_pet(1)
+    client.close()
+    assert [(r.method, r.target) for r in fault_server.received] == [
+        ("GET", "/v1/pets?limit=5&status=sold"),
+        ("POST", "/v1/pets"),
+        ("GET", "/v1/pets/1"),
+    ]
+    assert {r.headers["authorization"] for r in fault_server.received} == {"Bearer the-key"}
+    assert {r.headers["x-request-id"] for r in fault_server.received} == {"req-1"}
+    assert fault_server.received[1].body == b'{"name": "Rex", "categoryId": 2}'
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda c: c.list_pets(limit=0),
+        lambda c: c.list_pets(limit=101),
+        lambda c: c.list_pets(limit="20"),
+        lambda c: c.list_pets(limit=True),
+        lambda c: c.list_pets(status="foo"),
+        lambda c: c.list_pets(status=""),
+        lambda c: c.create_pet("  ", 1),
+        lambda c: c.create_pet("Rex", 2**63),
+        lambda c: c.create_pet("Rex", 1, "lost"),
+        lambda c: c.get_pet("1"),
+    ],
+)
+def test_invalid_arguments_never_leave_the_process(faulty, fault_server, call):
+    with pytest.raises(ValueError):
+        call(faulty)
+    assert fault_server.received == []
+
+
+# --- faults the reference store never makes -------------------------------------------------------
+
+
+def test_slow_answer_times_out_as_unavailable_without_a_retry(faulty, fault_server):
+    fault_server.script(delay(3, answer(200, [])))
+    with pytest.raises(Unavailable) as raised:
+        faulty.list_pets()
+    assert not isinstance(raised.value, OutcomeUnknown)
+    assert fault_server.methods() == ["GET"]
+
+
+def test_slow_answer_to_a_post_is_an_unknown_outcome(faulty, fault_server):
+    fault_server.script(delay(3, answer(201, REX)))
+    with pytest.raises(OutcomeUnknown):
+        faulty.create_pet("Rex", 2)
+    assert fault_server.methods() == ["POST"]
+
+
+@pytest.mark.parametrize("behaviour", [reset, reset_mid_body])
+def test_connection_reset_is_unavailable(faulty, fault_server, behaviour):
+    fault_server.script(behaviour)
+    with pytest.raises(Unavailable):
+        faulty.list_pets()
+
+
+def test_503_twice_then_200_takes_exactly_three_gets(faulty, fault_server):
+    fault_server.script(answer(503, {}), answer(503, {}), answer(200, [REX]))
+    assert faulty.list_pets() == [Pet(1, "Rex", 2, "available")]
+    assert fault_server.methods() == ["GET", "GET", "GET"]
+
+
+def test_503_every_time_takes_exactly_three_gets_then_unavailable(faulty, fault_server):
+    fault_server.script(answer(503, {"code": "down", "message": "maintenance", "status": 503}))
+    with pytest.raises(Unavailable) as raised:
+        faulty.get_pet(1)
+    assert raised.value.status == 503
+    assert fault_server.methods() == ["GET", "GET", "GET"]
+
+
+def test_503_on_post_is_sent_exactly_once(faulty, fault_server):
+    fault_server.script(answer(503, {}))
+    with pytest.raises(Unavailable):
+        faulty.create_pet("Rex", 2)
+    assert fault_server.methods() == ["POST"]
+
+
+def test_500_on_post_is_an_unknown_outcome_sent_once(faulty, fault_server):
+    fault_server.script(answer(500, b"<html>boom</html>", content_type="text/html"))
+    with pytest.raises(OutcomeUnknown) as raised:
+        faulty.create_pet("Rex", 2)
+    assert "boom" not in str(raised.value)
+    assert fault_server.methods() == ["POST"]
+
+
+def test_refused_connection_is_unavailable():
+    with FaultServer() as closed:
+        url = closed.base_url
+    client = PetStoreClient(url, "key", timeout=0.5)
+    with pytest.raises(Unavailable) as raised:
+        client.create_pet("Rex", 1)
+    assert not isinstance(raised.value, OutcomeUnknown)
+    client.close()
+
+
+def test_retry_after_is_honoured_but_capped_at_two_seconds(faulty, fault_server):
+    fault_server.script(answer(503, {}, {"Retry-After": "1"}), answer(200, []))
+    started = time.monotonic()
+    assert faulty.list_pets() == []
+    assert time.monotonic() - started >= 1
+    fault_server.script(answer(503, {}, {"Retry-After": "3600"}), answer(200, []))
+    started = time.monotonic()
+    assert faulty.list_pets() == []
+    assert time.monotonic() - started < 30
+
+
+@pytest.mark.parametrize("body", [b"[{", b"not json", b"\xff\xfe", b""])
+def test_malformed_json_is_an_unexpected_response(faulty, fault_server, body):
+    fault_server.script(answer(200, body))
+    with pytest.raises(UnexpectedResponse):
+        faulty.list_pets()
+
+
+@pytest.mark.parametrize("declare_length", [True, False])
+def test_a_50_mb_body_is_refused_without_being_read_whole(faulty, fault_server, declare_length):
+    fault_server.script(huge(50 * 1024 * 1024, declare_length))
+    with pytest.raises(UnexpectedResponse) as raised:
+        faulty.list_pets()
+    assert "larger" in raised.value.message
+
+
+def test_a_body_that_drips_past_the_timeout_is_given_up(faulty, fault_server):
+    fault_server.script(drip(0.05, total=200))
+    started = time.monotonic()
+    with pytest.raises(Unavailable):
+        faulty.list_pets()
+    assert time.monotonic() - started < 5
+
+
+def test_a_content_length_that_lies_is_not_trusted(faulty, fault_server):
+    fault_server.script(lying_length(500, b"[]"))
+    with pytest.raises(Unavailable):
+        faulty.list_pets()
+
+
+@pytest.mark.parametrize(
+    "records",
+    [
+        {"id": 1},
+        [{"name": "Rex", "categoryId": 1}],
+        [{"id": 1, "categoryId": 1}],
+        [{"id": 1, "name": "Rex"}],
+        [{"id": "1", "name": "Rex", "categoryId": 1}],
+        [{"id": True, "name": "Rex", "categoryId": 1}],
+        [{"id": 1.5, "name": "Rex", "categoryId": 1}],
+        [{"id": 1, "name": None, "categoryId": 1}],
+        [{"id": 1, "name": ["Rex"], "categoryId": 1}],
+        [{"id": 1, "name": "Rex", "categoryId": 2**64}],
+        [{"id": 1, "name": "Rex", "categoryId": 1, "status": "lost"}],
+        ["Rex"],
+        [None],
+    ],
+)
+def test_the_wrong_shape_is_an_unexpected_response(faulty, fault_server, records):
+    fault_server.script(answer(200, records))
+    with pytest.raises(UnexpectedResponse):
+        faulty.list_pets()
+
+
+def test_records_read_past_2_to_the_53_and_without_status(faulty, fault_server):
+    fault_server.script(answer(200, b'[{"id": 9007199254740993, "name": "Big", "categoryId": 9223372036854775807, "extra": 1}]'))
+    assert faulty.list_pets() == [Pet(id=2**53 + 1, name="Big", category_id=2**63 - 1, status=None)]
+
+
+def test_404_on_list_is_an_unexpected_response_not_a_missing_animal(faulty, fault_server):
+    fault_server.script(answer(404, {"code": "x", "message": "y", "status": 404}))
+    with pytest.raises(UnexpectedResponse):
+        faulty.list_pets()
+
+
+def test_a_redirect_to_another_host_is_never_followed(fault_server):
+    with FaultServer(host="127.0.0.2") as foreign:
+        fault_server.script(answer(302, b"", {"Location": f"{foreign.base_url}/pets"}))
+        client = PetStoreClient(fault_server.base_url, "secret-key", timeout=0.5)
+        for call in (client.list_pets, lambda: client.create_pet("Rex", 1)):
+            with pytest.raises(UnexpectedResponse):
+                call()
+        client.close()
+        assert foreign.received == []
+    assert fault_server.methods() == ["GET", "POST"]
+
+
+def test_the_key_never_appears_in_errors_or_logs(fault_server, caplog):
+    key = "sk-very-secret-key-4711"
+    caplog.set_level(logging.DEBUG)
+    fault_server.script(answer(401, {"code": "unauthorized", "message": "bad key", "status": 401}))
+    client = PetStoreClient(fault_server.base_url, key, timeout=0.5)
+    errors = []
+    for call in (client.list_pets, lambda: client.create_pet("Rex", 1), lambda: client.get_pet(1)):
+        with pytest.raises(Unauthorized) as raised:
+            call()
+        errors.append(raised.value)
+    client.close()
+    text = " ".join([caplog.text, repr(client)] + [f"{e!r} {e} {e.args}" for e in errors])
+    assert key not in text
+    assert fault_server.received[0].headers["authorization"] == f"Bearer {key}"
