@@ -1,5 +1,6 @@
 """Real servers on ephemeral loopback ports for the tests: a WSGI app, and a scripted faulty upstream."""
 
+import io
 import json
 import socket
 import socketserver
@@ -16,7 +17,7 @@ from werkzeug.serving import make_server
 def serve(app, host="127.0.0.1"):
     """Serve a WSGI app on a free port in a background thread; yields its origin URL."""
     server = make_server(host, 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
         yield f"http://{host}:{server.server_port}"
@@ -176,3 +177,23 @@ class _FaultHandler(socketserver.BaseRequestHandler):
             self.server.next_behaviour()(conn)
         except OSError:
             pass  # The client hung up first, which is what many of these cases are for.
+
+
+class RecordingMiddleware:
+    """Wraps a WSGI app and records every request it receives, as the fault server does."""
+
+    def __init__(self, app):
+        self.app = app
+        self.received = []
+
+    def __call__(self, environ, start_response):
+        body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+        environ["wsgi.input"] = io.BytesIO(body)
+        target = environ.get("PATH_INFO", "") + ("?" + environ["QUERY_STRING"] if environ.get("QUERY_STRING") else "")
+        headers = {key[5:].replace("_", "-").lower(): value for key, value in environ.items() if key.startswith("HTTP_")}
+        self.received.append(Received(environ["REQUEST_METHOD"], target, headers, body))
+        return self.app(environ, start_response)
+
+    def methods(self):
+        """The methods of the requests received so far."""
+        return [request.method for request in self.received]

@@ -1,0 +1,81 @@
+"""Pet Portal: a server-rendered web portal over the Pet Store v1 API."""
+
+import os
+import secrets
+from datetime import UTC, datetime
+from pathlib import Path
+
+import click
+from flask import Flask
+from flask_bootstrap import Bootstrap5
+
+from . import commands, config, demo, errors, ops, request_id
+from .auth import bp as auth_bp
+from .catalog import bp as catalog_bp
+from .environments import Environments, current_environment
+from .extensions import csrf, db, login
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+def create_app(test_config=None):
+    """Build the portal: defaults, then the environment's configuration, then `test_config` on top."""
+    app = Flask(
+        __name__,
+        template_folder=str(PROJECT_ROOT / "templates"),
+        static_folder=str(PROJECT_ROOT / "static"),
+        instance_path=str(PROJECT_ROOT / "instance"),
+    )
+    app.config.from_mapping(
+        SQLALCHEMY_DATABASE_URI=f"sqlite:///{Path(app.instance_path) / 'petportal.sqlite'}",
+        UPSTREAM_POOL_SIZE=16,
+        BOOTSTRAP_SERVE_LOCAL=True,
+        WTF_CSRF_TIME_LIMIT=None,
+        CLOCK=lambda: datetime.now(UTC),
+    )
+    app.config.from_mapping(config.from_environment(os.environ))
+    if test_config:
+        app.config.from_mapping(test_config)
+    demo_mode = config.is_demo(app.config)
+    if demo_mode and not app.config.get("SECRET_KEY"):
+        app.config["SECRET_KEY"] = secrets.token_urlsafe(32)
+    config.check(app.config)
+    Path(app.instance_path).mkdir(parents=True, exist_ok=True)
+    if demo_mode and _serving():
+        app.config["PETSTORE_ENVIRONMENTS"] = demo.start_stores(app.instance_path)
+
+    register_extensions(app)
+    register_blueprints(app)
+    errors.register(app)
+    commands.register(app)
+    request_id.register(app)
+    app.context_processor(lambda: {"environment": current_environment()})
+
+    if demo_mode and _serving():
+        with app.app_context():
+            db.create_all()
+            demo.create_accounts(app.config["PETSTORE_ENVIRONMENTS"])
+    return app
+
+
+def register_extensions(app):
+    """Bind the extensions, and the environments with their clients, to this app."""
+    db.init_app(app)
+    csrf.init_app(app)
+    login.init_app(app)
+    login.session_protection = "strong"
+    Bootstrap5(app)
+    app.extensions["petportal.environments"] = Environments(app)
+
+
+def register_blueprints(app):
+    """One blueprint per area a user recognises."""
+    app.register_blueprint(catalog_bp)
+    app.register_blueprint(auth_bp)
+    app.register_blueprint(ops.bp)
+
+
+def _serving():
+    """True when this process will serve requests (not when it runs `init-db` or `user create`)."""
+    context = click.get_current_context(silent=True)
+    return context is None or context.info_name == "run"

@@ -1,0 +1,23 @@
+"""Writing the audit log."""
+
+from flask import request
+from flask_login import current_user
+
+from .extensions import db
+from .models import AuditEntry
+
+
+def record(action, *, actor=None, environment=None, detail=""):
+    """Add one audit entry for the current request and commit it."""
+    if actor is None:
+        actor = current_user.username if current_user.is_authenticated else "anonymous"
+    db.session.add(
+        AuditEntry(
+            actor=actor[:80],
+            action=action,
+            environment=environment,
+            detail=detail,
+            remote_addr=request.remote_addr if request else None,
+        )
+    )
+    db.session.commit()

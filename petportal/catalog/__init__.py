@@ -1,0 +1,5 @@
+"""Browsing, filtering, viewing and adding animals."""
+
+from .views import bp
+
+__all__ = ["bp"]

@@ -1,0 +1,94 @@
+"""The catalog's forms: the list filter and the add form."""
+
+import unicodedata
+
+from flask_wtf import FlaskForm
+from wtforms import HiddenField, IntegerField, SelectChoice, SelectField, StringField
+from wtforms.validators import DataRequired, InputRequired, Length, Optional, ValidationError
+
+from ..petstore import PET_STATUSES
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+DEFAULT_LIMIT = 20
+NAME_MAX_LENGTH = 100
+STATUS_LABELS = {"available": "Available", "pending": "Pending", "sold": "Sold"}
+
+
+def _status_choices(empty_label):
+    return [SelectChoice("", empty_label)] + [SelectChoice(status, STATUS_LABELS[status]) for status in PET_STATUSES]
+
+
+class WholeNumberRange:
+    """Like WTForms' NumberRange, but exact for integers of any size.
+
+    NumberRange calls math.isnan(), which raises OverflowError for an int wider than a float
+    (a typed 10**400), turning a bad input into a 500.
+    """
+
+    def __init__(self, low, high, message):
+        self.low, self.high, self.message = low, high, message
+
+    def __call__(self, form, field):
+        if field.data is None or not self.low <= field.data <= self.high:
+            raise ValidationError(self.message)
+
+
+def _strip(value):
+    return value.strip() if isinstance(value, str) else value
+
+
+class AnimalFilterForm(FlaskForm):
+    """The GET filter of the animal list: status and page size."""
+
+    class Meta:
+        csrf = False
+
+    status = SelectField(
+        "Status",
+        choices=_status_choices("All"),
+        default="",
+    )
+    limit = IntegerField(
+        "Show",
+        default=DEFAULT_LIMIT,
+        validators=[Optional(), WholeNumberRange(1, 100, "Choose a number from 1 to 100.")],
+    )
+
+    def query(self):
+        """The listPets arguments this filter asks for."""
+        return {"limit": self.limit.data or DEFAULT_LIMIT, "status": self.status.data or None}
+
+
+class AddAnimalForm(FlaskForm):
+    """The staff form that adds one animal to the environment being served."""
+
+    name = StringField(
+        "Name",
+        filters=[_strip],
+        validators=[
+            DataRequired("Enter the animal's name."),
+            Length(max=NAME_MAX_LENGTH, message=f"Keep the name to {NAME_MAX_LENGTH} characters or fewer."),
+        ],
+    )
+    category_id = IntegerField(
+        "Category id",
+        validators=[
+            InputRequired("Enter the category id, a whole number."),
+            WholeNumberRange(INT64_MIN, INT64_MAX, "The category id must be a 64-bit whole number."),
+        ],
+    )
+    status = SelectField(
+        "Status",
+        choices=_status_choices("No status"),
+        default="",
+    )
+    submission_token = HiddenField()
+
+    def validate_name(self, field):
+        """Names are text a person can read: no control characters."""
+        if any(unicodedata.category(char) == "Cc" for char in field.data):
+            raise ValidationError("The name must not contain control characters.")
+
+    def new_pet(self):
+        """The createPet arguments; no status chosen means none is sent."""
+        return {"name": self.name.data, "category_id": self.category_id.data, "status": self.status.data or None}

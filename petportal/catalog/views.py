@@ -1,0 +1,117 @@
+"""Views of the catalog: the list, one animal, and the add form."""
+
+from datetime import date
+
+from flask import Blueprint, abort, current_app, flash, redirect, render_template, request, url_for
+from flask_login import current_user
+
+from .. import audit, submissions
+from ..auth.access import role_required
+from ..environments import current_environment, petstore
+from ..petstore import Gone, InvalidRequest, NotFound, OutcomeUnknown, Unavailable
+from .forms import INT64_MAX, AddAnimalForm, AnimalFilterForm
+
+bp = Blueprint("catalog", __name__)
+
+GET_PET_REMOVAL = date(2030, 12, 5)
+
+
+@bp.get("/")
+def index():
+    """The portal opens on the animal list."""
+    return redirect(url_for(".list_animals"))
+
+
+@bp.get("/animals")
+def list_animals():
+    """The animals of the environment being served, filtered by status, `limit` at a time."""
+    form = AnimalFilterForm(formdata=request.args)
+    if not form.validate():
+        return render_template("catalog/list.html", form=form, animals=None), 400
+    query = form.query()
+    animals = petstore().list_pets(**query)
+    return render_template(
+        "catalog/list.html",
+        form=form,
+        animals=animals,
+        query=query,
+        more_may_exist=len(animals) == query["limit"],
+    )
+
+
+@bp.get("/animals/<int:pet_id>")
+def show_animal(pet_id):
+    """One animal, with a way back to the list as it was filtered."""
+    if pet_id > INT64_MAX:
+        abort(404)
+    back = AnimalFilterForm(formdata=request.args)
+    back_query = back.query() if back.validate() else {}
+    animal = find_animal(pet_id)
+    return render_template("catalog/detail.html", animal=animal, back_query=back_query)
+
+
+def find_animal(pet_id):
+    """getPet until its removal date, or until it answers 410; then look the animal up through listPets."""
+    client = petstore()
+    if current_app.config["CLOCK"]().date() < GET_PET_REMOVAL:
+        try:
+            return client.get_pet(pet_id)
+        except Gone:
+            current_app.logger.warning("getPet answered 410 Gone; finding animals through listPets instead")
+    for animal in client.list_pets(limit=100):
+        if animal.id == pet_id:
+            return animal
+    raise NotFound(
+        "The pet store no longer looks up single animals, and this one is not among the first 100 it lists."
+    )
+
+
+@bp.route("/animals/new", methods=["GET", "POST"])
+@role_required("staff")
+def add_animal():
+    """Staff add an animal to the environment being served, at most once per form."""
+    environment = current_environment()
+    form = AddAnimalForm()
+    if request.method == "GET":
+        form.submission_token.data = submissions.issue(current_user.id, environment.name)
+        return render_template("catalog/new.html", form=form, environment=environment)
+    if not form.validate_on_submit():
+        return _form_again(form, environment, None, 400)
+    wait = petstore().timeout * 2 + 1
+    try:
+        pet_id, repeated = submissions.create_once(
+            form.submission_token.data,
+            current_user.id,
+            environment.name,
+            lambda: petstore().create_pet(**form.new_pet()),
+            wait,
+        )
+    except submissions.FormExpired:
+        form.submission_token.data = submissions.issue(current_user.id, environment.name)
+        return _form_again(form, environment, "This form has expired. Check the values and add the animal again.", 400)
+    except submissions.EnvironmentChanged as changed:
+        form.submission_token.data = submissions.issue(current_user.id, environment.name)
+        message = (
+            f"This form was opened for {changed.opened_for}, but the portal now serves {environment.name}. "
+            f"Nothing was added. Check the values and add the animal to {environment.name} if that is what you want."
+        )
+        return _form_again(form, environment, message, 409)
+    except InvalidRequest as refused:
+        return _form_again(form, environment, f"The pet store refused this animal: {refused.message}", 400)
+    except OutcomeUnknown:
+        return render_template("catalog/outcome_unknown.html", form=form, environment=environment), 502
+    except Unavailable:
+        message = "The pet store is not answering, so nothing was added. Try again in a moment."
+        return _form_again(form, environment, message, 503)
+    if repeated:
+        flash("This form had already been sent; here is the animal it added.", "info")
+    else:
+        audit.record("animal_added", environment=environment.name, detail=f"id {pet_id}: {form.name.data}")
+        flash(f"Added {form.name.data} to {environment.name}.", "success")
+    return redirect(url_for(".show_animal", pet_id=pet_id), 303)
+
+
+def _form_again(form, environment, message, status):
+    if message:
+        form.form_errors.append(message)
+    return render_template("catalog/new.html", form=form, environment=environment), status

@@ -1,0 +1,83 @@
+"""The portal's configuration, read from environment variables (and `.env`), checked before start."""
+
+from dotenv import load_dotenv
+
+ENVIRONMENT_NAMES = ("production", "staging")
+
+
+class ConfigurationError(RuntimeError):
+    """A configuration variable is missing or unusable; the message names it."""
+
+
+def _number(environ, name, default, kind=float, minimum=0):
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = kind(raw)
+    except ValueError:
+        raise ConfigurationError(f"{name} must be a number, not {raw!r}.") from None
+    if value < minimum:
+        raise ConfigurationError(f"{name} must be at least {minimum}, not {raw!r}.")
+    return value
+
+
+def _flag(environ, name, default):
+    raw = environ.get(name, "").strip().lower()
+    if not raw:
+        return default
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise ConfigurationError(f"{name} must be 1 or 0, not {raw!r}.")
+
+
+def from_environment(environ, read_dotenv=True):
+    """Flask settings from the `PETSTORE_*` and `PETPORTAL_*` variables."""
+    if read_dotenv:
+        load_dotenv(override=False)
+    environments = {
+        name: {
+            "url": environ.get(f"PETSTORE_{name.upper()}_URL", "").strip() or None,
+            "key": environ.get(f"PETSTORE_{name.upper()}_KEY", "").strip() or None,
+        }
+        for name in ENVIRONMENT_NAMES
+    }
+    demo = not any(settings["url"] for settings in environments.values())
+    settings = {
+        "PETSTORE_ENVIRONMENTS": environments,
+        "DEFAULT_ENVIRONMENT": environ.get("PETPORTAL_DEFAULT_ENVIRONMENT", "").strip() or "production",
+        "UPSTREAM_TIMEOUT": _number(environ, "PETPORTAL_UPSTREAM_TIMEOUT", 5.0, minimum=0.1),
+        "HTTPS": _flag(environ, "PETPORTAL_HTTPS", not demo),
+        "TRUSTED_HOSTS": [h.strip() for h in environ.get("PETPORTAL_TRUSTED_HOSTS", "").split(",") if h.strip()]
+        or None,
+        "TRUSTED_PROXIES": _number(environ, "PETPORTAL_TRUSTED_PROXIES", 0, kind=int),
+        "CACHE_SECONDS": _number(environ, "PETPORTAL_CACHE_SECONDS", 2.0),
+        "REDIS_URL": environ.get("PETPORTAL_REDIS_URL", "").strip() or None,
+    }
+    if environ.get("PETPORTAL_SECRET_KEY"):
+        settings["SECRET_KEY"] = environ["PETPORTAL_SECRET_KEY"]
+    if environ.get("PETPORTAL_DATABASE_URL"):
+        settings["SQLALCHEMY_DATABASE_URI"] = environ["PETPORTAL_DATABASE_URL"]
+    return settings
+
+
+def is_demo(config):
+    """Demo mode: no environment has a URL, so the portal serves its own reference stores."""
+    return not any(settings["url"] for settings in config["PETSTORE_ENVIRONMENTS"].values())
+
+
+def check(config):
+    """Refuse to start with a configuration that cannot work, naming the variable to fix."""
+    if config["DEFAULT_ENVIRONMENT"] not in ENVIRONMENT_NAMES:
+        raise ConfigurationError(
+            f"PETPORTAL_DEFAULT_ENVIRONMENT must be one of {', '.join(ENVIRONMENT_NAMES)}, "
+            f"not {config['DEFAULT_ENVIRONMENT']!r}."
+        )
+    if not config.get("SECRET_KEY"):
+        raise ConfigurationError("PETPORTAL_SECRET_KEY is not set; the portal needs it to sign sessions.")
+    for name, settings in config["PETSTORE_ENVIRONMENTS"].items():
+        url = settings["url"]
+        if url and not url.startswith(("http://", "https://")):
+            raise ConfigurationError(f"PETSTORE_{name.upper()}_URL must start with http:// or https://.")

@@ -1,0 +1,73 @@
+"""Friendly error pages: no stack trace, no upstream body, always the request id."""
+
+from flask import current_app, g, render_template, request
+from flask_login import current_user
+from flask_wtf.csrf import CSRFError
+from werkzeug.exceptions import HTTPException, InternalServerError
+
+from .environments import current_environment
+from .petstore import NotFound, PetStoreError, Unauthorized, Unavailable
+
+MESSAGES = {
+    400: ("Bad request", "The request could not be understood. Go back and try again."),
+    403: ("Not allowed", "Your account may not open this page."),
+    404: ("Not found", "There is nothing at this address."),
+    405: ("Not allowed", "This page cannot be used that way."),
+    429: ("Too many attempts", "Please wait a little, then try again."),
+    500: ("Something went wrong", "The portal failed to show this page. It has been logged."),
+    502: ("Temporarily unavailable", "The pet store gave an answer the portal could not use."),
+    503: ("The pet store is not answering", "The pet store did not answer in time. Try again in a moment."),
+}
+
+
+def render_error(status, message=None, *, retry=False):
+    """The error page for `status`, with an optional more specific message."""
+    title, default_message = MESSAGES.get(status, (f"Error {status}", "The request failed."))
+    template = "errors/404.html" if status == 404 else "errors/error.html"
+    page = render_template(
+        template,
+        status=status,
+        title=title,
+        message=message or default_message,
+        retry_url=request.full_path.rstrip("?") if retry and request.method == "GET" else None,
+        request_id=g.get("request_id"),
+    )
+    return page, status
+
+
+def handle_http_error(error):
+    """Any HTTP error Flask raises (404, 405, 413, ...)."""
+    if isinstance(error, CSRFError):
+        return render_error(400, "This form has expired or was not sent from this site. Reload the page and try again.")
+    return render_error(error.code or 500)
+
+
+def handle_pet_store_error(error):
+    """What customers, staff and admins are told when the pet store fails."""
+    if isinstance(error, NotFound):
+        return render_error(404, "No animal has this id in this environment.")
+    if isinstance(error, Unavailable):
+        current_app.logger.warning("pet store unavailable: %s", error)
+        return render_error(503, "The pet store is not answering. Try again in a moment.", retry=True)
+    if isinstance(error, Unauthorized):
+        current_app.logger.error("the %s API key was rejected", current_environment().name)
+        if current_user.is_authenticated and current_user.is_admin:
+            message = f"The {current_environment().name} API key was rejected by the pet store. Check its configuration."
+            return render_error(502, message)
+        return render_error(502, "The pet store is temporarily unavailable. Try again later.", retry=True)
+    current_app.logger.error("unusable answer from the pet store: %s", error)
+    return render_error(502, retry=True)
+
+
+def handle_unexpected_error(error):
+    """A bug: log it with the request id, show a generic page."""
+    current_app.logger.exception("unhandled error", exc_info=error)
+    return render_error(500)
+
+
+def register(app):
+    """Install the error pages."""
+    app.register_error_handler(HTTPException, handle_http_error)
+    app.register_error_handler(PetStoreError, handle_pet_store_error)
+    app.register_error_handler(InternalServerError, handle_unexpected_error)
+    app.register_error_handler(Exception, handle_unexpected_error)

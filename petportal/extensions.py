@@ -1,0 +1,9 @@
+"""The Flask extensions, created unbound here and bound to the app in the factory."""
+
+from flask_login import LoginManager
+from flask_sqlalchemy import SQLAlchemy
+from flask_wtf.csrf import CSRFProtect
+
+db = SQLAlchemy()
+csrf = CSRFProtect()
+login = LoginManager()

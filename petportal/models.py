@@ -1,0 +1,87 @@
+"""The portal's own data: accounts, settings, the audit log and one-time submission tokens."""
+
+from datetime import UTC, datetime
+
+from flask_login import UserMixin
+from sqlalchemy import BigInteger, DateTime, Integer, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+from werkzeug.security import check_password_hash, generate_password_hash
+
+from .extensions import db
+
+ROLES = ("staff", "admin")
+
+
+def utcnow():
+    """The current time, timezone-aware, in UTC."""
+    return datetime.now(UTC)
+
+
+class User(UserMixin, db.Model):
+    """A staff member or an admin; customers have no account."""
+
+    __tablename__ = "users"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    username: Mapped[str] = mapped_column(String(80), unique=True)
+    password_hash: Mapped[str] = mapped_column(String(255))
+    role: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    def set_password(self, password):
+        """Store a salted scrypt hash of `password` (werkzeug's default)."""
+        self.password_hash = generate_password_hash(password)
+
+    def check_password(self, password):
+        """Whether `password` is this user's password."""
+        return check_password_hash(self.password_hash, password)
+
+    def has_role(self, role):
+        """Admins may do everything staff may do."""
+        return self.role == role or self.role == "admin"
+
+    @property
+    def is_admin(self):
+        return self.role == "admin"
+
+
+class Setting(db.Model):
+    """A portal-wide setting shared by every process, such as the active environment."""
+
+    __tablename__ = "settings"
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[str] = mapped_column(String(255))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
+
+
+class AuditEntry(db.Model):
+    """Who did what, when: never a password or a key."""
+
+    __tablename__ = "audit_log"
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
+    actor: Mapped[str] = mapped_column(String(80))
+    action: Mapped[str] = mapped_column(String(32))
+    environment: Mapped[str | None] = mapped_column(String(32))
+    detail: Mapped[str] = mapped_column(Text, default="")
+    remote_addr: Mapped[str | None] = mapped_column(String(64))
+
+
+class SubmissionToken(db.Model):
+    """A one-time token carried by one rendered add form, so that form creates at most one animal.
+
+    States: issued (not yet used), sending (a request holds it), created (pet_id is the animal),
+    unknown (the store may or may not have created it; never resent).
+    """
+
+    __tablename__ = "submission_tokens"
+
+    token: Mapped[str] = mapped_column(String(64), primary_key=True)
+    user_id: Mapped[int] = mapped_column(Integer, index=True)
+    environment: Mapped[str] = mapped_column(String(32))
+    state: Mapped[str] = mapped_column(String(16), default="issued")
+    pet_id: Mapped[int | None] = mapped_column(BigInteger)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)

@@ -1,0 +1,109 @@
+"""At most one animal per rendered add form, across double clicks, refreshes and processes.
+
+Each form carries a one-time token stored in the database. Whoever moves the token from `issued`
+to `sending` in one atomic UPDATE is the only request that calls createPet; any repeat waits for
+that outcome and lands on the same animal. A call that may have reached the store is never resent.
+"""
+
+import secrets
+import time
+from datetime import timedelta
+
+from sqlalchemy import delete, select, update
+
+from .extensions import db
+from .models import SubmissionToken, utcnow
+from .petstore import InvalidRequest, OutcomeUnknown, Unauthorized, Unavailable
+
+TOKEN_LIFETIME = timedelta(hours=12)
+POLL_SECONDS = 0.1
+
+
+class FormExpired(Exception):
+    """The token is unknown, too old, or belongs to someone else."""
+
+
+class EnvironmentChanged(Exception):
+    """The form was opened for another environment than the one now being served."""
+
+    def __init__(self, opened_for):
+        super().__init__(opened_for)
+        self.opened_for = opened_for
+
+
+def issue(user_id, environment):
+    """A fresh token for one add form shown to `user_id` for `environment`."""
+    db.session.execute(delete(SubmissionToken).where(SubmissionToken.created_at < utcnow() - TOKEN_LIFETIME))
+    token = secrets.token_urlsafe(32)
+    db.session.add(SubmissionToken(token=token, user_id=user_id, environment=environment))
+    db.session.commit()
+    return token
+
+
+def create_once(token, user_id, environment, create, wait_seconds):
+    """Run `create()` at most once for `token`; return (the new animal's id, whether this was a repeat).
+
+    Raises what `create` raised, `OutcomeUnknown` when an earlier attempt got no answer,
+    `FormExpired` or `EnvironmentChanged`.
+    """
+    deadline = time.monotonic() + wait_seconds
+    while not _claim(token, user_id, environment):
+        row = db.session.scalars(
+            select(SubmissionToken)
+            .where(SubmissionToken.token == token, SubmissionToken.created_at >= _oldest_valid())
+            .execution_options(populate_existing=True)
+        ).one_or_none()
+        db.session.commit()  # end the read at once: SQLite writers wait for open readers
+        if row is None or row.user_id != user_id:
+            raise FormExpired()
+        if row.environment != environment:
+            raise EnvironmentChanged(row.environment)
+        if row.state == "created":
+            return row.pet_id, True
+        if row.state == "unknown" or time.monotonic() > deadline:
+            raise OutcomeUnknown("An earlier submission of this form got no answer from the pet store.")
+        time.sleep(POLL_SECONDS)
+    try:
+        pet = create()
+    except OutcomeUnknown:
+        _settle(token, "unknown")
+        raise
+    except (InvalidRequest, Unauthorized, Unavailable):
+        # Refused, or never reached the store: nothing was created, so the same form may be sent again.
+        _settle(token, "issued")
+        raise
+    except BaseException:
+        _settle(token, "unknown")
+        raise
+    _settle(token, "created", pet.id)
+    return pet.id, False
+
+
+def _oldest_valid():
+    return utcnow() - TOKEN_LIFETIME
+
+
+def _claim(token, user_id, environment):
+    result = db.session.execute(
+        update(SubmissionToken)
+        .where(
+            SubmissionToken.token == token,
+            SubmissionToken.user_id == user_id,
+            SubmissionToken.environment == environment,
+            SubmissionToken.state == "issued",
+            SubmissionToken.created_at >= _oldest_valid(),
+        )
+        .values(state="sending", updated_at=utcnow())
+    )
+    db.session.commit()
+    return result.rowcount == 1
+
+
+def _settle(token, state, pet_id=None):
+    db.session.rollback()
+    db.session.execute(
+        update(SubmissionToken)
+        .where(SubmissionToken.token == token)
+        .values(state=state, pet_id=pet_id, updated_at=utcnow())
+    )
+    db.session.commit()

@@ -1,0 +1,199 @@
+"""Staff add animals: validated forms, exactly one createPet per form, honest outcomes."""
+
+import re
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import requests
+from conftest import PASSWORDS, build_portal, close_portal, csrf_token, portal_config, submission_token
+from servers import FaultServer, answer, delay, serve
+
+
+def open_form(client):
+    page = client.get("/animals/new")
+    assert page.status_code == 200
+    return {"csrf_token": csrf_token(page.text), "submission_token": submission_token(page.text)}
+
+
+def posts(store):
+    return [r for r in store.received if r.method == "POST"]
+
+
+def test_anonymous_users_are_sent_to_log_in_and_come_back_to_the_form(client, auth):
+    response = client.get("/animals/new")
+    assert response.status_code == 302
+    assert response.headers["Location"] == "/login?next=/animals/new"
+    back = auth.login("staff", next_path="/animals/new")
+    assert back.status_code == 303 and back.headers["Location"] == "/animals/new"
+    assert "Add an animal" in client.get("/animals/new").text
+
+
+def test_the_form_says_which_environment_the_animal_goes_to(client, auth):
+    auth.login("staff")
+    page = client.get("/animals/new")
+    assert "This animal will be added to <strong>production</strong>" in page.text
+    for field in ("name", "category_id", "status", "csrf_token", "submission_token"):
+        assert f'name="{field}"' in page.text
+
+
+def test_a_valid_form_sends_exactly_one_create_pet_then_303s_to_the_animal(client, auth, production_store):
+    auth.login("staff")
+    form = open_form(client)
+    response = client.post("/animals/new", data={**form, "name": "  Biscuit ", "category_id": "12", "status": ""})
+    assert response.status_code == 303
+    created = production_store.animals()[-1]
+    assert created == {"id": created["id"], "name": "Biscuit", "categoryId": 12}
+    assert response.headers["Location"] == f"/animals/{created['id']}"
+    [sent] = posts(production_store)
+    assert sent.body == b'{"name": "Biscuit", "categoryId": 12}'
+    assert sent.headers["authorization"] == f"Bearer {production_store.key}"
+    page = client.get(response.headers["Location"])
+    assert "Added Biscuit to production." in page.text
+
+
+def test_a_chosen_status_is_sent(client, auth, production_store):
+    auth.login("staff")
+    client.post("/animals/new", data={**open_form(client), "name": "Pip", "category_id": "-4", "status": "pending"})
+    assert production_store.animals()[-1]["status"] == "pending"
+    assert production_store.animals()[-1]["categoryId"] == -4
+
+
+@pytest.mark.parametrize(
+    "fields, field, message",
+    [
+        ({"name": ""}, "name", "Enter the animal&#39;s name."),
+        ({"name": "    "}, "name", "Enter the animal&#39;s name."),
+        ({"name": "x" * 101}, "name", "100 characters or fewer"),
+        ({"name": "Rex\u0000"}, "name", "control characters"),
+        ({"category_id": ""}, "category_id", "Enter the category id"),
+        ({"category_id": "abc"}, "category_id", "Not a valid integer"),
+        ({"category_id": "1.5"}, "category_id", "Not a valid integer"),
+        ({"category_id": str(2**63)}, "category_id", "64-bit whole number"),
+        ({"category_id": str(10**400)}, "category_id", "64-bit whole number"),
+        ({"status": "lost"}, "status", "Not a valid choice"),
+    ],
+)
+def test_invalid_values_show_the_form_again_with_400_and_send_nothing(client, auth, production_store, fields, field, message):
+    auth.login("staff")
+    data = {**open_form(client), "name": "Rex", "category_id": "1", "status": "", **fields}
+    page = client.post("/animals/new", data=data)
+    assert page.status_code == 400
+    assert re.search(rf'id="{field}".*?invalid-feedback[^>]*>[^<]*{re.escape(message)}', page.text, re.S)
+    assert posts(production_store) == []
+
+
+def test_the_form_needs_its_csrf_token(client, auth, production_store):
+    auth.login("staff")
+    form = open_form(client)
+    page = client.post("/animals/new", data={"submission_token": form["submission_token"], "name": "Rex", "category_id": "1"})
+    assert page.status_code == 400
+    assert posts(production_store) == []
+
+
+def test_sending_the_same_form_again_lands_on_the_first_animal(client, auth, production_store):
+    auth.login("staff")
+    data = {**open_form(client), "name": "Once", "category_id": "3"}
+    first = client.post("/animals/new", data=data)
+    again = client.post("/animals/new", data=data)
+    assert again.status_code == 303
+    assert again.headers["Location"] == first.headers["Location"]
+    assert "already been sent" in client.get(again.headers["Location"]).text
+    assert len(posts(production_store)) == 1
+
+
+def test_a_token_from_another_user_or_made_up_is_refused(client, auth, production_store):
+    auth.login("staff")
+    form = open_form(client)
+    page = client.post("/animals/new", data={**form, "submission_token": "made-up", "name": "Rex", "category_id": "1"})
+    assert page.status_code == 400
+    assert "This form has expired" in page.text
+    assert submission_token(page.text) not in ("", "made-up")
+    assert posts(production_store) == []
+
+
+def test_twenty_concurrent_posts_with_one_token_create_exactly_one_animal(portal_app, production_store):
+    with serve(portal_app) as origin:
+        browser = requests.Session()
+        login = browser.get(f"{origin}/login")
+        browser.post(f"{origin}/login", data={"username": "staff", "password": PASSWORDS["staff"], "csrf_token": csrf_token(login.text)})
+        form_page = browser.get(f"{origin}/animals/new")
+        data = {"csrf_token": csrf_token(form_page.text), "submission_token": submission_token(form_page.text),
+                "name": "Twenty", "category_id": "7"}
+        start = threading.Barrier(20)
+
+        def submit(_):
+            session = requests.Session()
+            session.cookies.update(browser.cookies)
+            start.wait()
+            return session.post(f"{origin}/animals/new", data=data, allow_redirects=False)
+
+        with ThreadPoolExecutor(20) as pool:
+            responses = list(pool.map(submit, range(20)))
+    assert [r.status_code for r in responses] == [303] * 20
+    assert len({r.headers["Location"] for r in responses}) == 1
+    assert len(posts(production_store)) == 1
+    assert [a["name"] for a in production_store.animals()].count("Twenty") == 1
+
+
+def test_an_upstream_400_shows_the_apis_message_on_the_form(tmp_path, caplog, staging_store):
+    with FaultServer() as store:
+        store.script(answer(400, {"code": "duplicate", "message": "An animal called Rex already exists.", "status": 400}))
+        app = build_portal(portal_config(tmp_path, store.base_url, staging_store.url), caplog)
+        client = app.test_client()
+        client.post("/login", data={"username": "staff", "password": PASSWORDS["staff"], "csrf_token": csrf_token(client.get("/login").text)})
+        form = open_form(client)
+        page = client.post("/animals/new", data={**form, "name": "Rex", "category_id": "1"})
+        store.script(answer(201, {"id": 77, "name": "Rex II", "categoryId": 1}))
+        retry = client.post("/animals/new", data={**form, "name": "Rex II", "category_id": "1"})
+        close_portal(app, caplog)
+    assert page.status_code == 400
+    assert "An animal called Rex already exists." in page.text
+    assert 'value="Rex"' in page.text
+    assert retry.status_code == 303 and retry.headers["Location"] == "/animals/77"
+    assert store.methods() == ["POST", "POST"]
+
+
+def test_a_timeout_after_the_post_was_sent_says_the_outcome_is_unknown_and_never_resends(tmp_path, caplog, staging_store):
+    with FaultServer() as store:
+        store.script(delay(3, answer(201, {"id": 5, "name": "Slow", "categoryId": 1})))
+        app = build_portal(portal_config(tmp_path, store.base_url, staging_store.url), caplog)
+        client = app.test_client()
+        client.post("/login", data={"username": "staff", "password": PASSWORDS["staff"], "csrf_token": csrf_token(client.get("/login").text)})
+        data = {**open_form(client), "name": "Slow", "category_id": "1"}
+        page = client.post("/animals/new", data=data)
+        again = client.post("/animals/new", data=data)
+        close_portal(app, caplog)
+    assert page.status_code == 502
+    assert "cannot tell whether Slow was added" in page.text
+    assert 'href="/animals?limit=100"' in page.text
+    assert again.status_code == 502
+    assert store.methods() == ["POST"]
+
+
+def test_a_store_that_cannot_be_reached_keeps_the_form_and_its_token(tmp_path, caplog, staging_store):
+    with FaultServer() as closed:
+        url = closed.base_url
+    app = build_portal(portal_config(tmp_path, url, staging_store.url), caplog)
+    client = app.test_client()
+    client.post("/login", data={"username": "staff", "password": PASSWORDS["staff"], "csrf_token": csrf_token(client.get("/login").text)})
+    data = {**open_form(client), "name": "Later", "category_id": "1"}
+    page = client.post("/animals/new", data=data)
+    close_portal(app, caplog)
+    assert page.status_code == 503
+    assert "nothing was added" in page.text
+    assert 'value="Later"' in page.text
+    assert submission_token(page.text) == data["submission_token"]
+
+
+def test_the_audit_log_records_the_animal_added(portal_app, client, auth, production_store):
+    from petportal.extensions import db
+    from petportal.models import AuditEntry
+
+    auth.login("staff")
+    client.post("/animals/new", data={**open_form(client), "name": "Audited", "category_id": "2"})
+    pet_id = production_store.animals()[-1]["id"]
+    with portal_app.app_context():
+        entry = db.session.scalars(db.select(AuditEntry).filter_by(action="animal_added")).one()
+    assert (entry.actor, entry.environment) == ("staff", "production")
+    assert f"id {pet_id}" in entry.detail

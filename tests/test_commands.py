@@ -1,0 +1,49 @@
+"""The operator commands: `flask --app app init-db` and `flask --app app user create`."""
+
+import pytest
+
+from petportal.extensions import db
+from petportal.models import User
+
+
+def users(app):
+    with app.app_context():
+        return {user.username: user.role for user in db.session.scalars(db.select(User))}
+
+
+def test_init_db_is_idempotent(runner):
+    for _ in range(2):
+        result = runner.invoke(args=["init-db"])
+        assert result.exit_code == 0, result.output
+        assert "tables are ready" in result.output
+
+
+def test_user_create_reads_the_password_from_stdin(portal_app, runner):
+    result = runner.invoke(args=["user", "create", "carol", "--role", "admin", "--password-stdin"], input="correct horse\n")
+    assert result.exit_code == 0, result.output
+    assert users(portal_app)["carol"] == "admin"
+    with portal_app.app_context():
+        assert db.session.scalars(db.select(User).filter_by(username="carol")).one().check_password("correct horse")
+    assert "correct horse" not in result.output
+
+
+def test_user_create_prompts_twice_for_the_password(portal_app, runner):
+    result = runner.invoke(args=["user", "create", "dave", "--role", "staff"], input="battery staple\nbattery staple\n")
+    assert result.exit_code == 0, result.output
+    assert users(portal_app)["dave"] == "staff"
+
+
+@pytest.mark.parametrize(
+    "args, stdin, message",
+    [
+        (["user", "create", "staff", "--role", "staff", "--password-stdin"], "long enough pw\n", "already exists"),
+        (["user", "create", "erin", "--role", "staff", "--password-stdin"], "short\n", "at least 8"),
+        (["user", "create", "erin", "--role", "owner", "--password-stdin"], "long enough pw\n", "owner"),
+        (["user", "create", "erin", "--password-stdin"], "long enough pw\n", "--role"),
+    ],
+)
+def test_user_create_refuses_bad_input_with_a_clear_message(portal_app, runner, args, stdin, message):
+    result = runner.invoke(args=args, input=stdin)
+    assert result.exit_code != 0
+    assert message in result.output
+    assert "erin" not in users(portal_app)

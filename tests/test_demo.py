@@ -1,0 +1,63 @@
+"""Demo mode: `python app.py` with nothing configured serves seeded reference stores over real HTTP."""
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import requests
+from conftest import csrf_token
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def is_listening(port):
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def test_python_app_py_serves_seeded_animals_and_ctrl_c_stops_everything():
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PETSTORE_", "PETPORTAL_"))}
+    env["FLASK_RUN_PORT"] = str(port)
+    portal = subprocess.Popen(
+        [sys.executable, "app.py"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    try:
+        banner = "".join(portal.stdout.readline() for _ in range(5))
+        store_ports = [int(p) for p in re.findall(r"store: http://127\.0\.0\.1:(\d+)/v1", banner)]
+        assert len(store_ports) == 2, banner
+        passwords = dict(re.findall(r"user name: (\w+)\s+password: (\S+)", banner))
+        assert set(passwords) == {"staff", "admin"}, banner
+        origin = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while not is_listening(port):
+            assert time.monotonic() < deadline and portal.poll() is None, "the portal did not start"
+            time.sleep(0.1)
+        page = requests.get(f"{origin}/animals?limit=100", timeout=10)
+        assert page.status_code == 200
+        assert ">Rex<" in page.text and "status-sold" in page.text
+        browser = requests.Session()
+        login = browser.post(
+            f"{origin}/login",
+            data={"username": "admin", "password": passwords["admin"], "csrf_token": csrf_token(browser.get(f"{origin}/login").text)},
+            allow_redirects=False,
+        )
+        assert login.status_code == 303
+    finally:
+        portal.send_signal(signal.SIGINT)
+        portal.wait(20)
+        portal.stdout.close()
+    assert portal.returncode == 0
+    assert not is_listening(port)
+    assert all(not is_listening(p) for p in store_ports)
