@@ -197,3 +197,19 @@ def test_the_audit_log_records_the_animal_added(portal_app, client, auth, produc
         entry = db.session.scalars(db.select(AuditEntry).filter_by(action="animal_added")).one()
     assert (entry.actor, entry.environment) == ("staff", "production")
     assert f"id {pet_id}" in entry.detail
+
+
+def test_a_second_portal_instance_with_the_same_token_creates_no_second_animal(portal_app, production_store, caplog):
+    from petportal import create_app
+
+    other = create_app(dict(portal_app.config))
+    first, second = portal_app.test_client(), other.test_client()
+    first.post("/login", data={"username": "staff", "password": PASSWORDS["staff"], "csrf_token": csrf_token(first.get("/login").text)})
+    data = {**open_form(first), "name": "Shared", "category_id": "5"}
+    second.set_cookie("session", first.get_cookie("session").value)
+    made_here = first.post("/animals/new", data=data)
+    made_there = second.post("/animals/new", data=data)
+    other.extensions["petportal.environments"].close()
+    assert made_here.status_code == made_there.status_code == 303
+    assert made_here.headers["Location"] == made_there.headers["Location"]
+    assert len(posts(production_store)) == 1

@@ -307,3 +307,12 @@ def test_the_key_never_appears_in_errors_or_logs(fault_server, caplog):
     text = " ".join([caplog.text, repr(client)] + [f"{e!r} {e} {e.args}" for e in errors])
     assert key not in text
     assert fault_server.received[0].headers["authorization"] == f"Bearer {key}"
+
+
+def test_410_on_get_pet_is_gone(faulty, fault_server):
+    from petportal.petstore import Gone
+
+    fault_server.script(answer(410, {"code": "gone", "message": "getPet was removed", "status": 410}))
+    with pytest.raises(Gone) as raised:
+        faulty.get_pet(1)
+    assert raised.value.status == 410
