@@ -10,9 +10,10 @@ from flask import Flask
 from flask_bootstrap import Bootstrap5
 
 from . import commands, config, demo, errors, ops, request_id
+from .admin import bp as admin_bp
 from .auth import bp as auth_bp
 from .catalog import bp as catalog_bp
-from .environments import Environments, current_environment
+from .environments import Environments, page_context
 from .extensions import csrf, db, login
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -49,7 +50,7 @@ def create_app(test_config=None):
     errors.register(app)
     commands.register(app)
     request_id.register(app)
-    app.context_processor(lambda: {"environment": current_environment()})
+    app.context_processor(page_context)
 
     if demo_mode and _serving():
         with app.app_context():
@@ -63,7 +64,9 @@ def register_extensions(app):
     db.init_app(app)
     csrf.init_app(app)
     login.init_app(app)
-    login.session_protection = "strong"
+    # "basic": a session seen from another client loses freshness, so it must log in again for a switch.
+    # ("strong" would also wipe every session restored from the remember-me cookie on its next request.)
+    login.session_protection = "basic"
     Bootstrap5(app)
     app.extensions["petportal.environments"] = Environments(app)
 
@@ -72,6 +75,7 @@ def register_blueprints(app):
     """One blueprint per area a user recognises."""
     app.register_blueprint(catalog_bp)
     app.register_blueprint(auth_bp)
+    app.register_blueprint(admin_bp)
     app.register_blueprint(ops.bp)
 
 

@@ -119,6 +119,16 @@ def current_environment():
     return g.environment
 
 
+def page_context():
+    """What every page shows: the environment served, and (for admins) whether its key was rejected."""
+    environment = current_environment()
+    admin = current_user.is_authenticated and current_user.is_admin
+    return {
+        "environment": environment,
+        "key_rejected": admin and environment.configured and environments().client(environment.name).key_rejected,
+    }
+
+
 def petstore():
     """The client of the environment this request is served from."""
     return environments().client(current_environment().name)

@@ -33,7 +33,10 @@ class EnvironmentChanged(Exception):
 
 def issue(user_id, environment):
     """A fresh token for one add form shown to `user_id` for `environment`."""
-    db.session.execute(delete(SubmissionToken).where(SubmissionToken.created_at < utcnow() - TOKEN_LIFETIME))
+    db.session.execute(
+        delete(SubmissionToken).where(SubmissionToken.created_at < _oldest_valid()),
+        execution_options={"synchronize_session": False},
+    )
     token = secrets.token_urlsafe(32)
     db.session.add(SubmissionToken(token=token, user_id=user_id, environment=environment))
     db.session.commit()
@@ -93,7 +96,8 @@ def _claim(token, user_id, environment):
             SubmissionToken.state == "issued",
             SubmissionToken.created_at >= _oldest_valid(),
         )
-        .values(state="sending", updated_at=utcnow())
+        .values(state="sending", updated_at=utcnow()),
+        execution_options={"synchronize_session": False},
     )
     db.session.commit()
     return result.rowcount == 1
@@ -104,6 +108,7 @@ def _settle(token, state, pet_id=None):
     db.session.execute(
         update(SubmissionToken)
         .where(SubmissionToken.token == token)
-        .values(state=state, pet_id=pet_id, updated_at=utcnow())
+        .values(state=state, pet_id=pet_id, updated_at=utcnow()),
+        execution_options={"synchronize_session": False},
     )
     db.session.commit()

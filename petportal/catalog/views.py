@@ -1,19 +1,16 @@
 """Views of the catalog: the list, one animal, and the add form."""
 
-from datetime import date
-
 from flask import Blueprint, abort, current_app, flash, redirect, render_template, request, url_for
 from flask_login import current_user
 
 from .. import audit, submissions
 from ..auth.access import role_required
 from ..environments import current_environment, petstore
-from ..petstore import Gone, InvalidRequest, NotFound, OutcomeUnknown, Unavailable
+from ..errors import render_error
+from ..petstore import GET_PET_REMOVAL, Gone, InvalidRequest, OutcomeUnknown, Unavailable
 from .forms import INT64_MAX, AddAnimalForm, AnimalFilterForm
 
 bp = Blueprint("catalog", __name__)
-
-GET_PET_REMOVAL = date(2030, 12, 5)
 
 
 @bp.get("/")
@@ -47,23 +44,24 @@ def show_animal(pet_id):
     back = AnimalFilterForm(formdata=request.args)
     back_query = back.query() if back.validate() else {}
     animal = find_animal(pet_id)
+    if animal is None:
+        message = "The pet store no longer looks up single animals, and this one is not among the first 100 it lists."
+        return render_error(404, message)
     return render_template("catalog/detail.html", animal=animal, back_query=back_query)
 
 
 def find_animal(pet_id):
-    """getPet until its removal date, or until it answers 410; then look the animal up through listPets."""
+    """getPet until its removal date, or until it answers 410; then look the animal up through listPets.
+
+    None when listPets does not return it either.
+    """
     client = petstore()
     if current_app.config["CLOCK"]().date() < GET_PET_REMOVAL:
         try:
             return client.get_pet(pet_id)
         except Gone:
             current_app.logger.warning("getPet answered 410 Gone; finding animals through listPets instead")
-    for animal in client.list_pets(limit=100):
-        if animal.id == pet_id:
-            return animal
-    raise NotFound(
-        "The pet store no longer looks up single animals, and this one is not among the first 100 it lists."
-    )
+    return next((animal for animal in client.list_pets(limit=100) if animal.id == pet_id), None)
 
 
 @bp.route("/animals/new", methods=["GET", "POST"])

@@ -11,13 +11,15 @@ from .errors import (
     Unavailable,
     UnexpectedResponse,
 )
-from .records import PET_STATUSES, Pet
+from .records import GET_PET_REMOVAL, PET_STATUSES, Operation, Pet
 
 __all__ = [
     "DeprecationNotice",
+    "GET_PET_REMOVAL",
     "Gone",
     "InvalidRequest",
     "NotFound",
+    "Operation",
     "OutcomeUnknown",
     "PET_STATUSES",
     "Pet",

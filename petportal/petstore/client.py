@@ -19,7 +19,7 @@ from .errors import (
     Unavailable,
     UnexpectedResponse,
 )
-from .records import INT64_MAX, INT64_MIN, PET_STATUSES, ShapeError, parse_pet, parse_pets
+from .records import INT64_MAX, INT64_MIN, PET_STATUSES, ShapeError, parse_operations, parse_pet, parse_pets
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +80,7 @@ class PetStoreClient:
         self.timeout = float(timeout)
         self.max_body_bytes = max_body_bytes
         self.notices = {}
+        self.key_rejected = False
         self._extra_headers = extra_headers
         self._session = requests.Session()
         # No proxy variables, no .netrc credentials and no cookies from the store: only what we set.
@@ -122,6 +123,10 @@ class PetStoreClient:
         _check_int(pet_id, "pet_id", INT64_MIN, INT64_MAX)
         return self._call("GET", f"/pets/{pet_id}", "getPet", parse_pet)
 
+    def describe(self):
+        """The operations the store's own OpenAPI description (`<base>/openapi.json`) lists."""
+        return self._call("GET", "/openapi.json", "describe", parse_operations)
+
     def _call(self, method, path, operation, parse, **kwargs):
         url = self.base_url + path
         started = time.monotonic()
@@ -146,6 +151,8 @@ class PetStoreClient:
                 )
             body = self._read_body(response, method, url, time.monotonic() + self.timeout)
         status = response.status_code
+        if status == 401 or 200 <= status < 300:
+            self.key_rejected = status == 401
         log.info("%s %s -> %s in %.1f ms", method, url, status, (time.monotonic() - started) * 1000)
         if status >= 300 or status < 200:
             raise _status_error(status, body, operation, method, url)

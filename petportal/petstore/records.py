@@ -1,8 +1,11 @@
 """Typed records of the Pet Store v1 interface, checked as they are read."""
 
 from dataclasses import dataclass
+from datetime import date
 
 PET_STATUSES = ("available", "pending", "sold")
+# getPet is deprecated; the interface removes it on this day (replacement: listPets).
+GET_PET_REMOVAL = date(2030, 12, 5)
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
@@ -51,3 +54,30 @@ def parse_pets(value):
     if not isinstance(value, list):
         raise ShapeError("the answer is not a JSON array")
     return [parse_pet(record) for record in value]
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    """What an API description says of one operation: its stability marker and deprecation."""
+
+    operation_id: str
+    stability: str | None
+    deprecated: bool
+
+
+def parse_operations(document):
+    """The operations of an OpenAPI description, by operationId, or `ShapeError`."""
+    paths = document.get("paths") if isinstance(document, dict) else None
+    if not isinstance(paths, dict):
+        raise ShapeError("the description has no paths")
+    operations = {}
+    for path_item in paths.values():
+        for operation in path_item.values() if isinstance(path_item, dict) else ():
+            if isinstance(operation, dict) and isinstance(operation.get("operationId"), str):
+                stability = operation.get("x-stability")
+                operations[operation["operationId"]] = Operation(
+                    operation["operationId"],
+                    stability if isinstance(stability, str) else None,
+                    operation.get("deprecated") is True,
+                )
+    return operations

@@ -1,0 +1,124 @@
+"""The admin pages: environments, audit log and status."""
+
+from flask import Blueprint, flash, redirect, render_template, request, session, url_for
+from flask_login import current_user, login_fresh
+
+from .. import audit
+from ..auth.access import role_required
+from ..environments import PREVIEW_SESSION_KEY, current_environment, environments
+from ..extensions import db
+from ..models import AuditEntry
+from ..petstore import GET_PET_REMOVAL
+from .forms import PreviewForm, SwitchEnvironmentForm, environment_choices
+from .status import probe_all
+
+bp = Blueprint("admin", __name__, url_prefix="/admin")
+AUDIT_PAGE_SIZE = 25
+
+
+@bp.get("/environment")
+@role_required("admin")
+def environment():
+    """The configured environments, the active one, and the forms to switch or preview."""
+    return _environment_page(_switch_form(), _preview_form())
+
+
+@bp.post("/environment")
+@role_required("admin")
+def switch_environment():
+    """Switch the active environment for every user and every portal process."""
+    if not login_fresh():
+        flash("Log in again to switch the environment for everyone.", "warning")
+        return redirect(url_for("auth.login", next=url_for(".environment")), 303)
+    form = _switch_form()
+    registry = environments()
+    if not form.validate_on_submit():
+        return _environment_page(form, _preview_form(), 400)
+    target = registry.get(form.environment.data)
+    if not target.configured:
+        form.environment.errors.append(f"{target.name} is not configured and cannot be chosen.")
+        return _environment_page(form, _preview_form(), 400)
+    previous = registry.active()
+    if previous.name == target.name:
+        flash(f"{target.name} is already the active environment; nothing changed.", "info")
+        return redirect(url_for(".environment"), 303)
+    registry.set_active(target.name)
+    audit.record("environment_switched", environment=target.name, detail=f"from {previous.name} to {target.name}")
+    flash(f"Everyone is now served from {target.name}.", "success")
+    return redirect(url_for(".environment"), 303)
+
+
+@bp.post("/environment/preview")
+@role_required("admin")
+def preview_environment():
+    """Serve one environment to this admin's session only, or clear the preview."""
+    form = _preview_form()
+    if not form.validate_on_submit():
+        return _environment_page(_switch_form(), form, 400)
+    chosen = environments().get(form.environment.data)
+    if chosen is None:
+        session.pop(PREVIEW_SESSION_KEY, None)
+        audit.record("preview_changed", detail="cleared")
+        flash(f"Preview cleared: you see the active environment, {environments().active().name}.", "info")
+    elif not chosen.configured:
+        form.environment.errors.append(f"{chosen.name} is not configured and cannot be previewed.")
+        return _environment_page(_switch_form(), form, 400)
+    else:
+        session[PREVIEW_SESSION_KEY] = chosen.name
+        audit.record("preview_changed", environment=chosen.name, detail=chosen.name)
+        flash(f"You alone now see {chosen.name}. Everyone else still sees {environments().active().name}.", "info")
+    return redirect(url_for(".environment"), 303)
+
+
+@bp.get("/audit")
+@role_required("admin")
+def audit_log():
+    """Who did what, when: newest first, a page at a time."""
+    entries = db.paginate(
+        db.select(AuditEntry).order_by(AuditEntry.id.desc()),
+        page=request.args.get("page", 1, type=int),
+        per_page=AUDIT_PAGE_SIZE,
+        error_out=False,
+    )
+    return render_template("admin/audit.html", entries=entries)
+
+
+@bp.get("/status")
+@role_required("admin")
+def status():
+    """Each environment: reachable, latency, key accepted, deprecation notices, stability markers."""
+    return render_template("admin/status.html", statuses=probe_all(environments()), removal=GET_PET_REMOVAL)
+
+
+def _switch_form():
+    form = SwitchEnvironmentForm()
+    form.environment.choices = environment_choices(environments().all())
+    if not form.is_submitted():
+        form.environment.data = next(
+            (e.name for e in environments().all() if e.configured and e.name != environments().active().name), None
+        )
+    return form
+
+
+def _preview_form():
+    form = PreviewForm()
+    form.environment.choices = environment_choices(environments().all(), "No preview: see the active environment")
+    if not form.is_submitted():
+        form.environment.data = session.get(PREVIEW_SESSION_KEY, "")
+    return form
+
+
+def _environment_page(switch_form, preview_form, status=200):
+    registry = environments()
+    page = render_template(
+        "admin/environment.html",
+        environments=registry.all(),
+        active=registry.active(),
+        serving=current_environment(),
+        preview=session.get(PREVIEW_SESSION_KEY),
+        switch_form=switch_form,
+        preview_form=preview_form,
+        fresh=login_fresh(),
+        admin=current_user,
+    )
+    return page, status

@@ -1,0 +1,424 @@
+"""Admins: switching for everyone, previewing for oneself, the audit log, the status page, ops endpoints."""
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+import requests
+from conftest import (
+    PASSWORDS,
+    PRODUCTION_KEY,
+    SECRET_KEY,
+    STAGING_KEY,
+    build_portal,
+    close_portal,
+    csrf_token,
+    drop_postgres_schema,
+    portal_config,
+    postgres_schema_url,
+)
+from servers import FaultServer, answer
+
+from petportal.extensions import db
+from petportal.models import AuditEntry
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def switch(client, environment, confirm=None):
+    page = client.get("/admin/environment")
+    return client.post(
+        "/admin/environment",
+        data={"csrf_token": csrf_token(page.text), "environment": environment, "confirm": environment if confirm is None else confirm},
+    )
+
+
+def preview(client, environment):
+    page = client.get("/admin/environment")
+    return client.post("/admin/environment/preview", data={"csrf_token": csrf_token(page.text), "environment": environment})
+
+
+def served_by(client, production_store, staging_store):
+    """Which store answers this client's next animal list."""
+    before = len(production_store.received), len(staging_store.received)
+    assert client.get("/animals").status_code == 200
+    after = len(production_store.received), len(staging_store.received)
+    return {(1, 0): "production", (0, 1): "staging"}[(after[0] - before[0], after[1] - before[1])]
+
+
+def audit_entries(app, action):
+    with app.app_context():
+        return db.session.scalars(db.select(AuditEntry).filter_by(action=action).order_by(AuditEntry.id)).all()
+
+
+def assert_keys_stayed_home(production_store, staging_store):
+    assert {r.headers["authorization"] for r in production_store.received} <= {f"Bearer {PRODUCTION_KEY}"}
+    assert {r.headers["authorization"] for r in staging_store.received} <= {f"Bearer {STAGING_KEY}"}
+
+
+# --- the environment page -------------------------------------------------------------------------
+
+
+def test_the_environment_page_lists_environments_without_their_keys(client, auth):
+    auth.login("admin")
+    page = client.get("/admin/environment")
+    assert page.status_code == 200
+    assert "production" in page.text and "staging" in page.text
+    assert "active for everyone" in page.text
+    assert page.text.count("<td>yes</td>") == 2
+    assert "Everyone will see the environment you choose" in page.text
+
+
+def test_staff_get_403_and_anonymous_users_are_sent_to_log_in(client, auth):
+    assert client.get("/admin/environment").headers["Location"] == "/login?next=/admin/environment"
+    auth.login("staff")
+    for path in ("/admin/environment", "/admin/audit", "/admin/status"):
+        assert client.get(path).status_code == 403
+
+
+def test_an_environment_without_url_is_not_configured_and_cannot_be_chosen(tmp_path, caplog, production_store):
+    app = build_portal(portal_config(tmp_path, production_store.url, None), caplog)
+    client = app.test_client()
+    client.post("/login", data={"username": "admin", "password": PASSWORDS["admin"], "csrf_token": csrf_token(client.get("/login").text)})
+    page = client.get("/admin/environment")
+    refused = switch(client, "staging")
+    refused_preview = preview(client, "staging")
+    still = served_by(client, production_store, type("Nothing", (), {"received": []})())
+    close_portal(app, caplog)
+    assert "staging (not configured)" in page.text and "cannot be chosen" in page.text
+    assert refused.status_code == 400 and "staging is not configured" in refused.text
+    assert refused_preview.status_code == 400
+    assert still == "production"
+
+
+# --- switching for everyone -----------------------------------------------------------------------
+
+
+def test_a_switch_serves_everyone_from_the_new_environment_with_its_own_key(portal_app, auth, client, production_store, staging_store):
+    auth.login("admin")
+    response = switch(client, "staging")
+    assert response.status_code == 303
+    customer = portal_app.test_client()
+    assert served_by(customer, production_store, staging_store) == "staging"
+    assert "You are using <strong>STAGING</strong>" in customer.get("/animals").text
+    assert "Everyone is now served from staging." in client.get("/admin/environment").text
+    back = switch(client, "production")
+    assert back.status_code == 303
+    assert served_by(customer, production_store, staging_store) == "production"
+    assert "You are using" not in customer.get("/animals").text
+    assert [e.detail for e in audit_entries(portal_app, "environment_switched")] == [
+        "from production to staging",
+        "from staging to production",
+    ]
+    assert [e.actor for e in audit_entries(portal_app, "environment_switched")] == ["admin", "admin"]
+    assert_keys_stayed_home(production_store, staging_store)
+
+
+@pytest.mark.parametrize(
+    "environment, confirm, message",
+    [
+        ("staging", "Staging", "exactly to confirm"),
+        ("staging", "production", "exactly to confirm"),
+        ("staging", "", "Type the environment&#39;s name to confirm"),
+        ("qa", "qa", "Not a valid choice"),
+        ("", "", "Not a valid choice"),
+    ],
+)
+def test_refused_switches_change_nothing_and_say_why(portal_app, auth, client, production_store, staging_store, environment, confirm, message):
+    auth.login("admin")
+    response = switch(client, environment, confirm)
+    assert response.status_code == 400
+    assert message in response.text
+    assert served_by(portal_app.test_client(), production_store, staging_store) == "production"
+    assert audit_entries(portal_app, "environment_switched") == []
+
+
+def test_staff_cannot_switch(portal_app, auth, client, production_store, staging_store):
+    auth.login("staff")
+    token = csrf_token(client.get("/animals").text)
+    response = client.post("/admin/environment", data={"csrf_token": token, "environment": "staging", "confirm": "staging"})
+    assert response.status_code == 403
+    assert served_by(client, production_store, staging_store) == "production"
+
+
+def test_a_switch_needs_the_csrf_token(portal_app, auth, client, production_store, staging_store):
+    auth.login("admin")
+    response = client.post("/admin/environment", data={"environment": "staging", "confirm": "staging"})
+    assert response.status_code == 400
+    assert served_by(client, production_store, staging_store) == "production"
+
+
+def test_a_session_restored_from_remember_me_must_log_in_again_to_switch(portal_app, auth, client, production_store, staging_store):
+    auth.login("admin", remember=True)
+    client.delete_cookie("session")  # the browser was closed; only the remember-me cookie is left
+    assert client.get("/admin/environment").status_code == 200
+    stale = switch(client, "staging")
+    assert stale.status_code == 303
+    assert stale.headers["Location"] == "/login?next=/admin/environment"
+    assert served_by(client, production_store, staging_store) == "production"
+    auth.login("admin", next_path="/admin/environment")
+    assert switch(client, "staging").status_code == 303
+    assert served_by(client, production_store, staging_store) == "staging"
+
+
+# --- previewing for oneself -----------------------------------------------------------------------
+
+
+def test_a_preview_serves_only_that_admins_session(portal_app, auth, client, production_store, staging_store):
+    auth.login("admin")
+    assert preview(client, "staging").status_code == 303
+    customer = portal_app.test_client()
+    assert served_by(client, production_store, staging_store) == "staging"
+    assert served_by(customer, production_store, staging_store) == "production"
+    form = client.get("/animals/new").text
+    assert "This animal will be added to <strong>staging</strong>" in form
+    assert "(your preview only)" in form
+    assert preview(client, "").status_code == 303
+    assert served_by(client, production_store, staging_store) == "production"
+    assert [e.detail for e in audit_entries(portal_app, "preview_changed")] == ["staging", "cleared"]
+    assert_keys_stayed_home(production_store, staging_store)
+
+
+def test_a_form_opened_during_a_preview_is_not_sent_elsewhere_after_it_ends(portal_app, auth, client, production_store, staging_store):
+    from conftest import submission_token
+
+    auth.login("admin")
+    preview(client, "staging")
+    page = client.get("/animals/new").text
+    data = {"csrf_token": csrf_token(page), "submission_token": submission_token(page), "name": "Drifter", "category_id": "1"}
+    preview(client, "")
+    response = client.post("/animals/new", data=data)
+    assert response.status_code == 409
+    assert "opened for staging, but the portal now serves production" in response.text
+    assert [r for r in production_store.received + staging_store.received if r.method == "POST"] == []
+
+
+# --- the audit log --------------------------------------------------------------------------------
+
+
+def test_the_audit_log_shows_every_kind_of_action_newest_first(portal_app, auth, client):
+    auth.login("staff", password="wrong password")
+    auth.login("admin")
+    switch(client, "staging")
+    preview(client, "production")
+    page = client.get("/admin/audit")
+    assert page.status_code == 200
+    actions = ["preview changed", "environment switched", "login", "login failed"]
+    positions = [page.text.index(f"<td>{action}</td>") for action in actions]
+    assert positions == sorted(positions)
+    assert "from production to staging" in page.text
+    auth.logout()
+    assert audit_entries(portal_app, "logout")[0].actor == "admin"
+
+
+def test_the_audit_log_is_paginated_and_survives_a_restart(portal_app, auth, client):
+    from petportal import create_app
+
+    for number in range(30):
+        auth.login("staff", password=f"wrong {number}")
+    auth.login("admin")
+    first = client.get("/admin/audit")
+    second = client.get("/admin/audit?page=2")
+    assert first.text.count("<td>login failed</td>") == 24  # plus the admin's own login, newest
+    assert second.text.count("<td>login failed</td>") == 6
+    assert re.search(r'href="\s*/admin/audit\?page=2"', first.text)
+    restarted = create_app(dict(portal_app.config))
+    with restarted.app_context():
+        assert db.session.scalar(db.select(db.func.count()).select_from(AuditEntry)) == 31
+    restarted.extensions["petportal.environments"].close()
+
+
+def test_the_audit_log_never_holds_a_password_or_a_key(portal_app, auth, client):
+    auth.login("staff", password=PASSWORDS["admin"])
+    auth.login("admin")
+    switch(client, "staging")
+    with portal_app.app_context():
+        text = " ".join(f"{e.actor} {e.action} {e.environment} {e.detail}" for e in db.session.scalars(db.select(AuditEntry)))
+    for secret in (*PASSWORDS.values(), PRODUCTION_KEY, STAGING_KEY):
+        assert secret not in text
+
+
+# --- the status page ------------------------------------------------------------------------------
+
+
+def test_the_status_page_shows_a_healthy_store(client, auth):
+    auth.login("admin")
+    page = client.get("/admin/status")
+    assert page.status_code == 200
+    assert page.text.count('<dt class="col-6">Reachable</dt><dd class="col-6">yes</dd>') == 2
+    assert page.text.count('<dt class="col-6">Key accepted</dt><dd class="col-6">yes</dd>') == 2
+    assert " ms</dd>" in page.text
+    assert "Sunset <code>Thu, 05 Dec 2030 00:00:00 GMT</code>" in page.text
+    assert "<code>getPet</code>: stable, deprecated" in page.text
+    assert "will be removed on 2030-12-05" in page.text
+
+
+def test_the_status_page_names_a_rejected_key_and_a_store_that_is_down(tmp_path, caplog, production_store):
+    with FaultServer() as closed:
+        down = closed.base_url
+    config = portal_config(tmp_path, production_store.url, down)
+    config["PETSTORE_ENVIRONMENTS"]["production"]["key"] = "wrong-key"
+    app = build_portal(config, caplog)
+    client = app.test_client()
+    client.post("/login", data={"username": "admin", "password": PASSWORDS["admin"], "csrf_token": csrf_token(client.get("/login").text)})
+    page = client.get("/admin/status")
+    close_portal(app, caplog)
+    assert page.status_code == 200
+    assert "The production key was rejected by the pet store." in page.text
+    assert "Not reachable: The pet store could not be reached." in page.text
+    assert "Traceback" not in page.text
+
+
+def test_a_rejected_key_is_told_to_admins_and_hidden_from_customers(tmp_path, caplog, production_store, staging_store):
+    config = portal_config(tmp_path, production_store.url, staging_store.url)
+    config["PETSTORE_ENVIRONMENTS"]["production"]["key"] = "wrong-key"
+    app = build_portal(config, caplog)
+    customer, admin = app.test_client(), app.test_client()
+    admin.post("/login", data={"username": "admin", "password": PASSWORDS["admin"], "csrf_token": csrf_token(admin.get("/login").text)})
+    customer_page = customer.get("/animals")
+    admin_page = admin.get("/animals")
+    elsewhere = admin.get("/admin/environment")
+    close_portal(app, caplog)
+    assert customer_page.status_code == 502 and "temporarily unavailable" in customer_page.text
+    assert "rejected" not in customer_page.text
+    assert admin_page.status_code == 502 and "The production API key was rejected" in admin_page.text
+    assert "The production key was rejected by the pet store." in elsewhere.text
+
+
+# --- getPet's deprecation -------------------------------------------------------------------------
+
+
+def test_after_the_removal_date_animals_are_found_through_list_pets(tmp_path, caplog, production_store, staging_store):
+    config = portal_config(tmp_path, production_store.url, staging_store.url,
+                           CLOCK=lambda: datetime(2030, 12, 5, 0, 0, 1, tzinfo=UTC))
+    app = build_portal(config, caplog)
+    rex = production_store.animals()[0]
+    page = app.test_client().get(f"/animals/{rex['id']}")
+    missing = app.test_client().get("/animals/424242")
+    close_portal(app, caplog)
+    assert page.status_code == 200 and "Rex" in page.text
+    assert missing.status_code == 404 and "not among the first 100" in missing.text
+    assert [r.target for r in production_store.received] == ["/v1/pets?limit=100", "/v1/pets?limit=100"]
+
+
+def test_before_the_removal_date_get_pet_is_used(tmp_path, caplog, production_store, staging_store):
+    config = portal_config(tmp_path, production_store.url, staging_store.url,
+                           CLOCK=lambda: datetime(2030, 12, 4, 23, 59, tzinfo=UTC))
+    app = build_portal(config, caplog)
+    rex = production_store.animals()[0]
+    assert app.test_client().get(f"/animals/{rex['id']}").status_code == 200
+    close_portal(app, caplog)
+    assert [r.target for r in production_store.received] == [f"/v1/pets/{rex['id']}"]
+
+
+def test_a_store_answering_410_is_read_through_list_pets(tmp_path, caplog, staging_store):
+    with FaultServer() as store:
+        store.script(answer(410, {"code": "gone", "message": "getPet was removed", "status": 410}),
+                     answer(200, [{"id": 8, "name": "Fido", "categoryId": 2}]))
+        app = build_portal(portal_config(tmp_path, store.base_url, staging_store.url), caplog)
+        page = app.test_client().get("/animals/8")
+        close_portal(app, caplog)
+    assert page.status_code == 200 and "Fido" in page.text
+    assert [r.target for r in store.received] == ["/v1/pets/8", "/v1/pets?limit=100"]
+
+
+# --- operations endpoints -------------------------------------------------------------------------
+
+
+def test_healthz_and_readyz_with_a_healthy_store(client):
+    assert client.get("/healthz").status_code == 200
+    ready = client.get("/readyz")
+    assert ready.status_code == 200
+    assert ready.json["checks"] == {"database": "ok", "petstore": "ok", "environment": "production"}
+
+
+@pytest.mark.parametrize("fault", ["wrong key", "store down", "database down"])
+def test_readyz_names_the_failing_part(tmp_path, caplog, production_store, staging_store, fault):
+    config = portal_config(tmp_path, production_store.url, staging_store.url)
+    if fault == "wrong key":
+        config["PETSTORE_ENVIRONMENTS"]["production"]["key"] = "wrong-key"
+    elif fault == "store down":
+        with FaultServer() as closed:
+            config["PETSTORE_ENVIRONMENTS"]["production"]["url"] = closed.base_url
+    app = build_portal(config, caplog)
+    if fault == "database down":
+        with app.app_context():
+            db.engine.dispose()
+        database = tmp_path / "portal.sqlite"
+        database.unlink()
+        database.mkdir()  # nothing can open it as a database now
+    client = app.test_client()
+    ready, healthy = client.get("/readyz"), client.get("/healthz")
+    close_portal(app, caplog)
+    assert healthy.status_code == 200
+    assert ready.status_code == 503
+    checks = ready.json["checks"]
+    expected = {"wrong key": ("petstore", "Unauthorized"), "store down": ("petstore", "Unavailable"),
+                "database down": ("database", "unavailable")}[fault]
+    assert expected[1] in checks[expected[0]]
+
+
+# --- several processes ----------------------------------------------------------------------------
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for(port, process):
+    deadline = time.monotonic() + 30
+    while True:
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        assert process.poll() is None and time.monotonic() < deadline, "a portal process did not start"
+        time.sleep(0.1)
+
+
+def test_a_switch_in_one_process_reaches_another_within_2_seconds_on_postgresql(production_store, staging_store):
+    schema, database_url = postgres_schema_url()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PETSTORE_", "PETPORTAL_"))}
+    env.update(
+        PETSTORE_PRODUCTION_URL=production_store.url, PETSTORE_PRODUCTION_KEY=PRODUCTION_KEY,
+        PETSTORE_STAGING_URL=staging_store.url, PETSTORE_STAGING_KEY=STAGING_KEY,
+        PETPORTAL_SECRET_KEY=SECRET_KEY, PETPORTAL_DATABASE_URL=database_url, PETPORTAL_HTTPS="0",
+    )
+    flask = [sys.executable, "-m", "flask", "--app", "app"]
+    processes = []
+    try:
+        subprocess.run([*flask, "init-db"], cwd=ROOT, env=env, check=True, capture_output=True)
+        subprocess.run([*flask, "user", "create", "root", "--role", "admin", "--password-stdin"],
+                       cwd=ROOT, env=env, input="root password\n", text=True, check=True, capture_output=True)
+        ports = [free_port(), free_port()]
+        for port in ports:
+            processes.append(subprocess.Popen([*flask, "run", "--port", str(port)], cwd=ROOT, env=env,
+                                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        for port, process in zip(ports, processes):
+            wait_for(port, process)
+        first, second = (f"http://127.0.0.1:{port}" for port in ports)
+        assert "You are using" not in requests.get(f"{second}/animals").text
+        admin = requests.Session()
+        admin.post(f"{first}/login", data={"username": "root", "password": "root password",
+                                           "csrf_token": csrf_token(admin.get(f"{first}/login").text)})
+        page = admin.get(f"{first}/admin/environment")
+        switched = admin.post(f"{first}/admin/environment", allow_redirects=False,
+                              data={"csrf_token": csrf_token(page.text), "environment": "staging", "confirm": "staging"})
+        assert switched.status_code == 303
+        started = time.monotonic()
+        while "You are using <strong>STAGING</strong>" not in requests.get(f"{second}/animals").text:
+            assert time.monotonic() - started < 2, "the other process still serves production after 2 s"
+            time.sleep(0.05)
+    finally:
+        for process in processes:
+            process.terminate()
+            process.wait(10)
+        drop_postgres_schema(schema)
+    assert_keys_stayed_home(production_store, staging_store)
