@@ -51,21 +51,9 @@ def create_once(token, user_id, environment, create, wait_seconds):
     """
     deadline = time.monotonic() + wait_seconds
     while not _claim(token, user_id, environment):
-        row = db.session.scalars(
-            select(SubmissionToken)
-            .where(SubmissionToken.token == token, SubmissionToken.created_at >= _oldest_valid())
-            .execution_options(populate_existing=True)
-        ).one_or_none()
-        db.session.commit()  # end the read at once: SQLite writers wait for open readers
-        if row is None or row.user_id != user_id:
-            raise FormExpired()
-        if row.environment != environment:
-            raise EnvironmentChanged(row.environment)
-        if row.state == "created":
-            return row.pet_id, True
-        if row.state == "unknown" or time.monotonic() > deadline:
-            raise OutcomeUnknown("An earlier submission of this form got no answer from the pet store.")
-        time.sleep(POLL_SECONDS)
+        pet_id = _wait_for_outcome(token, user_id, environment, deadline)
+        if pet_id is not None:
+            return pet_id, True
     try:
         pet = create()
     except OutcomeUnknown:
@@ -80,6 +68,32 @@ def create_once(token, user_id, environment, create, wait_seconds):
         raise
     _settle(token, "created", pet.id)
     return pet.id, False
+
+
+def _wait_for_outcome(token, user_id, environment, deadline):
+    """Poll, reading only, until the request holding `token` settles; the animal's id once created.
+
+    Returns None when the token was released (the store refused or was unreachable), so the caller
+    may claim it again. Only reads here: a write per poll would starve the holder's own update.
+    """
+    while True:
+        row = db.session.scalars(
+            select(SubmissionToken)
+            .where(SubmissionToken.token == token, SubmissionToken.created_at >= _oldest_valid())
+            .execution_options(populate_existing=True)
+        ).one_or_none()
+        db.session.commit()  # end the read at once: SQLite writers wait for open readers
+        if row is None or row.user_id != user_id:
+            raise FormExpired()
+        if row.environment != environment:
+            raise EnvironmentChanged(row.environment)
+        if row.state == "created":
+            return row.pet_id
+        if row.state == "issued":
+            return None
+        if row.state == "unknown" or time.monotonic() > deadline:
+            raise OutcomeUnknown("An earlier submission of this form got no answer from the pet store.")
+        time.sleep(POLL_SECONDS)
 
 
 def _oldest_valid():
