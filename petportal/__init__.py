@@ -8,13 +8,14 @@ from pathlib import Path
 import click
 from flask import Flask
 from flask_bootstrap import Bootstrap5
+from sqlalchemy import event
 
-from . import commands, config, demo, errors, ops, request_id
+from . import commands, config, demo, errors, ops, request_id, security
 from .admin import bp as admin_bp
 from .auth import bp as auth_bp
 from .catalog import bp as catalog_bp
 from .environments import Environments, page_context
-from .extensions import csrf, db, login
+from .extensions import csrf, db, limiter, login
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -33,6 +34,8 @@ def create_app(test_config=None):
         BOOTSTRAP_SERVE_LOCAL=True,
         WTF_CSRF_TIME_LIMIT=None,
         CLOCK=lambda: datetime.now(UTC),
+        LOGIN_LIMIT_PER_USER="5 per minute; 20 per hour",
+        LOGIN_LIMIT_PER_ADDRESS="20 per minute; 100 per hour",
     )
     app.config.from_mapping(config.from_environment(os.environ))
     if test_config:
@@ -41,12 +44,20 @@ def create_app(test_config=None):
     if demo_mode and not app.config.get("SECRET_KEY"):
         app.config["SECRET_KEY"] = secrets.token_urlsafe(32)
     config.check(app.config)
+    security.configure_cookies(app.config)
+    if app.config["SQLALCHEMY_DATABASE_URI"].startswith("sqlite"):
+        # Writers wait for each other instead of failing with "database is locked".
+        app.config.setdefault("SQLALCHEMY_ENGINE_OPTIONS", {"connect_args": {"timeout": 30}})
+    app.config.setdefault("RATELIMIT_STORAGE_URI", app.config["REDIS_URL"] or "memory://")
     Path(app.instance_path).mkdir(parents=True, exist_ok=True)
     if demo_mode and _serving():
         app.config["PETSTORE_ENVIRONMENTS"] = demo.start_stores(app.instance_path)
+        if not os.environ.get("PETPORTAL_DATABASE_URL"):
+            app.config["SQLALCHEMY_DATABASE_URI"] = demo.fresh_portal_database(app.instance_path)
 
     register_extensions(app)
     register_blueprints(app)
+    security.register(app)
     errors.register(app)
     commands.register(app)
     request_id.register(app)
@@ -64,11 +75,20 @@ def register_extensions(app):
     db.init_app(app)
     csrf.init_app(app)
     login.init_app(app)
+    limiter.init_app(app)
     # "basic": a session seen from another client loses freshness, so it must log in again for a switch.
     # ("strong" would also wipe every session restored from the remember-me cookie on its next request.)
     login.session_protection = "basic"
     Bootstrap5(app)
     app.extensions["petportal.environments"] = Environments(app)
+    if app.config["SQLALCHEMY_DATABASE_URI"].startswith("sqlite"):
+        with app.app_context():
+            event.listen(db.engine, "connect", _use_sqlite_wal)
+
+
+def _use_sqlite_wal(connection, _record):
+    """WAL lets readers and the one writer proceed at once, as a threaded server needs."""
+    connection.execute("PRAGMA journal_mode=WAL")
 
 
 def register_blueprints(app):

@@ -48,6 +48,13 @@ def start_stores(instance_path):
     return stores
 
 
+def fresh_portal_database(instance_path):
+    """A new, empty SQLite file for the portal's own demo data (accounts, audit, settings) on each start."""
+    database = Path(instance_path) / "demo" / "portal.sqlite"
+    database.unlink(missing_ok=True)
+    return f"sqlite:///{database}"
+
+
 def create_accounts(stores):
     """Create (or reset) the demo accounts; print the stores' addresses and the new passwords once."""
     lines = [f"  {name:<10} store: {settings['url']}" for name, settings in stores.items()]

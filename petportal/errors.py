@@ -3,7 +3,7 @@
 from flask import current_app, g, render_template, request
 from flask_login import current_user
 from flask_wtf.csrf import CSRFError
-from werkzeug.exceptions import HTTPException, InternalServerError
+from werkzeug.exceptions import HTTPException, InternalServerError, SecurityError
 
 from .environments import current_environment
 from .petstore import NotFound, PetStoreError, Unauthorized, Unavailable
@@ -37,6 +37,9 @@ def render_error(status, message=None, *, retry=False):
 
 def handle_http_error(error):
     """Any HTTP error Flask raises (404, 405, 413, ...)."""
+    if isinstance(error, SecurityError):
+        # An untrusted Host: no URLs can be built for it, so the page stands alone.
+        return render_template("errors/bad_host.html", request_id=g.get("request_id")), 400
     if isinstance(error, CSRFError):
         return render_error(400, "This form has expired or was not sent from this site. Reload the page and try again.")
     return render_error(error.code or 500)

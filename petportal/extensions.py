@@ -1,5 +1,7 @@
 """The Flask extensions, created unbound here and bound to the app in the factory."""
 
+from flask_limiter import Limiter
+from flask_limiter.util import get_remote_address
 from flask_login import LoginManager
 from flask_sqlalchemy import SQLAlchemy
 from flask_wtf.csrf import CSRFProtect
@@ -7,3 +9,4 @@ from flask_wtf.csrf import CSRFProtect
 db = SQLAlchemy()
 csrf = CSRFProtect()
 login = LoginManager()
+limiter = Limiter(key_func=get_remote_address)

@@ -42,6 +42,7 @@ class User(UserMixin, db.Model):
     password_hash: Mapped[str] = mapped_column(String(255))
     role: Mapped[str] = mapped_column(String(16))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    last_login_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
     def set_password(self, password):
         """Store a salted scrypt hash of `password` (werkzeug's default)."""

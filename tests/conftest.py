@@ -7,6 +7,7 @@ import os
 import re
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 import requests
@@ -26,9 +27,30 @@ SECRET_KEY = "session-secret-" + uuid.uuid4().hex
 PASSWORDS = {"staff": "staff-pass-" + uuid.uuid4().hex[:8], "admin": "admin-pass-" + uuid.uuid4().hex[:8]}
 SECRETS = [STORE_KEY, PRODUCTION_KEY, STAGING_KEY, SECRET_KEY, *PASSWORDS.values()]
 POSTGRES_URL = os.environ.get("PETPORTAL_TEST_DATABASE_URL")
-SCAN = {"responses": 0}
+FIGURES = {
+    "responses_scanned": 0,
+    "secrets_found": 0,
+    "hostile_inputs": 0,
+    "faults_injected": 0,
+    "submissions": 0,
+    "duplicates": 0,
+    "lost": 0,
+}
+FIGURES_FILE = Path(os.environ.get("PETPORTAL_FIGURES_FILE", Path(__file__).parent.parent / "test-output" / "figures.json"))
 
 SAMPLE = [("Rex", 1, "available"), ("Mittens", 2, "pending"), ("Goldie", 3, "sold"), ("Nibbles", 4, None)]
+
+
+def pytest_sessionfinish(session):
+    """Write the suite's reliability and security figures for `python -m petportal.checks`."""
+    FIGURES_FILE.parent.mkdir(parents=True, exist_ok=True)
+    FIGURES_FILE.write_text(json.dumps({**FIGURES, "tests_failed": session.testsfailed}, indent=2))
+
+
+def pytest_terminal_summary(terminalreporter):
+    terminalreporter.write_line(
+        "figures: " + ", ".join(f"{name.replace('_', ' ')} {value}" for name, value in FIGURES.items())
+    )
 
 
 def postgres_schema_url():
@@ -167,12 +189,19 @@ class SecretScanner:
             captured["cookies"] = [v for k, v in headers if k.lower() == "set-cookie"]
             return start_response(status, headers, exc_info)
 
-        body = b"".join(self.wsgi_app(environ, capture))
+        iterable = self.wsgi_app(environ, capture)
+        try:
+            body = b"".join(iterable)
+        finally:
+            if hasattr(iterable, "close"):
+                iterable.close()  # WSGI: the server must close what the app returned
         text = captured["head"] + "\n" + body.decode("utf-8", "replace")
         for cookie in captured["cookies"]:
             text += "\n" + self._decoded_session(cookie)
-        SCAN["responses"] += 1
-        self.leaks.extend(f"{environ['PATH_INFO']}: {secret[:12]}..." for secret in SECRETS if secret in text)
+        FIGURES["responses_scanned"] += 1
+        found = [f"{environ['PATH_INFO']}: {secret[:12]}..." for secret in SECRETS if secret in text]
+        FIGURES["secrets_found"] += len(found)
+        self.leaks.extend(found)
         return [body]
 
     def _decoded_session(self, cookie):
@@ -217,7 +246,9 @@ def build_portal(config, caplog):
 
 def close_portal(app, caplog):
     """Dispose of a portal app, failing if anything it sent or logged held a secret."""
-    leaks = app.wsgi_app.leaks + [f"log: {s[:12]}..." for s in SECRETS if s in caplog.text]
+    logged = [f"log: {s[:12]}..." for s in SECRETS if s in caplog.text]
+    FIGURES["secrets_found"] += len(logged)
+    leaks = app.wsgi_app.leaks + logged
     app.extensions["petportal.environments"].close()
     with app.app_context():
         db.engine.dispose()

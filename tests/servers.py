@@ -2,13 +2,17 @@
 
 import io
 import json
+import os
 import socket
 import socketserver
 import struct
+import subprocess
+import sys
 import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 from werkzeug.serving import make_server
 
@@ -197,3 +201,57 @@ class RecordingMiddleware:
     def methods(self):
         """The methods of the requests received so far."""
         return [request.method for request in self.received]
+
+
+def free_port():
+    """A TCP port on loopback that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def is_listening(port):
+    """Whether something accepts connections on this loopback port."""
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def wait_for_port(port, process, seconds=30):
+    """Wait until `process` listens on `port`; fail if it exits or takes too long."""
+    deadline = time.monotonic() + seconds
+    while not is_listening(port):
+        assert process.poll() is None, f"the process for port {port} exited with {process.returncode}"
+        assert time.monotonic() < deadline, f"nothing listens on port {port} after {seconds} s"
+        time.sleep(0.05)
+
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+FLASK_PORTAL = [sys.executable, "-m", "flask", "--app", "app"]
+
+
+def portal_environment(**variables):
+    """This process's environment without any PETSTORE_/PETPORTAL_ variable, plus `variables`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PETSTORE_", "PETPORTAL_"))}
+    env.update(variables)
+    return env
+
+
+@contextmanager
+def portal_processes(env, count=2):
+    """Run `count` real portal processes (`flask --app app run`) on one database; yields their origins."""
+    subprocess.run([*FLASK_PORTAL, "init-db"], cwd=PROJECT_ROOT, env=env, check=True, capture_output=True)
+    ports = [free_port() for _ in range(count)]
+    processes = [
+        subprocess.Popen([*FLASK_PORTAL, "run", "--port", str(port)], cwd=PROJECT_ROOT, env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for port in ports
+    ]
+    try:
+        for port, process in zip(ports, processes):
+            wait_for_port(port, process)
+        yield [f"http://127.0.0.1:{port}" for port in ports]
+    finally:
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            process.wait(10)

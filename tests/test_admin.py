@@ -1,13 +1,9 @@
 """Admins: switching for everyone, previewing for oneself, the audit log, the status page, ops endpoints."""
 
-import os
 import re
-import socket
 import subprocess
-import sys
 import time
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 import requests
@@ -23,12 +19,11 @@ from conftest import (
     portal_config,
     postgres_schema_url,
 )
-from servers import FaultServer, answer
+from servers import FLASK_PORTAL, PROJECT_ROOT, FaultServer, answer, portal_environment, portal_processes
 
 from petportal.extensions import db
 from petportal.models import AuditEntry
 
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def switch(client, environment, confirm=None):
@@ -220,6 +215,7 @@ def test_the_audit_log_shows_every_kind_of_action_newest_first(portal_app, auth,
 def test_the_audit_log_is_paginated_and_survives_a_restart(portal_app, auth, client):
     from petportal import create_app
 
+    portal_app.config.update(LOGIN_LIMIT_PER_USER="100 per minute", LOGIN_LIMIT_PER_ADDRESS="100 per minute")
     for number in range(30):
         auth.login("staff", password=f"wrong {number}")
     auth.login("admin")
@@ -367,58 +363,30 @@ def test_readyz_names_the_failing_part(tmp_path, caplog, production_store, stagi
 # --- several processes ----------------------------------------------------------------------------
 
 
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_for(port, process):
-    deadline = time.monotonic() + 30
-    while True:
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        assert process.poll() is None and time.monotonic() < deadline, "a portal process did not start"
-        time.sleep(0.1)
-
-
 def test_a_switch_in_one_process_reaches_another_within_2_seconds_on_postgresql(production_store, staging_store):
     schema, database_url = postgres_schema_url()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PETSTORE_", "PETPORTAL_"))}
-    env.update(
+    env = portal_environment(
         PETSTORE_PRODUCTION_URL=production_store.url, PETSTORE_PRODUCTION_KEY=PRODUCTION_KEY,
         PETSTORE_STAGING_URL=staging_store.url, PETSTORE_STAGING_KEY=STAGING_KEY,
         PETPORTAL_SECRET_KEY=SECRET_KEY, PETPORTAL_DATABASE_URL=database_url, PETPORTAL_HTTPS="0",
     )
-    flask = [sys.executable, "-m", "flask", "--app", "app"]
-    processes = []
     try:
-        subprocess.run([*flask, "init-db"], cwd=ROOT, env=env, check=True, capture_output=True)
-        subprocess.run([*flask, "user", "create", "root", "--role", "admin", "--password-stdin"],
-                       cwd=ROOT, env=env, input="root password\n", text=True, check=True, capture_output=True)
-        ports = [free_port(), free_port()]
-        for port in ports:
-            processes.append(subprocess.Popen([*flask, "run", "--port", str(port)], cwd=ROOT, env=env,
-                                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        for port, process in zip(ports, processes):
-            wait_for(port, process)
-        first, second = (f"http://127.0.0.1:{port}" for port in ports)
-        assert "You are using" not in requests.get(f"{second}/animals").text
-        admin = requests.Session()
-        admin.post(f"{first}/login", data={"username": "root", "password": "root password",
-                                           "csrf_token": csrf_token(admin.get(f"{first}/login").text)})
-        page = admin.get(f"{first}/admin/environment")
-        switched = admin.post(f"{first}/admin/environment", allow_redirects=False,
-                              data={"csrf_token": csrf_token(page.text), "environment": "staging", "confirm": "staging"})
-        assert switched.status_code == 303
-        started = time.monotonic()
-        while "You are using <strong>STAGING</strong>" not in requests.get(f"{second}/animals").text:
-            assert time.monotonic() - started < 2, "the other process still serves production after 2 s"
-            time.sleep(0.05)
+        subprocess.run([*FLASK_PORTAL, "init-db"], cwd=PROJECT_ROOT, env=env, check=True, capture_output=True)
+        subprocess.run([*FLASK_PORTAL, "user", "create", "root", "--role", "admin", "--password-stdin"], cwd=PROJECT_ROOT,
+                       env=env, input="root password\n", text=True, check=True, capture_output=True)
+        with portal_processes(env) as (first, second):
+            assert "You are using" not in requests.get(f"{second}/animals").text
+            admin = requests.Session()
+            admin.post(f"{first}/login", data={"username": "root", "password": "root password",
+                                               "csrf_token": csrf_token(admin.get(f"{first}/login").text)})
+            page = admin.get(f"{first}/admin/environment")
+            switched = admin.post(f"{first}/admin/environment", allow_redirects=False,
+                                  data={"csrf_token": csrf_token(page.text), "environment": "staging", "confirm": "staging"})
+            assert switched.status_code == 303
+            started = time.monotonic()
+            while "You are using <strong>STAGING</strong>" not in requests.get(f"{second}/animals").text:
+                assert time.monotonic() - started < 2, "the other process still serves production after 2 s"
+                time.sleep(0.05)
     finally:
-        for process in processes:
-            process.terminate()
-            process.wait(10)
         drop_postgres_schema(schema)
     assert_keys_stayed_home(production_store, staging_store)

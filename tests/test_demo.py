@@ -1,37 +1,19 @@
 """Demo mode: `python app.py` with nothing configured serves seeded reference stores over real HTTP."""
 
-import os
 import re
 import signal
-import socket
 import subprocess
 import sys
-import time
-from pathlib import Path
 
 import requests
 from conftest import csrf_token
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def is_listening(port):
-    with socket.socket() as sock:
-        return sock.connect_ex(("127.0.0.1", port)) == 0
+from servers import PROJECT_ROOT, free_port, is_listening, portal_environment, wait_for_port
 
 
 def test_python_app_py_serves_seeded_animals_and_ctrl_c_stops_everything():
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PETSTORE_", "PETPORTAL_"))}
-    env["FLASK_RUN_PORT"] = str(port)
     portal = subprocess.Popen(
-        [sys.executable, "app.py"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        [sys.executable, "app.py"], cwd=PROJECT_ROOT, env=portal_environment(FLASK_RUN_PORT=str(port)), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     try:
         banner = "".join(portal.stdout.readline() for _ in range(5))
@@ -40,10 +22,7 @@ def test_python_app_py_serves_seeded_animals_and_ctrl_c_stops_everything():
         passwords = dict(re.findall(r"user name: (\w+)\s+password: (\S+)", banner))
         assert set(passwords) == {"staff", "admin"}, banner
         origin = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 30
-        while not is_listening(port):
-            assert time.monotonic() < deadline and portal.poll() is None, "the portal did not start"
-            time.sleep(0.1)
+        wait_for_port(port, portal)
         page = requests.get(f"{origin}/animals?limit=100", timeout=10)
         assert page.status_code == 200
         assert ">Rex<" in page.text and "status-sold" in page.text

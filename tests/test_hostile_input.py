@@ -3,7 +3,7 @@
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import csrf_token, submission_token
+from conftest import FIGURES, csrf_token, submission_token
 
 NASTY = [
     "",
@@ -34,6 +34,7 @@ settings_for_forms = settings(
 
 
 def assert_safe(page, *values):
+    FIGURES["hostile_inputs"] += len(values)
     assert page.status_code < 500, page.status_code
     for value in values:
         if "<" in value:
@@ -68,4 +69,32 @@ def test_the_login_form_survives_anything(client, username, password, target):
     page = client.post("/login", data={"username": username, "password": password, "csrf_token": token},
                        query_string={"next": target})
     assert_safe(page, username, target)
-    assert page.status_code in (400, 401)
+    assert page.status_code in (400, 401, 429)
+
+
+@settings_for_forms
+@given(environment=hostile, confirm=hostile, previewed=hostile)
+def test_the_admin_forms_survive_anything(client, auth, environment, confirm, previewed):
+    if not client.get_cookie("session"):
+        auth.login("admin")
+    token = csrf_token(client.get("/admin/environment").text)
+    switched = client.post("/admin/environment", data={"csrf_token": token, "environment": environment, "confirm": confirm})
+    previewed_page = client.post("/admin/environment/preview", data={"csrf_token": token, "environment": previewed})
+    assert_safe(switched, environment, confirm)
+    assert_safe(previewed_page, previewed)
+    assert switched.status_code in (303, 400) and previewed_page.status_code in (303, 400)
+
+
+@settings_for_forms
+@given(page_number=hostile, status=hostile, limit=hostile, pet_id=hostile)
+def test_every_query_parameter_survives_anything(client, auth, page_number, status, limit, pet_id):
+    if not client.get_cookie("session"):
+        auth.login("admin")
+    audit = client.get("/admin/audit", query_string={"page": page_number})
+    detail = client.get("/animals/1", query_string={"status": status, "limit": limit})
+    path = client.get(f"/animals/{pet_id}")
+    assert_safe(audit, page_number)
+    assert_safe(detail, status, limit)
+    FIGURES["hostile_inputs"] += 1
+    assert path.status_code in (200, 404)
+    assert audit.status_code == 200 and detail.status_code == 200

@@ -3,17 +3,15 @@
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import requests
 from conftest import STORE_KEY
 from openapi_spec_validator import validate
-from servers import serve
+from servers import free_port, serve, wait_for_port
 
 from petportal.store import create_app as create_store
 from petportal.store.models import db
@@ -218,12 +216,6 @@ def test_seed_command_adds_a_dozen_varied_animals(store_app, api):
     assert {pet.get("status") for pet in animals} == {"available", "pending", "sold", None}
 
 
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def test_flask_run_command_serves_the_store_with_keys_from_the_environment(tmp_path):
     port = free_port()
     env = {
@@ -237,14 +229,8 @@ def test_flask_run_command_serves_the_store_with_keys_from_the_environment(tmp_p
     server = subprocess.Popen([*flask, "run", "--port", str(port)], env=env, cwd=tmp_path,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                response = requests.get(f"http://127.0.0.1:{port}/v1/pets", headers={"Authorization": "Bearer beta"}, timeout=2)
-                break
-            except requests.ConnectionError:
-                assert time.monotonic() < deadline, "the store did not start"
-                time.sleep(0.1)
+        wait_for_port(port, server)
+        response = requests.get(f"http://127.0.0.1:{port}/v1/pets", headers={"Authorization": "Bearer beta"}, timeout=2)
         assert response.status_code == 200
         assert len(response.json()) == 12
         refused = requests.get(f"http://127.0.0.1:{port}/v1/pets", headers={"Authorization": "Bearer gamma"}, timeout=2)

@@ -1,11 +1,12 @@
 """Logging in and out."""
 
-from flask import Blueprint, flash, redirect, render_template, request, session, url_for
+from flask import Blueprint, current_app, flash, redirect, render_template, request, session, url_for
 from flask_login import current_user, login_user, logout_user
 
 from .. import audit
-from ..extensions import db
+from ..extensions import db, limiter
 from ..models import User
+from ..security import start_session
 from .access import safe_next
 from .forms import LoginForm, LogoutForm
 
@@ -15,7 +16,17 @@ bp = Blueprint("auth", __name__)
 _UNKNOWN_USER = User(password_hash="scrypt:32768:8:1$8mCbKZTmYr8g3X7S$" + "0" * 128)
 
 
+def _attempted_username():
+    return "login-user:" + request.form.get("username", "").strip().lower()[:80]
+
+
+def _failed(response):
+    return response.status_code == 401
+
+
 @bp.route("/login", methods=["GET", "POST"])
+@limiter.limit(lambda: current_app.config["LOGIN_LIMIT_PER_USER"], key_func=_attempted_username, methods=["POST"], deduct_when=_failed)
+@limiter.limit(lambda: current_app.config["LOGIN_LIMIT_PER_ADDRESS"], methods=["POST"], deduct_when=_failed)
 def login():
     """Log a staff member or admin in, then go on to `next` if it is a path on this site."""
     form = LoginForm()
@@ -29,6 +40,7 @@ def login():
         return render_template("auth/login.html", form=form), 401
     session.clear()
     login_user(user, remember=form.remember.data)
+    start_session(user)
     audit.record("login", actor=user.username)
     flash(f"Logged in as {user.username}.", "success")
     return redirect(destination, 303)

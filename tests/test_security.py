@@ -1,0 +1,316 @@
+"""Hardening: cookies and session limits, CSRF on every POST, headers, hosts, proxies, rate limits."""
+
+import os
+import re
+import subprocess
+import sys
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import pytest
+import requests
+from flask.testing import FlaskClient
+from conftest import PASSWORDS, SECRET_KEY, build_portal, close_portal, csrf_token, portal_config
+from servers import PROJECT_ROOT, portal_environment, portal_processes
+
+from petportal.config import from_environment
+from petportal.extensions import db
+from petportal.models import AuditEntry
+
+POST_ROUTES = ["/login", "/logout", "/animals/new", "/admin/environment", "/admin/environment/preview"]
+
+
+class Clock:
+    """A clock the test moves by hand."""
+
+    def __init__(self):
+        self.now = datetime(2026, 1, 1, 9, 0, tzinfo=UTC)
+
+    def __call__(self):
+        return self.now
+
+    def advance(self, **delta):
+        self.now += timedelta(**delta)
+
+
+@pytest.fixture
+def clock():
+    return Clock()
+
+
+@pytest.fixture
+def make_portal(tmp_path, caplog, production_store, staging_store):
+    """Build portals with extra settings; each is checked for leaks when the test ends."""
+    apps = []
+
+    def make(**overrides):
+        app = build_portal(portal_config(tmp_path / str(len(apps)), production_store.url, staging_store.url, **overrides), caplog)
+        apps.append(app)
+        return app
+
+    (tmp_path / "0").mkdir()
+    (tmp_path / "1").mkdir()
+    yield make
+    for app in apps:
+        close_portal(app, caplog)
+
+
+def login(client, username="staff", remember=False, **extra):
+    data = {"username": username, "password": PASSWORDS.get(username, "wrong password"),
+            "csrf_token": csrf_token(client.get("/login").text), **extra}
+    if remember:
+        data["remember"] = "y"
+    return client.post("/login", data=data)
+
+
+class HttpsClient(FlaskClient):
+    """A test client that reaches the portal over HTTPS, as users do behind TLS."""
+
+    def open(self, *args, **kwargs):
+        kwargs.setdefault("base_url", "https://localhost")
+        # Over HTTPS, Flask-WTF also checks that a form came from this site, as browsers say it did.
+        kwargs.setdefault("headers", {}).setdefault("Referer", "https://localhost/")
+        return super().open(*args, **kwargs)
+
+
+def https_client(app):
+    app.test_client_class = HttpsClient
+    return app.test_client()
+
+
+def cookie_attributes(response, name):
+    [header] = [h for h in response.headers.getlist("Set-Cookie") if h.startswith(f"{name}=")]
+    return {part.strip().split("=")[0].lower() for part in header.split(";")[1:]}, header
+
+
+# --- row 1: cookies and session limits ------------------------------------------------------------
+
+
+def test_cookies_are_secure_httponly_and_lax_over_https(make_portal):
+    client = https_client(make_portal(HTTPS=True))
+    response = login(client, remember=True)
+    for name in ("session", "remember_token"):
+        attributes, header = cookie_attributes(response, name)
+        assert {"secure", "httponly", "samesite"} <= attributes, header
+        assert "SameSite=Lax" in header
+    assert "max-age=" in response.headers["Strict-Transport-Security"]
+
+
+def test_over_plain_http_cookies_are_not_marked_secure_and_no_hsts_is_sent(client):
+    response = login(client, remember=True)
+    for name in ("session", "remember_token"):
+        attributes, header = cookie_attributes(response, name)
+        assert "secure" not in attributes and {"httponly", "samesite"} <= attributes
+    assert "Strict-Transport-Security" not in response.headers
+
+
+def test_https_mode_sends_plain_http_to_https(make_portal):
+    response = make_portal(HTTPS=True).test_client().get("/animals")
+    assert response.status_code in (301, 302)
+    assert response.headers["Location"].startswith("https://")
+
+
+def test_a_session_idle_for_30_minutes_ends(make_portal, clock):
+    client = make_portal(CLOCK=clock).test_client()
+    login(client)
+    clock.advance(minutes=29)
+    assert client.get("/animals/new").status_code == 200
+    clock.advance(minutes=29)
+    assert client.get("/animals/new").status_code == 200
+    clock.advance(minutes=31)
+    assert client.get("/animals/new").headers["Location"] == "/login?next=/animals/new"
+
+
+def test_no_session_lasts_longer_than_12_hours_however_active(make_portal, clock):
+    client = make_portal(CLOCK=clock).test_client()
+    login(client, remember=True)
+    for _ in range(35):  # 35 x 20 minutes = 11 h 40 min of steady use
+        clock.advance(minutes=20)
+        assert client.get("/animals/new").status_code == 200
+    clock.advance(minutes=21)
+    ended = client.get("/animals/new")
+    assert ended.headers["Location"] == "/login?next=/animals/new"
+    client.delete_cookie("session")
+    assert client.get("/animals/new").status_code == 302, "the remember-me cookie outlived the 12 hours"
+
+
+def test_after_an_idle_timeout_remember_me_restores_a_session_that_is_not_fresh(make_portal, clock):
+    client = make_portal(CLOCK=clock).test_client()
+    login(client, "admin", remember=True)
+    clock.advance(minutes=45)
+    assert client.get("/animals/new").status_code == 200
+    page = client.get("/admin/environment")
+    assert "You will be asked to log in again" in page.text
+
+
+# --- row 2: CSRF on every POST, state changes only through POST -----------------------------------
+
+
+def test_every_post_route_is_in_the_csrf_table(portal_app):
+    posting = sorted(rule.rule for rule in portal_app.url_map.iter_rules() if "POST" in rule.methods)
+    assert posting == sorted(POST_ROUTES)
+
+
+@pytest.mark.parametrize("path", POST_ROUTES)
+def test_a_post_without_csrf_token_is_refused_and_changes_nothing(portal_app, client, production_store, staging_store, path):
+    login(client, "admin")
+    token = csrf_token(client.get("/animals/new").text)
+    form = re.search(r'name="submission_token" type="hidden" value="([^"]*)"', client.get("/animals/new").text).group(1)
+    fields = {"username": "admin", "password": PASSWORDS["admin"], "name": "Sneaky", "category_id": "1",
+              "environment": "staging", "confirm": "staging", "submission_token": form}
+    response = client.post(path, data=fields)
+    assert response.status_code == 400
+    assert "expired or was not sent from this site" in response.text
+    assert [r for r in production_store.received + staging_store.received if r.method == "POST"] == []
+    assert client.get("/animals/new").status_code == 200, "the user was logged out"
+    assert "You are using" not in client.get("/animals").text
+    assert token
+
+
+@pytest.mark.parametrize("path", ["/logout", "/admin/environment/preview"])
+def test_get_on_a_post_only_route_is_405(client, path):
+    login(client, "admin")
+    assert client.get(path).status_code == 405
+
+
+# --- row 3: login rate limits ---------------------------------------------------------------------
+
+
+def test_failed_logins_are_limited_per_username_with_a_friendly_429(client):
+    for _ in range(5):
+        assert login(client, "staff", password="wrong").status_code == 401
+    limited = login(client, "staff", password="wrong")
+    assert limited.status_code == 429
+    assert "Too many attempts" in limited.text and "Request id" in limited.text
+    assert login(client, "staff").status_code == 429, "the right password must wait too"
+    assert login(client, "admin").status_code == 303, "another user name is not held up"
+
+
+def test_failed_logins_are_limited_per_address(make_portal):
+    client = make_portal(LOGIN_LIMIT_PER_ADDRESS="8 per minute").test_client()
+    for number in range(8):
+        assert login(client, f"user{number}", password="wrong").status_code == 401
+    assert login(client, "someone-new", password="wrong").status_code == 429
+
+
+def test_successful_logins_do_not_count(client):
+    for _ in range(8):
+        assert login(client, "staff").status_code == 303
+
+
+def test_with_redis_two_processes_share_the_login_limit(tmp_path, production_store, staging_store):
+    redis_url = os.environ.get("PETPORTAL_TEST_REDIS_URL")
+    if not redis_url:
+        pytest.skip("PETPORTAL_TEST_REDIS_URL is not set: no Redis to test against")
+    env = portal_environment(
+        PETSTORE_PRODUCTION_URL=production_store.url, PETSTORE_PRODUCTION_KEY="unused",
+        PETPORTAL_SECRET_KEY=SECRET_KEY, PETPORTAL_HTTPS="0", PETPORTAL_REDIS_URL=redis_url,
+        PETPORTAL_DATABASE_URL=f"sqlite:///{tmp_path / 'shared.sqlite'}",
+    )
+    username = "nobody-" + uuid.uuid4().hex[:8]
+    statuses = []
+    with portal_processes(env) as origins:
+        for attempt in range(6):
+            origin = origins[attempt % 2]
+            browser = requests.Session()
+            token = csrf_token(browser.get(f"{origin}/login").text)
+            statuses.append(browser.post(f"{origin}/login", data={"username": username, "password": "wrong", "csrf_token": token}).status_code)
+    assert statuses == [401, 401, 401, 401, 401, 429]
+
+
+# --- row 4: security headers everywhere -----------------------------------------------------------
+
+
+@pytest.fixture
+def headers_portal(make_portal):
+    app = make_portal(HTTPS=True)
+    app.add_url_rule("/explode", "explode", lambda: 1 / 0)
+    return app
+
+
+@pytest.mark.parametrize(
+    "method, path, status",
+    [
+        ("GET", "/", 302),
+        ("GET", "/animals", 200),
+        ("GET", "/animals?limit=0", 400),
+        ("GET", "/animals/999999", 404),
+        ("GET", "/no/such/page", 404),
+        ("GET", "/login", 200),
+        ("GET", "/animals/new", 302),
+        ("GET", "/logout", 405),
+        ("POST", "/logout", 400),
+        ("GET", "/explode", 500),
+        ("GET", "/healthz", 200),
+        ("GET", "/readyz", 200),
+        ("GET", "/static/css/portal.css", 200),
+        ("GET", "/bootstrap/static/css/bootstrap.min.css", 200),
+    ],
+)
+def test_every_response_carries_the_security_headers(headers_portal, method, path, status):
+    response = https_client(headers_portal).open(path, method=method)
+    assert response.status_code == status
+    csp = response.headers["Content-Security-Policy"]
+    for directive in ("default-src 'self'", "object-src 'none'", "base-uri 'none'", "frame-ancestors 'none'"):
+        assert directive in csp
+    assert "unsafe-inline" not in csp
+    assert response.headers["X-Content-Type-Options"] == "nosniff"
+    assert response.headers["Referrer-Policy"] == "strict-origin-when-cross-origin"
+    assert response.headers["Strict-Transport-Security"].startswith("max-age=")
+    assert response.headers["X-Frame-Options"] == "DENY"
+
+
+@pytest.mark.parametrize("path", ["/animals", "/animals/new", "/login", "/admin/environment", "/admin/audit", "/admin/status", "/nowhere"])
+def test_pages_have_no_inline_scripts_styles_or_event_handlers(client, path):
+    login(client, "admin")
+    page = client.get(path).text
+    assert not re.search(r"<script(?![^>]*\bsrc=)[^>]*>", page)
+    assert not re.search(r"<style|\sstyle=|\son[a-z]+=", page, re.I)
+
+
+# --- rows 5 and 6: hosts, proxies, error pages ----------------------------------------------------
+
+
+def test_only_trusted_host_names_are_answered(make_portal):
+    client = make_portal(TRUSTED_HOSTS=["portal.example"]).test_client()
+    assert client.get("/animals", headers={"Host": "portal.example"}).status_code == 200
+    refused = client.get("/animals", headers={"Host": "evil.example"})
+    assert refused.status_code == 400
+    assert "Request id" in refused.text
+
+
+def test_trusted_hosts_and_proxies_come_from_the_environment():
+    config = from_environment({"PETPORTAL_TRUSTED_HOSTS": "a.example, b.example", "PETPORTAL_TRUSTED_PROXIES": "2"}, read_dotenv=False)
+    assert config["TRUSTED_HOSTS"] == ["a.example", "b.example"]
+    assert config["TRUSTED_PROXIES"] == 2
+    assert from_environment({}, read_dotenv=False)["TRUSTED_HOSTS"] is None
+
+
+@pytest.mark.parametrize("proxies, recorded", [(0, "127.0.0.1"), (1, "203.0.113.9")])
+def test_the_client_address_is_taken_from_trusted_proxies_only(make_portal, proxies, recorded):
+    app = make_portal(TRUSTED_PROXIES=proxies)
+    client = app.test_client()
+    page = client.get("/login")
+    client.post("/login", data={"username": "staff", "password": "wrong", "csrf_token": csrf_token(page.text)},
+                headers={"X-Forwarded-For": "203.0.113.9"})
+    with app.app_context():
+        entry = db.session.scalars(db.select(AuditEntry).filter_by(action="login_failed")).one()
+    assert entry.remote_addr == recorded
+
+
+def test_an_unexpected_error_shows_a_generic_page_with_a_request_id(headers_portal, caplog):
+    response = https_client(headers_portal).get("/explode")
+    assert response.status_code == 500
+    assert "Something went wrong" in response.text
+    assert "ZeroDivisionError" not in response.text and "Traceback" not in response.text
+    assert response.headers["X-Request-ID"] in response.text
+    assert not headers_portal.debug
+    assert any(r.request_id == response.headers["X-Request-ID"] for r in caplog.records if r.levelname == "ERROR")
+
+
+def test_outside_demo_mode_the_portal_refuses_to_start_without_a_secret_key(tmp_path):
+    env = portal_environment(PETSTORE_PRODUCTION_URL="http://127.0.0.1:9/v1")
+    result = subprocess.run([sys.executable, "-m", "flask", "--app", "app", "init-db"], cwd=PROJECT_ROOT, env=env,
+                            capture_output=True, text=True)
+    assert result.returncode != 0
+    assert "PETPORTAL_SECRET_KEY is not set" in result.stderr
