@@ -3,7 +3,7 @@
 import re
 
 import pytest
-from conftest import PRODUCTION_KEY, build_portal, close_portal, portal_config
+from conftest import FIGURES, PRODUCTION_KEY, build_portal, close_portal, portal_config
 from servers import FaultServer, answer
 
 
@@ -87,6 +87,7 @@ def test_an_empty_store_shows_the_empty_state(tmp_path, caplog, staging_store):
 
 
 def test_names_from_upstream_are_escaped(client, production_store):
+    FIGURES["hostile_inputs"] += 1
     production_store.add("<script>alert('x')</script>", 1, "available")
     page = client.get("/animals")
     assert "<script>alert" not in page.text

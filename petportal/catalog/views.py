@@ -7,7 +7,7 @@ from .. import audit, submissions
 from ..auth.access import role_required
 from ..environments import current_environment, petstore
 from ..errors import render_error
-from ..petstore import GET_PET_REMOVAL, Gone, InvalidRequest, OutcomeUnknown, Unavailable
+from ..petstore import GET_PET_REMOVAL, Gone, InvalidRequest, OutcomeUnknown, Unavailable, UnexpectedResponse
 from .forms import INT64_MAX, AddAnimalForm, AnimalFilterForm
 
 bp = Blueprint("catalog", __name__)
@@ -97,7 +97,8 @@ def add_animal():
         return _form_again(form, environment, message, 409)
     except InvalidRequest as refused:
         return _form_again(form, environment, f"The pet store refused this animal: {refused.message}", 400)
-    except OutcomeUnknown:
+    except (OutcomeUnknown, UnexpectedResponse):
+        # No usable answer to a createPet the store received: it may or may not have added the animal.
         return render_template("catalog/outcome_unknown.html", form=form, environment=environment), 502
     except Unavailable:
         message = "The pet store is not answering, so nothing was added. Try again in a moment."
