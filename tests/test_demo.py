@@ -13,7 +13,10 @@ from servers import PROJECT_ROOT, free_port, is_listening, portal_environment, w
 def test_python_app_py_serves_seeded_animals_and_ctrl_c_stops_everything():
     port = free_port()
     portal = subprocess.Popen(
-        [sys.executable, "app.py"], cwd=PROJECT_ROOT, env=portal_environment(FLASK_RUN_PORT=str(port)), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        [sys.executable, "app.py"], cwd=PROJECT_ROOT, env=portal_environment(FLASK_RUN_PORT=str(port)),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        # As in a terminal: a shell's background job (CI) would otherwise start with Ctrl-C ignored.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         banner = "".join(portal.stdout.readline() for _ in range(5))
@@ -35,8 +38,11 @@ def test_python_app_py_serves_seeded_animals_and_ctrl_c_stops_everything():
         assert login.status_code == 303
     finally:
         portal.send_signal(signal.SIGINT)
-        portal.wait(20)
-        portal.stdout.close()
+        try:
+            portal.wait(20)
+        finally:
+            portal.kill()
+            portal.stdout.close()
     assert portal.returncode == 0
     assert not is_listening(port)
     assert all(not is_listening(p) for p in store_ports)

@@ -14,6 +14,8 @@ from .status import probe_all
 
 bp = Blueprint("admin", __name__, url_prefix="/admin")
 AUDIT_PAGE_SIZE = 25
+# Far beyond any real log, and small enough that the row offset always fits the database's integers.
+LAST_AUDIT_PAGE = 10**9
 
 
 @bp.get("/environment")
@@ -76,7 +78,7 @@ def audit_log():
     """Who did what, when: newest first, a page at a time."""
     entries = db.paginate(
         db.select(AuditEntry).order_by(AuditEntry.id.desc()),
-        page=request.args.get("page", 1, type=int),
+        page=min(max(request.args.get("page", 1, type=int), 1), LAST_AUDIT_PAGE),
         per_page=AUDIT_PAGE_SIZE,
         error_out=False,
     )
