@@ -12,6 +12,8 @@ ABSOLUTE_LIMIT = timedelta(hours=12)
 
 CONTENT_SECURITY_POLICY = {
     "default-src": "'self'",
+    # Bootstrap draws its select arrows and menu icon as data: SVG images.
+    "img-src": "'self' data:",
     "object-src": "'none'",
     "base-uri": "'none'",
     "frame-ancestors": "'none'",

@@ -66,8 +66,8 @@ def test_the_environment_page_lists_environments_without_their_keys(client, auth
     assert page.status_code == 200
     assert "production" in page.text and "staging" in page.text
     assert "active for everyone" in page.text
-    assert page.text.count("<td>yes</td>") == 2
-    assert "Everyone will see the environment you choose" in page.text
+    assert page.text.count('<td data-label="Key configured">yes</td>') == 2
+    assert "Everyone will see <strong data-switch-target>staging</strong>" in page.text
 
 
 def test_staff_get_403_and_anonymous_users_are_sent_to_log_in(client, auth):

@@ -64,6 +64,7 @@ class AddAnimalForm(FlaskForm):
 
     name = StringField(
         "Name",
+        description=f"Up to {NAME_MAX_LENGTH} characters.",
         filters=[_strip],
         validators=[
             DataRequired("Enter the animal's name."),
@@ -72,6 +73,7 @@ class AddAnimalForm(FlaskForm):
     )
     category_id = IntegerField(
         "Category id",
+        description="The number of the animal's category, for example 1.",
         validators=[
             InputRequired("Enter the category id, a whole number."),
             WholeNumberRange(INT64_MIN, INT64_MAX, "The category id must be a 64-bit whole number."),
@@ -79,6 +81,7 @@ class AddAnimalForm(FlaskForm):
     )
     status = SelectField(
         "Status",
+        description="Leave as “No status” if the animal has none yet.",
         choices=_status_choices("No status"),
         default="",
     )

@@ -5,3 +5,9 @@ document.querySelectorAll("button[data-submit-once]").forEach((button) => {
     window.setTimeout(() => { button.disabled = true; }, 0);
   });
 });
+
+// On the switch form, name the environment everyone will see as soon as the admin picks it.
+document.querySelectorAll("select[data-switch-select]").forEach((select) => {
+  const target = document.querySelector("[data-switch-target]");
+  select.addEventListener("change", () => { target.textContent = select.value; });
+});

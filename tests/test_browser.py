@@ -1,0 +1,263 @@
+"""The portal in a real browser: Debian's Chromium driven by Playwright, over real stores on real ports."""
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+from conftest import PASSWORDS, build_portal, close_portal, portal_config
+from servers import FaultServer, answer, serve
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                  "--disable-sync", "--no-first-run"]
+SCREENSHOTS = Path(os.environ.get("PETPORTAL_SCREENSHOT_DIR", Path(__file__).parent.parent / "test-output" / "screenshots"))
+SERIOUS = {"serious", "critical"}
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Debian's Chromium, headless; skips when it is not installed."""
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium): no browser to test with")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def origin(portal_app):
+    with serve(portal_app) as url:
+        yield url
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(10_000)
+    yield page
+    context.close()
+
+
+def log_in(page, origin, username):
+    page.goto(f"{origin}/login")
+    page.fill("#username", username)
+    page.fill("#password", PASSWORDS[username])
+    page.click("button[type=submit]")
+    page.wait_for_selector(f"text=Logged in as {username}.")
+
+
+def assert_accessible(page):
+    from axe_playwright_python.sync_playwright import Axe
+
+    results = Axe().run(page)
+    serious = [v for v in results.response["violations"] if v["impact"] in SERIOUS]
+    assert serious == [], results.generate_report()
+
+
+# --- customers ------------------------------------------------------------------------------------
+
+
+def test_filtering_to_sold_updates_the_url_and_the_table(page, origin):
+    page.goto(f"{origin}/animals")
+    page.select_option("#status", "sold")
+    page.click("text=Filter")
+    page.wait_for_url(re.compile(r"status=sold"))
+    badges = page.locator("tbody .status-badge").all_text_contents()
+    assert badges == ["sold"]
+    assert page.locator("tbody tr").count() == 1
+    assert page.input_value("#status") == "sold"
+
+
+def test_opening_an_animal_and_going_back_keeps_the_filter(page, origin):
+    page.goto(f"{origin}/animals?status=available&limit=5")
+    page.click("tbody tr >> nth=0 >> text=View")
+    assert page.locator("h1").inner_text() == "Rex"
+    page.click("text=Back to the list")
+    page.wait_for_url(re.compile(r"/animals\?(limit=5&status=available|status=available&limit=5)$"))
+    assert page.input_value("#limit") == "5"
+
+
+def test_a_hostile_name_shows_as_text_and_opens_no_dialog(page, origin, production_store):
+    production_store.add("<img src=x onerror=alert(1)>", 1, "available")
+    production_store.add("<script>alert(2)</script>", 1, "available")
+    dialogs = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    page.goto(f"{origin}/animals")
+    names = page.locator("td[data-label=Name]").all_text_contents()
+    assert "<img src=x onerror=alert(1)>" in names and "<script>alert(2)</script>" in names
+    page.wait_for_timeout(300)
+    assert dialogs == []
+
+
+# --- staff ----------------------------------------------------------------------------------------
+
+
+def test_staff_log_in_and_add_an_animal(page, origin, production_store):
+    log_in(page, origin, "staff")
+    page.click("text=Add animal")
+    assert "This animal will be added to production" in page.inner_text(".target-environment")
+    page.fill("#name", "Pixel")
+    page.fill("#category_id", "4")
+    page.select_option("#status", "pending")
+    page.click("button[data-submit-once]")
+    page.wait_for_selector("h1:has-text('Pixel')")
+    assert "Added Pixel to production." in page.inner_text("main")
+    assert [a["name"] for a in production_store.animals()].count("Pixel") == 1
+
+
+def test_a_double_click_creates_exactly_one_animal(page, origin, production_store):
+    log_in(page, origin, "staff")
+    page.goto(f"{origin}/animals/new")
+    page.fill("#name", "Twice")
+    page.fill("#category_id", "2")
+    page.dblclick("button[data-submit-once]")
+    page.wait_for_selector("h1:has-text('Twice')")
+    assert [a["name"] for a in production_store.animals()].count("Twice") == 1
+    assert [r.method for r in production_store.received].count("POST") == 1
+
+
+def test_invalid_values_show_errors_next_to_the_fields(page, origin, production_store):
+    log_in(page, origin, "staff")
+    page.goto(f"{origin}/animals/new")
+    page.fill("#category_id", "99999999999999999999")
+    page.click("button[data-submit-once]")
+    page.wait_for_selector(".invalid-feedback")
+    assert "Enter the animal's name." in page.inner_text("#name ~ .invalid-feedback")
+    assert "64-bit whole number" in page.inner_text("#category_id ~ .invalid-feedback")
+    assert page.get_attribute("#name", "class").count("is-invalid") == 1
+    assert [r for r in production_store.received if r.method == "POST"] == []
+
+
+# --- admins ---------------------------------------------------------------------------------------
+
+
+def switch_to(page, origin, environment):
+    page.goto(f"{origin}/admin/environment")
+    page.select_option("#environment", environment)
+    assert f"Everyone will see {environment}" in page.inner_text("#switch-consequence")
+    page.fill("#confirm", environment)
+    page.click("text=Switch everyone")
+    page.wait_for_selector(f"text=Everyone is now served from {environment}.")
+
+
+def test_an_admin_switches_to_staging_and_back_and_the_audit_lists_both(browser, page, origin):
+    log_in(page, origin, "admin")
+    switch_to(page, origin, "staging")
+    visitor = browser.new_context()
+    other = visitor.new_page()
+    other.goto(f"{origin}/animals")
+    assert "You are using STAGING, not production." in other.inner_text(".env-banner")
+    assert "Staging Sam" in other.inner_text("table")
+    switch_to(page, origin, "production")
+    other.reload()
+    assert other.locator(".env-banner").count() == 0
+    visitor.close()
+    page.goto(f"{origin}/admin/audit")
+    rows = page.locator("tbody tr", has_text="environment switched").all_inner_texts()
+    assert len(rows) == 2
+    assert "from staging to production" in rows[0] and "from production to staging" in rows[1]
+
+
+# --- keyboard only --------------------------------------------------------------------------------
+
+
+def tab_to(page, selector, limit=40):
+    """Press Tab until `selector` has the focus."""
+    for _ in range(limit):
+        if page.evaluate("(s) => document.activeElement && document.activeElement.matches(s)", selector):
+            return
+        page.keyboard.press("Tab")
+    raise AssertionError(f"Tab never reached {selector}")
+
+
+def type_into(page, selector, text):
+    """Tab to a field and type into it, as a keyboard user does."""
+    tab_to(page, selector)
+    page.keyboard.type(text)
+
+
+def test_every_flow_can_be_finished_with_the_keyboard_alone(page, origin, production_store):
+    page.goto(f"{origin}/animals")
+    tab_to(page, "#status")
+    page.keyboard.press("ArrowDown")  # All -> Available
+    tab_to(page, ".filter-bar button[type=submit]")
+    page.keyboard.press("Enter")
+    page.wait_for_url(re.compile(r"status=available"))
+    tab_to(page, "tbody tr:first-child a")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("h1:has-text('Rex')")
+    tab_to(page, "nav a[href='/login']")
+    page.keyboard.press("Enter")
+    page.wait_for_url(re.compile(r"/login$"))
+    type_into(page, "#username", "admin")
+    type_into(page, "#password", PASSWORDS["admin"])
+    page.keyboard.press("Enter")
+    page.wait_for_selector("text=Logged in as admin.")
+    tab_to(page, "nav a[href='/animals/new']")
+    page.keyboard.press("Enter")
+    page.wait_for_url(re.compile(r"/animals/new$"))
+    type_into(page, "#name", "Keys")
+    type_into(page, "#category_id", "3")
+    tab_to(page, "button[data-submit-once]")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("h1:has-text('Keys')")
+    page.goto(f"{origin}/admin/environment")
+    type_into(page, "#confirm", "staging")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("text=Everyone is now served from staging.")
+    assert [a["name"] for a in production_store.animals()].count("Keys") == 1
+
+
+# --- accessibility and layout ---------------------------------------------------------------------
+
+
+def test_every_page_has_no_serious_or_critical_accessibility_violation(page, origin, production_store):
+    rex = production_store.animals()[0]["id"]
+    for path in ("/animals", f"/animals/{rex}", "/login", "/no-such-page", "/animals?limit=0"):
+        page.goto(origin + path)
+        assert_accessible(page)
+    log_in(page, origin, "admin")
+    for path in ("/animals/new", "/admin/environment", "/admin/status", "/admin/audit"):
+        page.goto(origin + path)
+        assert_accessible(page)
+    page.goto(f"{origin}/animals/new")
+    page.click("button[data-submit-once]")
+    page.wait_for_selector(".invalid-feedback")
+    assert_accessible(page)
+
+
+def test_the_502_and_503_pages_are_accessible(page, tmp_path, caplog, staging_store):
+    with FaultServer() as store:
+        store.script(answer(200, b"{broken"))
+        app = build_portal(portal_config(tmp_path, store.base_url, staging_store.url), caplog)
+        with serve(app) as url:
+            assert page.goto(f"{url}/animals").status == 502
+            assert_accessible(page)
+        close_portal(app, caplog)
+    with FaultServer() as closed:
+        gone = closed.base_url
+    (tmp_path / "down").mkdir()
+    app = build_portal(portal_config(tmp_path / "down", gone, staging_store.url), caplog)
+    with serve(app) as url:
+        assert page.goto(f"{url}/animals").status == 503
+        assert_accessible(page)
+    close_portal(app, caplog)
+
+
+@pytest.mark.parametrize("width", [375, 1280])
+def test_screenshots_and_no_horizontal_scroll_on_a_phone(browser, origin, width):
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    log_in(page, origin, "admin")
+    for name, path in (("list", "/animals"), ("add", "/animals/new"), ("admin-switch", "/admin/environment")):
+        page.goto(origin + path)
+        page.screenshot(path=str(SCREENSHOTS / f"{name}-{width}.png"), full_page=True)
+        overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+        assert overflow <= 0, f"{path} scrolls sideways by {overflow}px at {width}px"
+    context.close()
