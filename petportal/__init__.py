@@ -10,7 +10,7 @@ from flask import Flask
 from flask_bootstrap import Bootstrap5
 from sqlalchemy import event
 
-from . import commands, config, demo, errors, ops, request_id, security
+from . import commands, config, demo, errors, ops, page_cache, request_id, security
 from .admin import bp as admin_bp
 from .auth import bp as auth_bp
 from .catalog import bp as catalog_bp
@@ -30,7 +30,6 @@ def create_app(test_config=None):
     )
     app.config.from_mapping(
         SQLALCHEMY_DATABASE_URI=f"sqlite:///{Path(app.instance_path) / 'petportal.sqlite'}",
-        UPSTREAM_POOL_SIZE=16,
         BOOTSTRAP_SERVE_LOCAL=True,
         WTF_CSRF_TIME_LIMIT=None,
         CLOCK=lambda: datetime.now(UTC),
@@ -80,6 +79,7 @@ def register_extensions(app):
     # ("strong" would also wipe every session restored from the remember-me cookie on its next request.)
     login.session_protection = "basic"
     Bootstrap5(app)
+    page_cache.register(app)
     app.extensions["petportal.environments"] = Environments(app)
     if app.config["SQLALCHEMY_DATABASE_URI"].startswith("sqlite"):
         with app.app_context():

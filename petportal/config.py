@@ -49,6 +49,8 @@ def from_environment(environ, read_dotenv=True):
         "PETSTORE_ENVIRONMENTS": environments,
         "DEFAULT_ENVIRONMENT": environ.get("PETPORTAL_DEFAULT_ENVIRONMENT", "").strip() or "production",
         "UPSTREAM_TIMEOUT": _number(environ, "PETPORTAL_UPSTREAM_TIMEOUT", 5.0, minimum=0.1),
+        # Set by gunicorn.conf.py to its thread count, so every worker thread can hold a connection.
+        "UPSTREAM_POOL_SIZE": _number(environ, "PETPORTAL_UPSTREAM_POOL_SIZE", 16, kind=int, minimum=1),
         "HTTPS": _flag(environ, "PETPORTAL_HTTPS", not demo),
         "TRUSTED_HOSTS": [h.strip() for h in environ.get("PETPORTAL_TRUSTED_HOSTS", "").split(",") if h.strip()]
         or None,

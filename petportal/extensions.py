@@ -1,5 +1,6 @@
 """The Flask extensions, created unbound here and bound to the app in the factory."""
 
+from flask_caching import Cache
 from flask_limiter import Limiter
 from flask_limiter.util import get_remote_address
 from flask_login import LoginManager
@@ -10,3 +11,4 @@ db = SQLAlchemy()
 csrf = CSRFProtect()
 login = LoginManager()
 limiter = Limiter(key_func=get_remote_address)
+cache = Cache()

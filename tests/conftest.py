@@ -225,6 +225,8 @@ def portal_config(tmp_path, production_url, staging_url, **overrides):
         },
         "UPSTREAM_TIMEOUT": 1.0,
         "HTTPS": False,
+        # Most tests count upstream calls; the cache's own tests turn it on.
+        "CACHE_SECONDS": 0,
         **overrides,
     }
 
@@ -311,3 +313,15 @@ class AuthActions:
 @pytest.fixture
 def auth(client):
     return AuthActions(client)
+
+
+@pytest.fixture
+def auth_for():
+    """A test client of `app` already logged in as `username`."""
+
+    def logged_in(app, username):
+        client = app.test_client()
+        AuthActions(client).login(username)
+        return client
+
+    return logged_in

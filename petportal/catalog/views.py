@@ -3,7 +3,7 @@
 from flask import Blueprint, abort, current_app, flash, redirect, render_template, request, url_for
 from flask_login import current_user
 
-from .. import audit, submissions
+from .. import audit, page_cache, submissions
 from ..auth.access import role_required
 from ..environments import current_environment, petstore
 from ..errors import render_error
@@ -20,6 +20,7 @@ def index():
 
 
 @bp.get("/animals")
+@page_cache.cached_page
 def list_animals():
     """The animals of the environment being served, filtered by status, `limit` at a time."""
     form = AnimalFilterForm(formdata=request.args)
@@ -37,6 +38,7 @@ def list_animals():
 
 
 @bp.get("/animals/<int:pet_id>")
+@page_cache.cached_page
 def show_animal(pet_id):
     """One animal, with a way back to the list as it was filtered."""
     if pet_id > INT64_MAX:
@@ -106,6 +108,7 @@ def add_animal():
     if repeated:
         flash("This form had already been sent; here is the animal it added.", "info")
     else:
+        page_cache.invalidate(environment.name)
         audit.record("animal_added", environment=environment.name, detail=f"id {pet_id}: {form.name.data}")
         flash(f"Added {form.name.data} to {environment.name}.", "success")
     return redirect(url_for(".show_animal", pet_id=pet_id), 303)

@@ -1,0 +1,89 @@
+"""The micro-cache of anonymous list and detail pages, their ETags, and no-store for everything else.
+
+A cached page is keyed by environment, that environment's generation and the full path. Adding an
+animal bumps its environment's generation, so every process sharing the cache stops serving the old
+pages at once; another environment's pages are never under the same key.
+"""
+
+import math
+from functools import wraps
+
+from flask import current_app, make_response, request, session
+from flask_login import current_user
+
+from .environments import current_environment
+from .extensions import cache
+
+
+def cached_page(view):
+    """Serve this GET view from the micro-cache for anonymous visitors, with an ETag and 304s."""
+
+    @wraps(view)
+    def serve(*args, **kwargs):
+        if current_user.is_authenticated:
+            return view(*args, **kwargs)
+        key = _page_key() if _caching() else None
+        stored = _safely(cache.get, key) if key else None
+        if stored is None:
+            response = make_response(view(*args, **kwargs))
+            # Only a page that used nothing of the visitor's own (no flash, no CSRF token) is shared.
+            if key and response.status_code == 200 and not session:
+                seconds = math.ceil(current_app.config["CACHE_SECONDS"])
+                _safely(cache.set, key, (response.get_data(), response.mimetype), timeout=seconds)
+        else:
+            body, mimetype = stored
+            response = current_app.response_class(body, mimetype=mimetype)
+        if response.status_code == 200:
+            response.headers["Cache-Control"] = "no-cache"
+            response.add_etag()
+            response.make_conditional(request)
+        return response
+
+    return serve
+
+
+def invalidate(environment_name):
+    """Forget every cached page of one environment, in every process that shares the cache."""
+    if _caching():
+        _safely(cache.cache.inc, _generation_key(environment_name))
+
+
+def register(app):
+    """Bind the cache (Redis when configured), and mark every other HTML response as never to be stored."""
+    seconds = app.config["CACHE_SECONDS"]
+    app.config.setdefault("CACHE_TYPE", "NullCache" if not seconds else "RedisCache" if app.config["REDIS_URL"] else "SimpleCache")
+    app.config.setdefault("CACHE_REDIS_URL", app.config["REDIS_URL"])
+    app.config.setdefault("CACHE_KEY_PREFIX", "petportal:")
+    app.config.setdefault("CACHE_NO_NULL_WARNING", True)  # PETPORTAL_CACHE_SECONDS=0 means off, on purpose
+    # Pages carry their own timeout; the generation counters must never expire before them.
+    app.config.setdefault("CACHE_DEFAULT_TIMEOUT", 0)
+    cache.init_app(app)
+
+    @app.after_request
+    def never_store_personal_pages(response):
+        if "Cache-Control" not in response.headers and response.mimetype == "text/html":
+            response.headers["Cache-Control"] = "no-store"
+        return response
+
+
+def _caching():
+    return current_app.config["CACHE_SECONDS"] > 0
+
+
+def _generation_key(environment_name):
+    return f"generation:{environment_name}"
+
+
+def _page_key():
+    environment = current_environment().name
+    generation = _safely(cache.get, _generation_key(environment)) or 0
+    return f"page:{environment}:{generation}:{request.full_path}"
+
+
+def _safely(operation, *args, **kwargs):
+    """A cache that is down is a cache miss, never an error page."""
+    try:
+        return operation(*args, **kwargs)
+    except Exception:  # noqa: BLE001 - any failure of the cache backend
+        current_app.logger.warning("the page cache is unavailable", exc_info=True)
+        return None

@@ -1,0 +1,96 @@
+"""The micro-cache: anonymous list and detail pages only, per environment and query, never stale after an add."""
+
+import time
+
+import pytest
+from conftest import build_portal, close_portal, csrf_token, portal_config, submission_token
+
+
+@pytest.fixture
+def cached_portal(tmp_path, caplog, production_store, staging_store):
+    app = build_portal(portal_config(tmp_path, production_store.url, staging_store.url, CACHE_SECONDS=1), caplog)
+    yield app
+    close_portal(app, caplog)
+
+
+def list_calls(store):
+    return [r.target for r in store.received if r.method == "GET" and r.target.startswith("/v1/pets?")]
+
+
+def test_anonymous_pages_are_served_from_the_cache_for_at_most_the_configured_seconds(cached_portal, production_store):
+    client = cached_portal.test_client()
+    first = client.get("/animals")
+    second = client.get("/animals")
+    assert first.text == second.text
+    assert list_calls(production_store) == ["/v1/pets?limit=20"]
+    time.sleep(1.2)
+    client.get("/animals")
+    assert len(list_calls(production_store)) == 2
+
+
+def test_each_query_and_each_animal_is_cached_on_its_own(cached_portal, production_store):
+    client = cached_portal.test_client()
+    rex = production_store.animals()[0]["id"]
+    for path in ("/animals?status=sold", "/animals?status=sold", "/animals?status=pending", f"/animals/{rex}", f"/animals/{rex}"):
+        assert client.get(path).status_code == 200
+    assert [r.target for r in production_store.received] == [
+        "/v1/pets?limit=20&status=sold", "/v1/pets?limit=20&status=pending", f"/v1/pets/{rex}"]
+
+
+def test_an_animal_added_through_the_portal_shows_at_once(cached_portal, production_store, auth_for):
+    visitor = cached_portal.test_client()
+    assert "Fresh" not in visitor.get("/animals").text
+    staff = auth_for(cached_portal, "staff")
+    form = staff.get("/animals/new").text
+    staff.post("/animals/new", data={"csrf_token": csrf_token(form), "submission_token": submission_token(form), "name": "Fresh", "category_id": "1"})
+    assert "Fresh" in visitor.get("/animals").text
+
+
+def test_switching_environments_never_serves_the_other_environments_page(cached_portal, staging_store, auth_for):
+    visitor = cached_portal.test_client()
+    assert "Staging Sam" not in visitor.get("/animals").text
+    admin = auth_for(cached_portal, "admin")
+    page = admin.get("/admin/environment").text
+    admin.post("/admin/environment", data={"csrf_token": csrf_token(page), "environment": "staging", "confirm": "staging"})
+    assert "Staging Sam" in visitor.get("/animals").text
+
+
+def test_logged_in_pages_and_forms_are_never_cached(cached_portal, production_store, auth_for):
+    staff = auth_for(cached_portal, "staff")
+    for _ in range(2):
+        page = staff.get("/animals")
+        assert page.headers["Cache-Control"] == "no-store"
+        assert "ETag" not in page.headers
+    assert len(list_calls(production_store)) == 2
+    for path in ("/animals/new", "/login"):
+        assert staff.get(path).headers["Cache-Control"] == "no-store"
+
+
+def test_a_visitor_with_a_flash_message_gets_a_page_of_their_own(cached_portal, production_store, auth_for):
+    staff = auth_for(cached_portal, "staff")
+    page = staff.get("/animals").text
+    staff.post("/logout", data={"csrf_token": csrf_token(page)})
+    assert "Logged out." in staff.get("/animals").text
+    assert "Logged out." not in cached_portal.test_client().get("/animals").text
+
+
+@pytest.mark.parametrize("seconds", [0, 1])
+def test_list_and_detail_pages_answer_if_none_match_with_304(tmp_path, caplog, production_store, staging_store, seconds):
+    app = build_portal(portal_config(tmp_path, production_store.url, staging_store.url, CACHE_SECONDS=seconds), caplog)
+    client = app.test_client()
+    rex = production_store.animals()[0]["id"]
+    for path in ("/animals?limit=5", f"/animals/{rex}"):
+        page = client.get(path)
+        assert page.headers["ETag"] and page.headers["Cache-Control"] == "no-cache"
+        again = client.get(path, headers={"If-None-Match": page.headers["ETag"]})
+        assert again.status_code == 304 and again.data == b""
+    close_portal(app, caplog)
+
+
+def test_with_caching_off_every_visit_asks_the_store(tmp_path, caplog, production_store, staging_store):
+    app = build_portal(portal_config(tmp_path, production_store.url, staging_store.url, CACHE_SECONDS=0), caplog)
+    client = app.test_client()
+    for _ in range(3):
+        client.get("/animals")
+    close_portal(app, caplog)
+    assert len(list_calls(production_store)) == 3
