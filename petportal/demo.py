@@ -42,7 +42,7 @@ def start_stores(instance_path):
         )
         processes.append(process)
         stores[name] = {"url": f"http://127.0.0.1:{port}/v1", "key": env["PETSTORE_API_KEYS"], "port": port}
-    atexit.register(_stop, processes)
+    atexit.register(_stop, processes, os.getpid())
     for settings in stores.values():
         _wait_for_port(settings.pop("port"))
     return stores
@@ -88,7 +88,9 @@ def _wait_for_port(port, seconds=30):
     raise RuntimeError(f"the demo pet store on port {port} did not start")
 
 
-def _stop(processes):
+def _stop(processes, owner):
+    if os.getpid() != owner:
+        return  # a forked server worker exiting; the stores belong to the process that started them
     for process in processes:
         process.terminate()
     for process in processes:

@@ -238,11 +238,12 @@ def portal_environment(**variables):
 
 @contextmanager
 def portal_processes(env, count=2):
-    """Run `count` real portal processes (`flask --app app run`) on one database; yields their origins."""
+    """Run `count` portal instances under gunicorn, as in production, on one database; yields their origins."""
     subprocess.run([*FLASK_PORTAL, "init-db"], cwd=PROJECT_ROOT, env=env, check=True, capture_output=True)
     ports = [free_port() for _ in range(count)]
     processes = [
-        subprocess.Popen([*FLASK_PORTAL, "run", "--port", str(port)], cwd=PROJECT_ROOT, env=env,
+        subprocess.Popen([sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "--bind", f"127.0.0.1:{port}",
+                          "--workers", "2", "app:app"], cwd=PROJECT_ROOT, env=env,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         for port in ports
     ]

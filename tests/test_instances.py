@@ -1,0 +1,128 @@
+"""Several portal instances: two gunicorn instances on different ports share PostgreSQL and Redis.
+
+Within 2 s a switch made on one is served by the other; the login limit is counted across both;
+one submission token used on both creates one animal; a cache invalidation on one is seen by the other.
+"""
+
+import os
+import subprocess
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import requests
+from conftest import (
+    PRODUCTION_KEY,
+    SECRET_KEY,
+    STAGING_KEY,
+    LiveStore,
+    csrf_token,
+    drop_postgres_schema,
+    make_store,
+    dispose_store,
+    postgres_schema_url,
+    submission_token,
+)
+from servers import FLASK_PORTAL, PROJECT_ROOT, RecordingMiddleware, portal_environment, portal_processes, serve
+
+ADMIN_PASSWORD = "root password " + uuid.uuid4().hex[:6]
+STAFF_PASSWORD = "staff password " + uuid.uuid4().hex[:6]
+
+
+@pytest.fixture(scope="module")
+def instances(tmp_path_factory):
+    """Two gunicorn instances over two real stores, sharing a fresh PostgreSQL schema and Redis."""
+    redis_url = os.environ.get("PETPORTAL_TEST_REDIS_URL")
+    if not redis_url:
+        pytest.skip("PETPORTAL_TEST_REDIS_URL is not set: no Redis to share between instances")
+    schema, database_url = postgres_schema_url()
+    folder = tmp_path_factory.mktemp("instances")
+    production_app = make_store(folder / "production.sqlite", [PRODUCTION_KEY])
+    staging_app = make_store(folder / "staging.sqlite", [STAGING_KEY])
+    production_recorder = RecordingMiddleware(production_app)
+    try:
+        with serve(production_recorder) as production, serve(RecordingMiddleware(staging_app)) as staging:
+            env = portal_environment(
+                PETSTORE_PRODUCTION_URL=production + "/v1", PETSTORE_PRODUCTION_KEY=PRODUCTION_KEY,
+                PETSTORE_STAGING_URL=staging + "/v1", PETSTORE_STAGING_KEY=STAGING_KEY,
+                PETPORTAL_SECRET_KEY=SECRET_KEY, PETPORTAL_DATABASE_URL=database_url, PETPORTAL_HTTPS="0",
+                PETPORTAL_REDIS_URL=redis_url, PETPORTAL_CACHE_SECONDS="30",
+            )
+            subprocess.run([*FLASK_PORTAL, "init-db"], cwd=PROJECT_ROOT, env=env, check=True, capture_output=True)
+            for name, role, password in (("root", "admin", ADMIN_PASSWORD), ("kim", "staff", STAFF_PASSWORD)):
+                subprocess.run([*FLASK_PORTAL, "user", "create", name, "--role", role, "--password-stdin"],
+                               cwd=PROJECT_ROOT, env=env, input=password + "\n", text=True, check=True, capture_output=True)
+            with portal_processes(env) as origins:
+                yield origins, LiveStore(production + "/v1", PRODUCTION_KEY, production_recorder)
+    finally:
+        dispose_store(production_app)
+        dispose_store(staging_app)
+        drop_postgres_schema(schema)
+
+
+def logged_in(origin, username, password):
+    browser = requests.Session()
+    token = csrf_token(browser.get(f"{origin}/login").text)
+    response = browser.post(f"{origin}/login", data={"username": username, "password": password, "csrf_token": token})
+    assert response.status_code == 200, response.status_code
+    return browser
+
+
+def test_a_cache_invalidation_on_one_instance_is_seen_by_the_other(instances):
+    (first, second), store = instances
+    name = "Cached-" + uuid.uuid4().hex[:6]
+    assert name not in requests.get(f"{second}/animals?limit=100").text
+    staff = logged_in(first, "kim", STAFF_PASSWORD)
+    form = staff.get(f"{first}/animals/new").text
+    added = staff.post(f"{first}/animals/new", allow_redirects=False,
+                       data={"csrf_token": csrf_token(form), "submission_token": submission_token(form), "name": name, "category_id": "1"})
+    assert added.status_code == 303
+    assert name in requests.get(f"{second}/animals?limit=100").text
+
+
+def test_one_submission_token_used_on_both_instances_creates_one_animal(instances):
+    (first, second), store = instances
+    name = "Both-" + uuid.uuid4().hex[:6]
+    staff = logged_in(first, "kim", STAFF_PASSWORD)
+    form = staff.get(f"{first}/animals/new").text
+    data = {"csrf_token": csrf_token(form), "submission_token": submission_token(form), "name": name, "category_id": "2"}
+    with ThreadPoolExecutor(4) as pool:
+        responses = list(pool.map(lambda origin: staff.post(f"{origin}/animals/new", data=data, allow_redirects=False),
+                                  [first, second, first, second]))
+    assert [r.status_code for r in responses] == [303] * 4
+    assert len({r.headers["Location"] for r in responses}) == 1
+    assert [a["name"] for a in store.animals()].count(name) == 1
+
+
+def test_the_login_limit_is_counted_across_both_instances(instances):
+    (first, second), _ = instances
+    username = "nobody-" + uuid.uuid4().hex[:8]
+    statuses = []
+    for attempt in range(6):
+        origin = (first, second)[attempt % 2]
+        browser = requests.Session()
+        token = csrf_token(browser.get(f"{origin}/login").text)
+        statuses.append(browser.post(f"{origin}/login", data={"username": username, "password": "wrong", "csrf_token": token}).status_code)
+    assert statuses == [401, 401, 401, 401, 401, 429]
+
+
+def switch(browser, origin, environment):
+    page = browser.get(f"{origin}/admin/environment")
+    response = browser.post(f"{origin}/admin/environment", allow_redirects=False,
+                            data={"csrf_token": csrf_token(page.text), "environment": environment, "confirm": environment})
+    assert response.status_code == 303
+
+
+def test_a_switch_on_one_instance_is_served_by_the_other_within_2_seconds(instances):
+    (first, second), _ = instances
+    admin = logged_in(first, "root", ADMIN_PASSWORD)
+    assert "You are using" not in requests.get(f"{second}/animals").text
+    switch(admin, first, "staging")
+    started = time.monotonic()
+    try:
+        while "You are using <strong>STAGING</strong>" not in requests.get(f"{second}/animals").text:
+            assert time.monotonic() - started < 2, "the other instance still serves production after 2 s"
+            time.sleep(0.05)
+    finally:
+        switch(admin, first, "production")
