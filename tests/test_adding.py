@@ -112,7 +112,10 @@ def test_a_token_from_another_user_or_made_up_is_refused(client, auth, productio
     assert posts(production_store) == []
 
 
-def test_twenty_concurrent_posts_with_one_token_create_exactly_one_animal(portal_app, production_store):
+def test_twenty_concurrent_posts_with_one_token_create_exactly_one_animal(tmp_path, caplog, production_store, staging_store):
+    # Everything here shares one interpreter; a generous timeout keeps a busy machine from turning
+    # the one createPet into an (honest, but here irrelevant) unknown outcome.
+    portal_app = build_portal(portal_config(tmp_path, production_store.url, staging_store.url, UPSTREAM_TIMEOUT=10), caplog)
     with serve(portal_app) as origin:
         browser = requests.Session()
         login = browser.get(f"{origin}/login")
@@ -130,7 +133,9 @@ def test_twenty_concurrent_posts_with_one_token_create_exactly_one_animal(portal
 
         with ThreadPoolExecutor(20) as pool:
             responses = list(pool.map(submit, range(20)))
-    assert [r.status_code for r in responses] == [303] * 20
+    close_portal(portal_app, caplog)
+    outcomes = [(r.status_code, r.headers.get("Location") or r.text[r.text.find("<main"):][:300]) for r in responses]
+    assert [status for status, _ in outcomes] == [303] * 20, outcomes
     assert len({r.headers["Location"] for r in responses}) == 1
     assert len(posts(production_store)) == 1
     assert [a["name"] for a in production_store.animals()].count("Twenty") == 1
