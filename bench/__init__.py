@@ -1,0 +1,1 @@
+"""The side-by-side benchmark: `python -m bench` (see README, "Performance")."""

@@ -1,0 +1,209 @@
+"""Side-by-side benchmark of the pet store, the portal and a bare render, on this machine.
+
+    python -m bench [--seconds 3] [--rounds 5]
+
+Needs wrk (apt-get install wrk). Starts, on loopback, under gunicorn: the reference store seeded with
+100 animals; a slow copy of it (2 s per answer) as the staging environment; the portal with the cache
+off and, separately, on; and the bench-only bare render. Prints medians, the target ratios, peak RSS
+per portal worker, and what a slow environment does to the other pages.
+"""
+
+import argparse
+import os
+import platform
+import re
+import secrets
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+import requests
+
+ROOT = Path(__file__).resolve().parent.parent
+KEY = secrets.token_urlsafe(16)
+ADMIN_PASSWORD = secrets.token_urlsafe(12)
+PORTAL_WORKERS, PORTAL_THREADS = 2, 8
+STORE_WORKERS, STORE_THREADS = 2, 8
+TARGETS = ("store", "portal", "bare", "cached")
+LIMITS = (20, 100)
+CONCURRENCY = (1, 8)
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_until_listening(port, process):
+    deadline = time.monotonic() + 60
+    while True:
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(f"a server on port {port} did not start")
+        time.sleep(0.1)
+
+
+@contextmanager
+def gunicorn(app, env, workers, threads, extra=()):
+    """One gunicorn server on a free loopback port; yields (origin, master process)."""
+    port = free_port()
+    command = [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers", str(workers),
+               "--worker-class", "gthread", "--threads", str(threads), "--keep-alive", "5", *extra, app]
+    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_until_listening(port, process)
+        yield f"http://127.0.0.1:{port}", process
+    finally:
+        process.terminate()
+        process.wait(30)
+
+
+def worker_peak_rss_mb(master):
+    """The largest peak resident set (VmHWM) among a gunicorn master's workers, in MB."""
+    children = Path(f"/proc/{master.pid}/task/{master.pid}/children").read_text().split()
+    peaks = []
+    for pid in children:
+        status = Path(f"/proc/{pid}/status").read_text()
+        peaks.append(int(re.search(r"VmHWM:\s+(\d+) kB", status).group(1)) / 1024)
+    return max(peaks)
+
+
+def wrk(url, connections, seconds, headers=()):
+    """Requests per second and p50 latency (ms) of one wrk run; None if any answer was not 2xx."""
+    command = ["wrk", f"-t{min(connections, 2)}", f"-c{connections}", f"-d{seconds}s", "--latency", url]
+    for header in headers:
+        command += ["-H", header]
+    output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    if "Non-2xx or 3xx responses" in output or "Socket errors" in output:
+        return None
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1))
+    value, unit = re.search(r"\s50%\s+([\d.]+)(us|ms|s)\b", output).groups()
+    return rps, float(value) * {"us": 0.001, "ms": 1, "s": 1000}[unit]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=int, default=3, help="length of each wrk run")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds, alternating the order of targets")
+    args = parser.parse_args()
+    folder = Path(tempfile.mkdtemp(prefix="petportal-bench-"))
+    store_env = {**os.environ, "PETSTORE_API_KEYS": KEY, "PETSTORE_DATABASE_URL": f"sqlite:///{folder / 'store.sqlite'}"}
+    slow_env = {**store_env, "PETSTORE_DATABASE_URL": f"sqlite:///{folder / 'slow.sqlite'}"}
+    for env in (store_env, slow_env):
+        subprocess.run([sys.executable, "-m", "flask", "--app", "petportal.store", "seed", "--count", "100"],
+                       cwd=ROOT, env=env, check=True, capture_output=True)
+
+    with ExitStack() as stack:
+        store, _ = stack.enter_context(gunicorn("petportal.store:create_app()", store_env, STORE_WORKERS, STORE_THREADS))
+        slow, _ = stack.enter_context(gunicorn("bench.slow_store:app", slow_env, 1, 32))
+        portal_env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith(("PETSTORE_", "PETPORTAL_"))},
+            "PETSTORE_PRODUCTION_URL": store + "/v1", "PETSTORE_PRODUCTION_KEY": KEY,
+            "PETSTORE_STAGING_URL": slow + "/v1", "PETSTORE_STAGING_KEY": KEY,
+            "PETPORTAL_SECRET_KEY": secrets.token_urlsafe(32), "PETPORTAL_HTTPS": "0",
+            "PETPORTAL_DATABASE_URL": f"sqlite:///{folder / 'portal.sqlite'}", "PETPORTAL_CACHE_SECONDS": "0",
+            "PETPORTAL_UPSTREAM_POOL_SIZE": str(PORTAL_THREADS),
+        }
+        flask = [sys.executable, "-m", "flask", "--app", "app"]
+        subprocess.run([*flask, "init-db"], cwd=ROOT, env=portal_env, check=True, capture_output=True)
+        subprocess.run([*flask, "user", "create", "bench", "--role", "admin", "--password-stdin"], cwd=ROOT,
+                       env=portal_env, input=ADMIN_PASSWORD + "\n", text=True, check=True, capture_output=True)
+        portal_config = ["-c", "gunicorn.conf.py"]
+        portal, portal_master = stack.enter_context(
+            gunicorn("app:app", portal_env, PORTAL_WORKERS, PORTAL_THREADS, portal_config))
+        bare, _ = stack.enter_context(gunicorn("bench.bare_app:app", portal_env, PORTAL_WORKERS, PORTAL_THREADS, portal_config))
+        cached, cached_master = stack.enter_context(gunicorn(
+            "app:app", {**portal_env, "PETPORTAL_CACHE_SECONDS": "2"}, PORTAL_WORKERS, PORTAL_THREADS, portal_config))
+        urls = {
+            "store": lambda limit: f"{store}/v1/pets?limit={limit}",
+            "portal": lambda limit: f"{portal}/animals?limit={limit}",
+            "bare": lambda limit: f"{bare}/bare?limit={limit}",
+            "cached": lambda limit: f"{cached}/animals?limit={limit}",
+        }
+        print_settings(args)
+        for target in TARGETS:  # warm every server, its pools and its caches
+            wrk(urls[target](20), 8, 1, headers=auth_header(target))
+        results = {}
+        for round_number in range(args.rounds):
+            order = TARGETS if round_number % 2 == 0 else tuple(reversed(TARGETS))
+            for target in order:
+                for connections in CONCURRENCY:
+                    for limit in LIMITS:
+                        measured = wrk(urls[target](limit), connections, args.seconds, headers=auth_header(target))
+                        if measured is None:
+                            raise SystemExit(f"discarded: {target} answered something other than 2xx")
+                        results.setdefault((target, connections, limit), []).append(measured)
+        medians = {key: (statistics.median(r for r, _ in runs), statistics.median(p for _, p in runs))
+                   for key, runs in results.items()}
+        rss = max(worker_peak_rss_mb(portal_master), worker_peak_rss_mb(cached_master))
+        slow_effect = slow_environment_effect(portal, args.seconds, medians)
+        print_report(medians, rss, slow_effect)
+
+
+def auth_header(target):
+    return [f"Authorization: Bearer {KEY}"] if target == "store" else []
+
+
+def slow_environment_effect(portal, seconds, medians):
+    """An admin previewing the 2 s staging store under load, while customers load production pages."""
+    admin = requests.Session()
+    page = admin.get(f"{portal}/login").text
+    token = re.search(r'name="csrf_token" type="hidden" value="([^"]+)"', page).group(1)
+    admin.post(f"{portal}/login", data={"username": "bench", "password": ADMIN_PASSWORD, "csrf_token": token})
+    page = admin.get(f"{portal}/admin/environment").text
+    token = re.search(r'name="csrf_token" type="hidden" value="([^"]+)"', page).group(1)
+    admin.post(f"{portal}/admin/environment/preview", data={"environment": "staging", "csrf_token": token})
+    cookie = f"Cookie: session={admin.cookies['session']}"
+    slow_run = subprocess.Popen(["wrk", "-t2", "-c8", f"-d{seconds + 2}s", "--timeout", "10s", f"{portal}/animals?limit=20",
+                                 "-H", cookie], stdout=subprocess.PIPE, text=True)
+    time.sleep(1)
+    during = wrk(f"{portal}/animals?limit=20", 8, seconds)
+    slow_output = slow_run.communicate()[0]
+    slow_rps = float(re.search(r"Requests/sec:\s+([\d.]+)", slow_output).group(1))
+    return {"baseline": medians[("portal", 8, 20)][0], "during": during[0] if during else None, "slow_rps": slow_rps}
+
+
+def print_settings(args):
+    cpu = re.search(r"model name\s*:\s*(.*)", Path("/proc/cpuinfo").read_text())
+    print(f"machine: {os.cpu_count()} cores, {cpu.group(1) if cpu else platform.processor()}, "
+          f"Python {platform.python_version()}, {platform.system()} {platform.release()}")
+    print(f"store: gunicorn gthread, {STORE_WORKERS} workers x {STORE_THREADS} threads, SQLite, 100 animals")
+    print(f"portal and bare render: gunicorn.conf.py (gthread, preload, keep-alive 5), "
+          f"{PORTAL_WORKERS} workers x {PORTAL_THREADS} threads, upstream pool {PORTAL_THREADS}; cached: 2 s micro-cache")
+    print(f"load: wrk, {args.seconds} s per run, {args.rounds} rounds alternating the order; all on loopback\n")
+
+
+def print_report(medians, rss, slow):
+    print("| target | c | limit | req/s (median) | p50 ms (median) |")
+    print("|---|---:|---:|---:|---:|")
+    for (target, connections, limit), (rps, p50) in sorted(medians.items(), key=lambda item: (item[0][1], item[0][2], TARGETS.index(item[0][0]))):
+        print(f"| {target} | {connections} | {limit} | {rps:,.0f} | {p50:.2f} |")
+    print("\n| ratio | limit 20 | limit 100 | target |")
+    print("|---|---:|---:|---|")
+    rows = [
+        ("portal p50 / (store p50 + bare p50), c=1, cache off",
+         lambda l: medians[("portal", 1, l)][1] / (medians[("store", 1, l)][1] + medians[("bare", 1, l)][1]), "<= 1.15"),
+        ("portal rps / (1/(1/store rps + 1/bare rps)), c=8, cache off",
+         lambda l: medians[("portal", 8, l)][0] * (1 / medians[("store", 8, l)][0] + 1 / medians[("bare", 8, l)][0]), ">= 0.8"),
+        ("portal rps cached / store rps direct, c=8",
+         lambda l: medians[("cached", 8, l)][0] / medians[("store", 8, l)][0], ">= 2"),
+    ]
+    for label, ratio, target in rows:
+        print(f"| {label} | {ratio(20):.2f} | {ratio(100):.2f} | {target} |")
+    print(f"| peak RSS per portal worker (MB) | {rss:.0f} | | <= 80 |")
+    during = f"{slow['during']:,.0f}" if slow["during"] else "discarded (non-2xx)"
+    print(f"\nslow environment: while an admin previews a staging store that takes 2 s (8 connections, "
+          f"{slow['slow_rps']:.1f} req/s), customers' /animals?limit=20 at c=8 serves {during} req/s "
+          f"(alone: {slow['baseline']:,.0f} req/s)")
+
+
+if __name__ == "__main__":
+    main()
