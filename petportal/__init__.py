@@ -44,12 +44,10 @@ def create_app(test_config=None):
         app.config["SECRET_KEY"] = secrets.token_urlsafe(32)
     config.check(app.config)
     security.configure_cookies(app.config)
-    if app.config["SQLALCHEMY_DATABASE_URI"].startswith("sqlite"):
-        # Writers wait for each other instead of failing with "database is locked".
-        app.config.setdefault("SQLALCHEMY_ENGINE_OPTIONS", {"connect_args": {"timeout": 30}})
     app.config.setdefault("RATELIMIT_STORAGE_URI", app.config["REDIS_URL"] or "memory://")
     Path(app.instance_path).mkdir(parents=True, exist_ok=True)
-    if demo_mode and _serving():
+    serving_demo = demo_mode and _serving()
+    if serving_demo:
         app.config["PETSTORE_ENVIRONMENTS"] = demo.start_stores(app.instance_path)
         if not os.environ.get("PETPORTAL_DATABASE_URL"):
             app.config["SQLALCHEMY_DATABASE_URI"] = demo.fresh_portal_database(app.instance_path)
@@ -62,7 +60,7 @@ def create_app(test_config=None):
     request_id.register(app)
     app.context_processor(page_context)
 
-    if demo_mode and _serving():
+    if serving_demo:
         with app.app_context():
             db.create_all()
             demo.create_accounts(app.config["PETSTORE_ENVIRONMENTS"])
@@ -71,7 +69,14 @@ def create_app(test_config=None):
 
 def register_extensions(app):
     """Bind the extensions, and the environments with their clients, to this app."""
+    sqlite = app.config["SQLALCHEMY_DATABASE_URI"].startswith("sqlite")
+    if sqlite:
+        # Writers wait for each other instead of failing with "database is locked".
+        app.config.setdefault("SQLALCHEMY_ENGINE_OPTIONS", {"connect_args": {"timeout": 30}})
     db.init_app(app)
+    if sqlite:
+        with app.app_context():
+            event.listen(db.engine, "connect", _use_sqlite_wal)
     csrf.init_app(app)
     login.init_app(app)
     limiter.init_app(app)
@@ -81,9 +86,6 @@ def register_extensions(app):
     Bootstrap5(app)
     page_cache.register(app)
     app.extensions["petportal.environments"] = Environments(app)
-    if app.config["SQLALCHEMY_DATABASE_URI"].startswith("sqlite"):
-        with app.app_context():
-            event.listen(db.engine, "connect", _use_sqlite_wal)
 
 
 def _use_sqlite_wal(connection, _record):

@@ -39,6 +39,7 @@ def error_response(status, code, message, headers=None):
 
 @bp.errorhandler(ApiError)
 def answer_api_error(error):
+    """An `ApiError` raised by an operation, as its `Error` record."""
     return error_response(error.status, error.code, error.message)
 
 
