@@ -11,6 +11,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+import redis
 import requests
 from conftest import (
     PRODUCTION_KEY,
@@ -36,6 +37,10 @@ def instances(tmp_path_factory):
     redis_url = os.environ.get("PETPORTAL_TEST_REDIS_URL")
     if not redis_url:
         pytest.skip("PETPORTAL_TEST_REDIS_URL is not set: no Redis to share between instances")
+    # The test Redis database is the tests' own: start without counters or pages left by earlier runs
+    # (the per-address login limit of 127.0.0.1 would otherwise fill up across runs within the hour).
+    with redis.Redis.from_url(redis_url) as server:
+        server.flushdb()
     schema, database_url = postgres_schema_url()
     folder = tmp_path_factory.mktemp("instances")
     production_app = make_store(folder / "production.sqlite", [PRODUCTION_KEY])
