@@ -1,6 +1,6 @@
 """The portal's configuration, read from environment variables (and `.env`), checked before start."""
 
-from dotenv import load_dotenv
+from dotenv import find_dotenv, load_dotenv
 
 ENVIRONMENT_NAMES = ("production", "staging")
 
@@ -36,7 +36,8 @@ def _flag(environ, name, default):
 def from_environment(environ, read_dotenv=True):
     """Flask settings from the `PETSTORE_*` and `PETPORTAL_*` variables."""
     if read_dotenv:
-        load_dotenv(override=False)
+        # The working directory's .env; without usecwd python-dotenv searches from this file instead.
+        load_dotenv(find_dotenv(usecwd=True), override=False)
     environments = {
         name: {
             "url": environ.get(f"PETSTORE_{name.upper()}_URL", "").strip() or None,
@@ -76,6 +77,12 @@ def check(config):
         raise ConfigurationError(
             f"PETPORTAL_DEFAULT_ENVIRONMENT must be one of {', '.join(ENVIRONMENT_NAMES)}, "
             f"not {config['DEFAULT_ENVIRONMENT']!r}."
+        )
+    default = config["PETSTORE_ENVIRONMENTS"][config["DEFAULT_ENVIRONMENT"]]
+    if not is_demo(config) and not default["url"]:
+        name = config["DEFAULT_ENVIRONMENT"]
+        raise ConfigurationError(
+            f"PETPORTAL_DEFAULT_ENVIRONMENT is {name}, but PETSTORE_{name.upper()}_URL is not set."
         )
     if not config.get("SECRET_KEY"):
         raise ConfigurationError("PETPORTAL_SECRET_KEY is not set; the portal needs it to sign sessions.")

@@ -1,6 +1,5 @@
 """Hardening: cookies and session limits, CSRF on every POST, headers, hosts, proxies, rate limits."""
 
-import os
 import re
 import subprocess
 import sys
@@ -284,6 +283,27 @@ def test_an_unexpected_error_shows_a_generic_page_with_a_request_id(headers_port
     assert response.headers["X-Request-ID"] in response.text
     assert not headers_portal.debug
     assert any(r.request_id == response.headers["X-Request-ID"] for r in caplog.records if r.levelname == "ERROR")
+
+
+def test_a_dotenv_file_in_the_working_directory_is_read(tmp_path, monkeypatch):
+    (tmp_path / ".env").write_text("PETPORTAL_CACHE_SECONDS=7\nPETPORTAL_TRUSTED_PROXIES=1\n")
+    for name in ("PETPORTAL_CACHE_SECONDS", "PETPORTAL_TRUSTED_PROXIES"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+    script = "import os; from petportal.config import from_environment; c = from_environment(os.environ); " \
+             "print(c['CACHE_SECONDS'], c['TRUSTED_PROXIES'])"
+    (tmp_path / "show.py").write_text(script)
+    result = subprocess.run([sys.executable, "show.py"], cwd=tmp_path, capture_output=True, text=True,
+                            env=portal_environment())
+    assert result.stdout.split() == ["7.0", "1"], result.stderr
+
+
+def test_a_default_environment_without_url_is_refused_at_start():
+    env = portal_environment(PETSTORE_STAGING_URL="http://127.0.0.1:9/v1", PETPORTAL_SECRET_KEY="x" * 32)
+    result = subprocess.run([sys.executable, "-m", "flask", "--app", "app", "init-db"], cwd=PROJECT_ROOT, env=env,
+                            capture_output=True, text=True)
+    assert result.returncode != 0
+    assert "PETPORTAL_DEFAULT_ENVIRONMENT is production, but PETSTORE_PRODUCTION_URL is not set." in result.stderr
 
 
 def test_outside_demo_mode_the_portal_refuses_to_start_without_a_secret_key(tmp_path):
