@@ -13,7 +13,6 @@ import os
 import platform
 import re
 import secrets
-import socket
 import statistics
 import subprocess
 import sys
@@ -23,6 +22,8 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import requests
+
+from petportal.demo import free_port, wait_for_port
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY = secrets.token_urlsafe(16)
@@ -34,23 +35,6 @@ LIMITS = (20, 100)
 CONCURRENCY = (1, 8)
 
 
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_until_listening(port, process):
-    deadline = time.monotonic() + 60
-    while True:
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        if process.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit(f"a server on port {port} did not start")
-        time.sleep(0.1)
-
-
 @contextmanager
 def gunicorn(app, env, workers, threads, extra=()):
     """One gunicorn server on a free loopback port; yields (origin, master process)."""
@@ -59,7 +43,7 @@ def gunicorn(app, env, workers, threads, extra=()):
                "--worker-class", "gthread", "--threads", str(threads), "--keep-alive", "5", *extra, app]
     process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_until_listening(port, process)
+        wait_for_port(port, process, seconds=60)
         yield f"http://127.0.0.1:{port}", process
     finally:
         process.terminate()

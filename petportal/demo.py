@@ -33,7 +33,7 @@ def start_stores(instance_path):
         }
         if not database.exists():
             subprocess.run([*STORE_COMMAND, "seed"], env=env, check=True, stdout=subprocess.DEVNULL)
-        port = _free_port()
+        port = free_port()
         process = subprocess.Popen(
             [*STORE_COMMAND, "run", "--host", "127.0.0.1", "--port", str(port)],
             env=env,
@@ -44,7 +44,7 @@ def start_stores(instance_path):
         stores[name] = {"url": f"http://127.0.0.1:{port}/v1", "key": env["PETSTORE_API_KEYS"], "port": port}
     atexit.register(_stop, processes, os.getpid())
     for settings in stores.values():
-        _wait_for_port(settings.pop("port"))
+        wait_for_port(settings.pop("port"))
     return stores
 
 
@@ -71,21 +71,25 @@ def create_accounts(stores):
     click.echo("\n".join(lines))
 
 
-def _free_port():
+def free_port():
+    """A TCP port on loopback that nothing listens on right now."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
 
 
-def _wait_for_port(port, seconds=30):
+def wait_for_port(port, process=None, seconds=30):
+    """Wait until something listens on loopback `port`; fail if `process` exits first or it takes too long."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(f"the process for port {port} exited with {process.returncode}")
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.5):
                 return
         except OSError:
             time.sleep(0.05)
-    raise RuntimeError(f"the demo pet store on port {port} did not start")
+    raise RuntimeError(f"nothing listens on port {port} after {seconds} s")
 
 
 def _stop(processes, owner):

@@ -45,9 +45,9 @@ def register(app):
         content_security_policy=CONTENT_SECURITY_POLICY,
         frame_options="DENY",
         referrer_policy="strict-origin-when-cross-origin",
-        session_cookie_secure=app.config["HTTPS"],
-        session_cookie_http_only=True,
-        session_cookie_samesite="Lax",
+        session_cookie_secure=app.config["SESSION_COOKIE_SECURE"],
+        session_cookie_http_only=app.config["SESSION_COOKIE_HTTPONLY"],
+        session_cookie_samesite=app.config["SESSION_COOKIE_SAMESITE"],
     )
     proxies = app.config["TRUSTED_PROXIES"]
     if proxies:

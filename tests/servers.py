@@ -16,6 +16,8 @@ from pathlib import Path
 
 from werkzeug.serving import make_server
 
+from petportal.demo import free_port, wait_for_port
+
 
 @contextmanager
 def serve(app, host="127.0.0.1"):
@@ -203,26 +205,10 @@ class RecordingMiddleware:
         return [request.method for request in self.received]
 
 
-def free_port():
-    """A TCP port on loopback that nothing listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def is_listening(port):
     """Whether something accepts connections on this loopback port."""
     with socket.socket() as sock:
         return sock.connect_ex(("127.0.0.1", port)) == 0
-
-
-def wait_for_port(port, process, seconds=30):
-    """Wait until `process` listens on `port`; fail if it exits or takes too long."""
-    deadline = time.monotonic() + seconds
-    while not is_listening(port):
-        assert process.poll() is None, f"the process for port {port} exited with {process.returncode}"
-        assert time.monotonic() < deadline, f"nothing listens on port {port} after {seconds} s"
-        time.sleep(0.05)
 
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -248,7 +234,7 @@ def portal_processes(env, count=2):
         for port in ports
     ]
     try:
-        for port, process in zip(ports, processes):
+        for port, process in zip(ports, processes, strict=True):
             wait_for_port(port, process)
         yield [f"http://127.0.0.1:{port}" for port in ports]
     finally:

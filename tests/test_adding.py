@@ -6,7 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import requests
-from conftest import PASSWORDS, build_portal, close_portal, csrf_token, portal_config, submission_token
+from conftest import PASSWORDS, AuthActions, build_portal, close_portal, csrf_token, portal_config, submission_token
 from servers import FaultServer, answer, delay, serve
 
 
@@ -146,7 +146,7 @@ def test_an_upstream_400_shows_the_apis_message_on_the_form(tmp_path, caplog, st
         store.script(answer(400, {"code": "duplicate", "message": "An animal called Rex already exists.", "status": 400}))
         app = build_portal(portal_config(tmp_path, store.base_url, staging_store.url), caplog)
         client = app.test_client()
-        client.post("/login", data={"username": "staff", "password": PASSWORDS["staff"], "csrf_token": csrf_token(client.get("/login").text)})
+        AuthActions(client).login("staff")
         form = open_form(client)
         page = client.post("/animals/new", data={**form, "name": "Rex", "category_id": "1"})
         store.script(answer(201, {"id": 77, "name": "Rex II", "categoryId": 1}))
@@ -164,7 +164,7 @@ def test_a_timeout_after_the_post_was_sent_says_the_outcome_is_unknown_and_never
         store.script(delay(3, answer(201, {"id": 5, "name": "Slow", "categoryId": 1})))
         app = build_portal(portal_config(tmp_path, store.base_url, staging_store.url), caplog)
         client = app.test_client()
-        client.post("/login", data={"username": "staff", "password": PASSWORDS["staff"], "csrf_token": csrf_token(client.get("/login").text)})
+        AuthActions(client).login("staff")
         data = {**open_form(client), "name": "Slow", "category_id": "1"}
         page = client.post("/animals/new", data=data)
         again = client.post("/animals/new", data=data)
@@ -181,7 +181,7 @@ def test_a_store_that_cannot_be_reached_keeps_the_form_and_its_token(tmp_path, c
         url = closed.base_url
     app = build_portal(portal_config(tmp_path, url, staging_store.url), caplog)
     client = app.test_client()
-    client.post("/login", data={"username": "staff", "password": PASSWORDS["staff"], "csrf_token": csrf_token(client.get("/login").text)})
+    AuthActions(client).login("staff")
     data = {**open_form(client), "name": "Later", "category_id": "1"}
     page = client.post("/animals/new", data=data)
     close_portal(app, caplog)
@@ -209,7 +209,7 @@ def test_a_second_portal_instance_with_the_same_token_creates_no_second_animal(p
 
     other = create_app(dict(portal_app.config))
     first, second = portal_app.test_client(), other.test_client()
-    first.post("/login", data={"username": "staff", "password": PASSWORDS["staff"], "csrf_token": csrf_token(first.get("/login").text)})
+    AuthActions(first).login("staff")
     data = {**open_form(first), "name": "Shared", "category_id": "5"}
     second.set_cookie("session", first.get_cookie("session").value)
     made_here = first.post("/animals/new", data=data)

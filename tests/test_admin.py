@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 import pytest
 from conftest import (
     PASSWORDS,
+    AuthActions,
     PRODUCTION_KEY,
     STAGING_KEY,
     build_portal,
@@ -74,7 +75,7 @@ def test_staff_get_403_and_anonymous_users_are_sent_to_log_in(client, auth):
 def test_an_environment_without_url_is_not_configured_and_cannot_be_chosen(tmp_path, caplog, production_store):
     app = build_portal(portal_config(tmp_path, production_store.url, None), caplog)
     client = app.test_client()
-    client.post("/login", data={"username": "admin", "password": PASSWORDS["admin"], "csrf_token": csrf_token(client.get("/login").text)})
+    AuthActions(client).login("admin")
     page = client.get("/admin/environment")
     refused = switch(client, "staging")
     refused_preview = preview(client, "staging")
@@ -256,7 +257,7 @@ def test_the_status_page_names_a_rejected_key_and_a_store_that_is_down(tmp_path,
     config["PETSTORE_ENVIRONMENTS"]["production"]["key"] = "wrong-key"
     app = build_portal(config, caplog)
     client = app.test_client()
-    client.post("/login", data={"username": "admin", "password": PASSWORDS["admin"], "csrf_token": csrf_token(client.get("/login").text)})
+    AuthActions(client).login("admin")
     page = client.get("/admin/status")
     close_portal(app, caplog)
     assert page.status_code == 200
@@ -270,7 +271,7 @@ def test_a_rejected_key_is_told_to_admins_and_hidden_from_customers(tmp_path, ca
     config["PETSTORE_ENVIRONMENTS"]["production"]["key"] = "wrong-key"
     app = build_portal(config, caplog)
     customer, admin = app.test_client(), app.test_client()
-    admin.post("/login", data={"username": "admin", "password": PASSWORDS["admin"], "csrf_token": csrf_token(admin.get("/login").text)})
+    AuthActions(admin).login("admin")
     customer_page = customer.get("/animals")
     admin_page = admin.get("/animals")
     elsewhere = admin.get("/admin/environment")

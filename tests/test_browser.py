@@ -175,6 +175,13 @@ def tab_to(page, selector, limit=40):
     raise AssertionError(f"Tab never reached {selector}")
 
 
+def follow(page, link, url):
+    """Tab to a link, press Enter, and wait for the page it opens."""
+    tab_to(page, link)
+    page.keyboard.press("Enter")
+    page.wait_for_url(re.compile(url))
+
+
 def type_into(page, selector, text):
     """Tab to a field and type into it, as a keyboard user does."""
     tab_to(page, selector)
@@ -191,16 +198,12 @@ def test_every_flow_can_be_finished_with_the_keyboard_alone(page, origin, produc
     tab_to(page, "tbody tr:first-child a")
     page.keyboard.press("Enter")
     page.wait_for_selector("h1:has-text('Rex')")
-    tab_to(page, "nav a[href='/login']")
-    page.keyboard.press("Enter")
-    page.wait_for_url(re.compile(r"/login$"))
+    follow(page, "nav a[href='/login']", r"/login$")
     type_into(page, "#username", "admin")
     type_into(page, "#password", PASSWORDS["admin"])
     page.keyboard.press("Enter")
     page.wait_for_selector("text=Logged in as admin.")
-    tab_to(page, "nav a[href='/animals/new']")
-    page.keyboard.press("Enter")
-    page.wait_for_url(re.compile(r"/animals/new$"))
+    follow(page, "nav a[href='/animals/new']", r"/animals/new$")
     type_into(page, "#name", "Keys")
     type_into(page, "#category_id", "3")
     tab_to(page, "button[data-submit-once]")

@@ -7,7 +7,7 @@ import re
 import time
 
 import pytest
-from conftest import FIGURES, PASSWORDS, build_portal, close_portal, csrf_token, portal_config, submission_token
+from conftest import FIGURES, AuthActions, build_portal, close_portal, csrf_token, portal_config, submission_token
 from servers import FaultServer, answer, delay, drip, huge, lying_length, reset_mid_body
 
 TIMEOUT = 0.5
@@ -75,8 +75,7 @@ def test_every_fault_ends_on_a_friendly_page_in_time(tmp_path, caplog, kind, op)
         app = build_portal(portal_config(tmp_path, url, None, UPSTREAM_TIMEOUT=TIMEOUT), caplog)
         client = app.test_client()
         if op == "create":
-            client.post("/login", data={"username": "staff", "password": PASSWORDS["staff"],
-                                        "csrf_token": csrf_token(client.get("/login").text)})
+            AuthActions(client).login("staff")
             form = client.get("/animals/new").text
         if FAULTS[kind] is not None:
             store.script(FAULTS[kind](op, foreign.base_url))

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from flask.testing import FlaskClient
-from conftest import PASSWORDS, build_portal, close_portal, csrf_token, portal_config
+from conftest import PASSWORDS, AuthActions, build_portal, close_portal, csrf_token, portal_config
 from servers import PROJECT_ROOT, portal_environment
 
 from petportal.config import from_environment
@@ -52,12 +52,8 @@ def make_portal(tmp_path, caplog, production_store, staging_store):
         close_portal(app, caplog)
 
 
-def login(client, username="staff", remember=False, **extra):
-    data = {"username": username, "password": PASSWORDS.get(username, "wrong password"),
-            "csrf_token": csrf_token(client.get("/login").text), **extra}
-    if remember:
-        data["remember"] = "y"
-    return client.post("/login", data=data)
+def login(client, username="staff", **options):
+    return AuthActions(client).login(username, **options)
 
 
 class HttpsClient(FlaskClient):
