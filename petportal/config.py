@@ -46,12 +46,16 @@ def from_environment(environ, read_dotenv=True):
         for name in ENVIRONMENT_NAMES
     }
     demo = not any(settings["url"] for settings in environments.values())
+    pool_size = _number(environ, "PETPORTAL_UPSTREAM_POOL_SIZE", 16, kind=int, minimum=1)
     settings = {
         "PETSTORE_ENVIRONMENTS": environments,
         "DEFAULT_ENVIRONMENT": environ.get("PETPORTAL_DEFAULT_ENVIRONMENT", "").strip() or "production",
         "UPSTREAM_TIMEOUT": _number(environ, "PETPORTAL_UPSTREAM_TIMEOUT", 5.0, minimum=0.1),
         # Set by gunicorn.conf.py to its thread count, so every worker thread can hold a connection.
-        "UPSTREAM_POOL_SIZE": _number(environ, "PETPORTAL_UPSTREAM_POOL_SIZE", 16, kind=int, minimum=1),
+        "UPSTREAM_POOL_SIZE": pool_size,
+        # Two threads of each worker never wait on the pet store, so health checks, cached pages and
+        # static files are served even while the store hangs.
+        "UPSTREAM_CONCURRENCY": max(1, pool_size - 2),
         "HTTPS": _flag(environ, "PETPORTAL_HTTPS", not demo),
         "TRUSTED_HOSTS": [h.strip() for h in environ.get("PETPORTAL_TRUSTED_HOSTS", "").split(",") if h.strip()]
         or None,

@@ -43,6 +43,9 @@ class Environments:
         self._default = app.config["DEFAULT_ENVIRONMENT"]
         self._timeout = app.config["UPSTREAM_TIMEOUT"]
         self._pool_size = app.config["UPSTREAM_POOL_SIZE"]
+        # The bulkhead: at most this many threads of this process wait on the pet stores at once.
+        self._gate = threading.BoundedSemaphore(app.config["UPSTREAM_CONCURRENCY"])
+        self._keys = tuple(settings["key"] for settings in self._settings.values() if settings["key"])
         self._clients = {}
         self._lock = threading.Lock()
         self._active = (None, 0.0)
@@ -69,8 +72,19 @@ class Environments:
                     timeout=self._timeout,
                     pool_size=self._pool_size,
                     extra_headers=_request_id_header,
+                    deadline=self._page_deadline,
+                    gate=self._gate,
+                    secrets=self._keys,
                 )
             return self._clients[name]
+
+    def _page_deadline(self):
+        """One deadline per page, shared by all of its pet store calls and their retries."""
+        if not has_request_context():
+            return None
+        if "upstream_deadline" not in g:
+            g.upstream_deadline = time.monotonic() + self._timeout
+        return g.upstream_deadline
 
     def active(self):
         """The environment every user is served from, as last chosen by an admin."""

@@ -6,7 +6,7 @@ from flask_wtf.csrf import CSRFError
 from werkzeug.exceptions import HTTPException, InternalServerError, SecurityError
 
 from .environments import current_environment
-from .petstore import NotFound, PetStoreError, Unauthorized, Unavailable
+from .petstore import Busy, NotFound, PetStoreError, Unauthorized, Unavailable
 
 MESSAGES = {
     400: ("Bad request", "The request could not be understood. Go back and try again."),
@@ -49,6 +49,10 @@ def handle_pet_store_error(error):
     """What customers, staff and admins are told when the pet store fails."""
     if isinstance(error, NotFound):
         return render_error(404, "No animal has this id in this environment.")
+    if isinstance(error, Busy):
+        current_app.logger.warning("not waiting on the pet store: %s", error)
+        page, status = render_error(503, "The pet store is slow to answer right now. Try again in a moment.", retry=True)
+        return page, status, {"Retry-After": "2"}
     if isinstance(error, Unavailable):
         current_app.logger.warning("pet store unavailable: %s", error)
         return render_error(503, "The pet store is not answering. Try again in a moment.", retry=True)

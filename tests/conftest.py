@@ -266,6 +266,23 @@ def portal_app(tmp_path, production_store, staging_store, caplog):
 
 
 @pytest.fixture
+def make_portal(tmp_path, caplog, production_store, staging_store):
+    """Build portals over the two real stores with extra settings; each is closed and checked for leaks."""
+    apps = []
+
+    def make(**overrides):
+        app = build_portal(portal_config(tmp_path / str(len(apps)), production_store.url, staging_store.url, **overrides), caplog)
+        apps.append(app)
+        return app
+
+    (tmp_path / "0").mkdir()
+    (tmp_path / "1").mkdir()
+    yield make
+    for app in apps:
+        close_portal(app, caplog)
+
+
+@pytest.fixture
 def client(portal_app):
     return portal_app.test_client()
 

@@ -242,3 +242,16 @@ def portal_processes(env, count=2):
             process.terminate()
         for process in processes:
             process.wait(10)
+
+
+class EchoingStore:
+    """A hostile pet store: every request gets `status` and an Error record quoting the request's headers."""
+
+    def __init__(self, status=500):
+        self.status = status
+
+    def __call__(self, environ, start_response):
+        quoted = "; ".join(f"{key[5:].title()}: {value}" for key, value in environ.items() if key.startswith("HTTP_"))
+        body = json.dumps({"code": "echo", "message": f"Request refused. You sent {quoted}"}).encode()
+        start_response(f"{self.status} Echo", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+        return [body]

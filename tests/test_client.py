@@ -1,6 +1,7 @@
 """The pet store client, against the real reference store and against a scripted faulty upstream."""
 
 import logging
+import threading
 import time
 
 import pytest
@@ -17,6 +18,7 @@ from servers import (
 )
 
 from petportal.petstore import (
+    Busy,
     InvalidRequest,
     NotFound,
     OutcomeUnknown,
@@ -206,15 +208,61 @@ def test_refused_connection_is_unavailable():
     client.close()
 
 
-def test_retry_after_is_honoured_but_capped_at_two_seconds(faulty, fault_server):
+def test_retry_after_is_honoured_but_capped_at_two_seconds(fault_server):
+    client = PetStoreClient(fault_server.base_url, "fault-key", timeout=4)
     fault_server.script(answer(503, {}, {"Retry-After": "1"}), answer(200, []))
     started = time.monotonic()
-    assert faulty.list_pets() == []
+    assert client.list_pets() == []
     assert time.monotonic() - started >= 1
     fault_server.script(answer(503, {}, {"Retry-After": "3600"}), answer(200, []))
     started = time.monotonic()
-    assert faulty.list_pets() == []
-    assert time.monotonic() - started < 30
+    assert client.list_pets() == []
+    assert 2 <= time.monotonic() - started < 3
+    client.close()
+
+
+def test_a_retry_that_would_not_fit_in_the_deadline_is_not_waited_for(faulty, fault_server):
+    fault_server.script(answer(503, {}, {"Retry-After": "1"}), answer(200, []))
+    started = time.monotonic()
+    with pytest.raises(Unavailable):
+        faulty.list_pets()
+    assert time.monotonic() - started < 0.5
+    assert fault_server.methods() == ["GET"]
+
+
+def test_one_deadline_covers_every_attempt_and_the_waits_between_them(fault_server):
+    """A store that answers 503 just before the timeout, with Retry-After, holds a call for one timeout, not three."""
+    client = PetStoreClient(fault_server.base_url, "fault-key", timeout=1.0)
+    fault_server.script(delay(0.8, answer(503, {}, {"Retry-After": "2"})))
+    started = time.monotonic()
+    with pytest.raises(Unavailable):
+        client.list_pets()
+    assert time.monotonic() - started < 1.3
+    fault_server.script(delay(0.3, answer(503, {})))
+    started = time.monotonic()
+    deadline = started + 1.0
+    shared = PetStoreClient(fault_server.base_url, "fault-key", timeout=1.0, deadline=lambda: deadline)
+    with pytest.raises(Unavailable):
+        shared.list_pets()
+    with pytest.raises(Unavailable):
+        shared.list_pets()  # a second call of the same page gets only what the first left
+    assert time.monotonic() - started < 1.3
+    client.close()
+    shared.close()
+
+
+def test_calls_beyond_the_bulkhead_are_refused_at_once_without_reaching_the_store(fault_server):
+    gate = threading.BoundedSemaphore(1)
+    client = PetStoreClient(fault_server.base_url, "fault-key", timeout=2, gate=gate)
+    gate.acquire()  # another thread is waiting on the store
+    started = time.monotonic()
+    with pytest.raises(Busy):
+        client.list_pets()
+    assert time.monotonic() - started < 0.1
+    assert fault_server.received == []
+    gate.release()
+    assert client.list_pets() == []
+    client.close()
 
 
 @pytest.mark.parametrize("body", [b"[{", b"not json", b"\xff\xfe", b""])

@@ -35,23 +35,6 @@ def clock():
     return Clock()
 
 
-@pytest.fixture
-def make_portal(tmp_path, caplog, production_store, staging_store):
-    """Build portals with extra settings; each is checked for leaks when the test ends."""
-    apps = []
-
-    def make(**overrides):
-        app = build_portal(portal_config(tmp_path / str(len(apps)), production_store.url, staging_store.url, **overrides), caplog)
-        apps.append(app)
-        return app
-
-    (tmp_path / "0").mkdir()
-    (tmp_path / "1").mkdir()
-    yield make
-    for app in apps:
-        close_portal(app, caplog)
-
-
 def login(client, username="staff", **options):
     return AuthActions(client).login(username, **options)
 

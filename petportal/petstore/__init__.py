@@ -2,6 +2,7 @@
 
 from .client import DeprecationNotice, PetStoreClient
 from .errors import (
+    Busy,
     Gone,
     InvalidRequest,
     NotFound,
@@ -14,6 +15,7 @@ from .errors import (
 from .records import GET_PET_REMOVAL, PET_STATUSES, Operation, Pet
 
 __all__ = [
+    "Busy",
     "DeprecationNotice",
     "GET_PET_REMOVAL",
     "Gone",

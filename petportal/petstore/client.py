@@ -2,6 +2,7 @@
 
 import json
 import logging
+import threading
 import time
 from dataclasses import dataclass
 from http.cookiejar import DefaultCookiePolicy
@@ -11,25 +12,30 @@ from requests.adapters import HTTPAdapter
 from urllib3.exceptions import ConnectTimeoutError, DecodeError, MaxRetryError
 from urllib3.exceptions import HTTPError as TransportError
 from urllib3.util.retry import Retry
+from urllib3.util.timeout import Timeout
 
-from .errors import (
-    STATUS_ERRORS,
-    OutcomeUnknown,
-    PetStoreError,
-    Unavailable,
-    UnexpectedResponse,
-)
+from .errors import Busy, OutcomeUnknown, PetStoreError, Unavailable, UnexpectedResponse
 from .records import INT64_MAX, INT64_MIN, PET_STATUSES, ShapeError, parse_operations, parse_pet, parse_pets
 
 log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 4 * 1024 * 1024
 READ_CHUNK_BYTES = 64 * 1024
-ERROR_MESSAGE_CHARS = 300
+# A retry is only worth sending when at least this much of the call's deadline is left for it.
+MIN_ATTEMPT_SECONDS = 0.2
+# The deadline of the call this thread is making: read by the retry policy, which urllib3 shares.
+_call = threading.local()
+
+
+def _time_left():
+    return _call.deadline - time.monotonic()
 
 
 class GetOnlyRetry(Retry):
-    """urllib3's Retry, narrowed so that only GET is ever retried, and only for 502, 503 and 504."""
+    """urllib3's Retry, narrowed so that only GET is retried, only for 502, 503 and 504, and only in time.
+
+    Every retry, and the wait before it, must fit in what is left of the call's deadline.
+    """
 
     RETRY_AFTER_STATUS_CODES = frozenset({502, 503, 504})
 
@@ -37,7 +43,31 @@ class GetOnlyRetry(Retry):
         """Count one more failure; a POST is never sent twice, not even after a refused connect."""
         if method is not None and not self._is_method_retryable(method):
             return Retry.increment(self.new(total=0), method, url, *args, **kwargs)
-        return super().increment(method, url, *args, **kwargs)
+        retry = super().increment(method, url, *args, **kwargs)
+        response = kwargs.get("response")
+        wait = (retry.get_retry_after(response) if response is not None else None) or retry.get_backoff_time()
+        if _time_left() - min(wait, self.retry_after_max) < MIN_ATTEMPT_SECONDS:
+            return Retry.increment(self.new(total=0), method, url, *args, **kwargs)
+        return retry
+
+
+class DeadlineTimeout(Timeout):
+    """Each attempt's connect and read timeouts: the client's timeout, cut to what is left of the deadline."""
+
+    def __init__(self, limit, deadline):
+        super().__init__(connect=limit, read=limit)
+        self._limit, self._deadline = limit, deadline
+
+    def clone(self):
+        return DeadlineTimeout(self._limit, self._deadline)
+
+    @property
+    def connect_timeout(self):
+        return max(0.001, min(self._limit, self._deadline - time.monotonic()))
+
+    @property
+    def read_timeout(self):
+        return self.connect_timeout
 
 
 RETRY = GetOnlyRetry(
@@ -75,13 +105,22 @@ class PetStoreClient:
         pool_size=10,
         max_body_bytes=MAX_BODY_BYTES,
         extra_headers=dict,
+        deadline=None,
+        gate=None,
+        secrets=(),
     ):
+        """`deadline()` may give the `time.monotonic()` by which a call and its retries must end (else
+        `timeout` from the call's start); `gate` is a semaphore bounding how many calls may wait at once;
+        `secrets` are further texts (other environments' keys) that no error may repeat."""
         self.base_url = base_url.rstrip("/")
         self.timeout = float(timeout)
         self.max_body_bytes = max_body_bytes
         self.notices = {}
         self.key_rejected = False
         self._extra_headers = extra_headers
+        self._deadline = deadline or (lambda: None)
+        self._gate = gate
+        self._secrets = (api_key, *secrets)
         self._session = requests.Session()
         # No proxy variables, no .netrc credentials and no cookies from the store: only what we set.
         self._session.trust_env = False
@@ -130,12 +169,43 @@ class PetStoreClient:
     def _call(self, method, path, operation, parse, **kwargs):
         url = self.base_url + path
         started = time.monotonic()
+        deadline = self._deadline() or started + self.timeout
+        if deadline - started < MIN_ATTEMPT_SECONDS:
+            raise Unavailable("No time was left to ask the pet store.", method=method, url=url)
+        if self._gate is not None and not self._gate.acquire(blocking=False):
+            raise Busy("Too many pages are waiting on the pet store already.", method=method, url=url)
+        _call.deadline = deadline
+        try:
+            status, headers, body = self._send(method, url, deadline, **kwargs)
+        finally:
+            if self._gate is not None:
+                self._gate.release()
+        if "Deprecation" in headers or "Sunset" in headers:
+            self.notices[operation] = DeprecationNotice(headers.get("Deprecation"), headers.get("Sunset"), time.time())
+        if status == 401 or 200 <= status < 300:
+            self.key_rejected = status == 401
+        log.info("%s %s -> %s in %.1f ms", method, url, status, (time.monotonic() - started) * 1000)
+        if status >= 300 or status < 200:
+            raise PetStoreError.from_status(
+                status, body, operation=operation, method=method, url=url, secrets=self._secrets
+            )
+        try:
+            return parse(json.loads(body))
+        except ValueError as exc:
+            # ShapeError is a ValueError too; both mean the answer is outside the interface.
+            reason = str(exc) if isinstance(exc, ShapeError) else "not valid JSON"
+            raise UnexpectedResponse(
+                f"The store's answer is unusable: {reason}.", status=status, method=method, url=url
+            ) from exc
+
+    def _send(self, method, url, deadline, **kwargs):
+        """One request, with its retries, all of it before `deadline`: (status, headers, whole body)."""
         try:
             response = self._session.request(
                 method,
                 url,
                 headers=self._extra_headers(),
-                timeout=(self.timeout, self.timeout),
+                timeout=DeadlineTimeout(self.timeout, deadline),
                 allow_redirects=False,
                 stream=True,
                 **kwargs,
@@ -145,25 +215,8 @@ class PetStoreClient:
             log.warning("%s %s failed: %s", method, url, error.message)
             raise error from exc
         with response:
-            if "Deprecation" in response.headers or "Sunset" in response.headers:
-                self.notices[operation] = DeprecationNotice(
-                    response.headers.get("Deprecation"), response.headers.get("Sunset"), time.time()
-                )
-            body = self._read_body(response, method, url, time.monotonic() + self.timeout)
-        status = response.status_code
-        if status == 401 or 200 <= status < 300:
-            self.key_rejected = status == 401
-        log.info("%s %s -> %s in %.1f ms", method, url, status, (time.monotonic() - started) * 1000)
-        if status >= 300 or status < 200:
-            raise _status_error(status, body, operation, method, url)
-        try:
-            return parse(json.loads(body))
-        except ValueError as exc:
-            # ShapeError is a ValueError too; both mean the answer is outside the interface.
-            reason = str(exc) if isinstance(exc, ShapeError) else "not valid JSON"
-            raise UnexpectedResponse(
-                f"The store's answer is unusable: {reason}.", status=status, method=method, url=url
-            ) from exc
+            body = self._read_body(response, method, url, deadline)
+        return response.status_code, response.headers, body
 
     def _read_body(self, response, method, url, deadline):
         """The whole body, refusing one over `max_body_bytes` or one still arriving at `deadline`."""
@@ -219,30 +272,6 @@ def _transport_error(exc, method, url):
     if isinstance(exc, requests.Timeout):
         return _no_answer(method, url, "The pet store did not answer in time.")
     return _no_answer(method, url, "The connection to the pet store failed.")
-
-
-def _status_error(status, body, operation, method, url):
-    """The typed error for a non-2xx answer, with the API's own code and message when it sent an Error."""
-    code, message = None, f"The store answered with status {status}."
-    try:
-        record = json.loads(body)
-        if isinstance(record, dict) and isinstance(record.get("message"), str):
-            code = record.get("code") if isinstance(record.get("code"), str) else None
-            message = record["message"][:ERROR_MESSAGE_CHARS]
-    except ValueError:
-        pass
-    if status == 404 and operation != "getPet":
-        error_class = UnexpectedResponse
-    elif status in STATUS_ERRORS:
-        error_class = STATUS_ERRORS[status]
-    elif status in (429, 503):
-        # Refused before any work: safe to say nothing happened.
-        error_class = Unavailable
-    elif status >= 500:
-        error_class = OutcomeUnknown if method == "POST" else Unavailable
-    else:
-        error_class = UnexpectedResponse
-    return error_class(message, status=status, code=code, method=method, url=url)
 
 
 __all__ = ["PetStoreClient", "PetStoreError", "DeprecationNotice"]

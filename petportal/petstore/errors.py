@@ -1,27 +1,97 @@
-"""The one exception tree for everything that can go wrong talking to the pet store."""
+"""The one exception tree for everything that can go wrong talking to the pet store.
+
+Every text an error carries is cleaned here, once: a store (or a gateway in front of it) may quote
+the request's `Authorization` header back in its error message, so no message, code or URL leaves
+this module with a key or anything shaped like a credential in it.
+"""
+
+import json
+import re
+
+MESSAGE_CHARS = 300
+REDACTED = "[redacted]"
+# A header that carries a credential, with its value (a scheme and a token, or a bare token).
+_CREDENTIAL_HEADER = re.compile(
+    r"\b(?:proxy-)?authorization\b[\"']?\s*[:=]\s*[\"']?(?:(?:bearer|basic|token|digest)\s+)?[^\s,;\"']+", re.I
+)
+# A scheme followed by its token, wherever it stands.
+_SCHEME_TOKEN = re.compile(r"\b(?:bearer|basic|token)\s+[^\s,;\"']+", re.I)
+# Anything long and token-shaped (API keys, JWTs, hashes), even without a label.
+_TOKEN_LIKE = re.compile(r"[A-Za-z0-9_\-+/=.~]{24,}")
+_USERINFO = re.compile(r"(?<=://)[^/@\s]+@")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]+")
+_API_CODE = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
+
+
+def clean(text, secrets=()):
+    """`text` with every secret and credential-shaped part replaced, control characters removed, cut short.
+
+    Safe to show to people and to write to a log line; never rely on it to keep the text's meaning.
+    """
+    if not text:
+        return text
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, REDACTED)
+    text = _CREDENTIAL_HEADER.sub(f"Authorization: {REDACTED}", text)
+    text = _SCHEME_TOKEN.sub(REDACTED, text)
+    text = _USERINFO.sub("", text)
+    text = _TOKEN_LIKE.sub(REDACTED, text)
+    text = " ".join(_CONTROL.sub(" ", text).split())
+    return text if len(text) <= MESSAGE_CHARS else text[: MESSAGE_CHARS - 1] + "…"
 
 
 class PetStoreError(Exception):
     """Base class: a pet store call did not give a usable answer.
 
-    Carries what an operator needs (status, the API's code, method and URL) and never the key.
+    Carries what an operator needs (status, the API's code, method and URL), every text cleaned by
+    `clean` with the calling client's secrets, so it never holds a key.
     """
 
-    def __init__(self, message, *, status=None, code=None, method=None, url=None):
+    def __init__(self, message, *, status=None, code=None, method=None, url=None, secrets=()):
+        message = clean(message, secrets)
         super().__init__(message)
         self.message = message
         self.status = status
-        self.code = code
+        self.code = code if isinstance(code, str) and _API_CODE.fullmatch(code) else None
         self.method = method
-        self.url = url
+        self.url = _USERINFO.sub("", url) if url else url
 
     def __str__(self):
         where = f" ({self.method} {self.url})" if self.method else ""
-        return f"{self.message}{where}"
+        status = f" [{self.status}{' ' + self.code if self.code else ''}]" if self.status else ""
+        return f"{self.message}{status}{where}"
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.message!r}, status={self.status!r}, code={self.code!r})"
+
+    @staticmethod
+    def from_status(status, body, *, operation, method, url, secrets=()):
+        """The typed error for a non-2xx answer, with the API's own code and message when it sent an Error."""
+        code, message = None, f"The store answered with status {status}."
+        try:
+            record = json.loads(body)
+            if isinstance(record, dict) and isinstance(record.get("message"), str):
+                code = record.get("code")
+                message = record["message"]
+        except ValueError:
+            pass
+        if status == 404 and operation != "getPet":
+            error_class = UnexpectedResponse
+        elif status in STATUS_ERRORS:
+            error_class = STATUS_ERRORS[status]
+        elif status in (429, 503):
+            # Refused before any work: safe to say nothing happened.
+            error_class = Unavailable
+        elif status >= 500:
+            error_class = OutcomeUnknown if method == "POST" else Unavailable
+        else:
+            error_class = UnexpectedResponse
+        return error_class(message, status=status, code=code, method=method, url=url, secrets=secrets)
 
 
 class InvalidRequest(PetStoreError):
-    """400: the store refused the request's values; `message` is the store's own explanation."""
+    """400: the store refused the request's values; `message` is the store's own explanation, cleaned."""
 
 
 class Unauthorized(PetStoreError):
@@ -38,6 +108,10 @@ class Gone(PetStoreError):
 
 class Unavailable(PetStoreError):
     """The store did not answer: refused, reset, timed out, rate-limited or a 5xx."""
+
+
+class Busy(Unavailable):
+    """Not sent: so many pages already wait on the pet store that this one would only queue."""
 
 
 class OutcomeUnknown(Unavailable):
