@@ -10,7 +10,8 @@ from flask import Flask
 from flask_bootstrap import Bootstrap5
 from sqlalchemy import event
 
-from . import commands, config, demo, errors, ops, page_cache, request_id, security
+from . import commands, config, demo, errors, ops, page_cache, request_id, security, session_store
+from .auth import sessions
 from .admin import bp as admin_bp
 from .auth import bp as auth_bp
 from .catalog import bp as catalog_bp
@@ -33,8 +34,11 @@ def create_app(test_config=None):
         BOOTSTRAP_SERVE_LOCAL=True,
         WTF_CSRF_TIME_LIMIT=None,
         CLOCK=lambda: datetime.now(UTC),
-        LOGIN_LIMIT_PER_USER="5 per minute; 20 per hour",
+        LOGIN_LIMIT_PER_ACCOUNT_ADDRESS="5 per minute; 20 per hour",
         LOGIN_LIMIT_PER_ADDRESS="20 per minute; 100 per hour",
+        LOGIN_LIMIT_PER_ACCOUNT="30 per minute; 100 per hour",
+        # The largest request is the CSV upload of the bulk add (1 MB) with its form around it.
+        MAX_CONTENT_LENGTH=1024 * 1024 + 64 * 1024,
     )
     app.config.from_mapping(config.from_environment(os.environ))
     if test_config:
@@ -52,12 +56,12 @@ def create_app(test_config=None):
         if not os.environ.get("PETPORTAL_DATABASE_URL"):
             app.config["SQLALCHEMY_DATABASE_URI"] = demo.fresh_portal_database(app.instance_path)
 
+    request_id.register(app)
     register_extensions(app)
     register_blueprints(app)
     security.register(app)
     errors.register(app)
     commands.register(app)
-    request_id.register(app)
     app.context_processor(page_context)
 
     if serving_demo:
@@ -80,6 +84,8 @@ def register_extensions(app):
     csrf.init_app(app)
     login.init_app(app)
     limiter.init_app(app)
+    session_store.register(app)
+    sessions.register(app)
     # "basic": a session seen from another client loses freshness, so it must log in again for a switch.
     # ("strong" would also wipe every session restored from the remember-me cookie on its next request.)
     login.session_protection = "basic"

@@ -6,10 +6,9 @@ import click
 from flask import Flask
 from flask.cli import AppGroup, with_appcontext
 
+from .auth import passwords
 from .extensions import db
 from .models import ROLES, User
-
-MIN_PASSWORD_LENGTH = 8
 
 user_commands = AppGroup("user", help="Manage staff and admin accounts.")
 
@@ -37,8 +36,8 @@ def create_user(name, role, password_stdin):
         password = sys.stdin.readline().rstrip("\r\n")
     else:
         password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
-    if len(password) < MIN_PASSWORD_LENGTH:
-        raise click.ClickException(f"The password must be at least {MIN_PASSWORD_LENGTH} characters long.")
+    if problem := passwords.problem(password):
+        raise click.ClickException(problem)
     user = User(username=name, role=role)
     user.set_password(password)
     db.session.add(user)

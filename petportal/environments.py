@@ -1,17 +1,20 @@
 """The pet store environments (production, staging) and which one serves the current request."""
 
+import logging
 import threading
 import time
 from dataclasses import dataclass
 
 from flask import current_app, g, has_request_context, session
 from flask_login import current_user
+from sqlalchemy.exc import SQLAlchemyError
 
 from .config import ENVIRONMENT_NAMES
 from .extensions import db
 from .models import Setting
 from .petstore import PetStoreClient
 
+log = logging.getLogger(__name__)
 ACTIVE_SETTING = "active_environment"
 PREVIEW_SESSION_KEY = "preview_environment"
 # Every process re-reads the shared choice at least this often, so a switch reaches all within 2 s.
@@ -90,8 +93,14 @@ class Environments:
         """The environment every user is served from, as last chosen by an admin."""
         name, fetched_at = self._active
         if name is None or time.monotonic() - fetched_at > ACTIVE_REFRESH_SECONDS:
-            row = db.session.get(Setting, ACTIVE_SETTING)
-            name = row.value if row is not None else self._default
+            try:
+                row = db.session.get(Setting, ACTIVE_SETTING)
+                name = row.value if row is not None else self._default
+            except SQLAlchemyError as error:
+                # Customers keep browsing the last known (or default) environment while the database is down.
+                db.session.rollback()
+                log.error("the portal's database is unavailable: %s", type(error).__name__)
+                name = name or self._default
             self._active = (name, time.monotonic())
         environment = self.get(name)
         if environment is None or not environment.configured:

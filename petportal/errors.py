@@ -3,9 +3,11 @@
 from flask import current_app, g, render_template, request
 from flask_login import current_user
 from flask_wtf.csrf import CSRFError
-from werkzeug.exceptions import HTTPException, InternalServerError, SecurityError
+from sqlalchemy.exc import SQLAlchemyError
+from werkzeug.exceptions import HTTPException, InternalServerError, MethodNotAllowed, SecurityError
 
 from .environments import current_environment
+from .extensions import db
 from .petstore import Busy, NotFound, PetStoreError, Unauthorized, Unavailable
 
 MESSAGES = {
@@ -13,6 +15,7 @@ MESSAGES = {
     403: ("Not allowed", "Your account may not open this page."),
     404: ("Not found", "There is nothing at this address."),
     405: ("Not allowed", "This page cannot be used that way."),
+    413: ("Too large", "What you sent is larger than the portal accepts (1 MB at most)."),
     429: ("Too many attempts", "Please wait a little, then try again."),
     500: ("Something went wrong", "The portal failed to show this page. It has been logged."),
     502: ("Temporarily unavailable", "The pet store gave an answer the portal could not use."),
@@ -20,9 +23,10 @@ MESSAGES = {
 }
 
 
-def render_error(status, message=None, *, retry=False):
-    """The error page for `status`, with an optional more specific message."""
-    title, default_message = MESSAGES.get(status, (f"Error {status}", "The request failed."))
+def render_error(status, message=None, *, retry=False, title=None):
+    """The error page for `status`, with an optional more specific message (and title)."""
+    default_title, default_message = MESSAGES.get(status, (f"Error {status}", "The request failed."))
+    title = title or default_title
     template = "errors/404.html" if status == 404 else "errors/error.html"
     page = render_template(
         template,
@@ -42,7 +46,21 @@ def handle_http_error(error):
         return render_template("errors/bad_host.html", request_id=g.get("request_id")), 400
     if isinstance(error, CSRFError):
         return render_error(400, "This form has expired or was not sent from this site. Reload the page and try again.")
+    if isinstance(error, MethodNotAllowed):
+        page, status = render_error(405)
+        return page, status, {"Allow": ", ".join(sorted(error.valid_methods or ()))}
+    if error.code == 503:
+        # Raised by the portal itself (logins while its own stores are down), with a message for people.
+        return render_error(503, error.description, title="Temporarily unavailable", retry=True)
     return render_error(error.code or 500)
+
+
+def handle_database_error(error):
+    """The portal's own database failed: one log line, a 503 page that needs no database."""
+    db.session.rollback()
+    current_app.logger.error("the portal's database is unavailable: %s", type(error).__name__)
+    message = "The portal cannot reach its own database, so this page cannot be shown. Customers' pages still work."
+    return render_error(503, message, title="Temporarily unavailable", retry=True)
 
 
 def handle_pet_store_error(error):
@@ -76,5 +94,6 @@ def register(app):
     """Install the error pages."""
     app.register_error_handler(HTTPException, handle_http_error)
     app.register_error_handler(PetStoreError, handle_pet_store_error)
+    app.register_error_handler(SQLAlchemyError, handle_database_error)
     app.register_error_handler(InternalServerError, handle_unexpected_error)
     app.register_error_handler(Exception, handle_unexpected_error)

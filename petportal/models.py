@@ -1,9 +1,9 @@
-"""The portal's own data: accounts, settings, the audit log and one-time submission tokens."""
+"""The portal's own data: accounts, their logins and sessions, settings, the audit log and submission tokens."""
 
 from datetime import UTC, datetime
 
 from flask_login import UserMixin
-from sqlalchemy import BigInteger, DateTime, Integer, String, Text, TypeDecorator
+from sqlalchemy import BigInteger, DateTime, Integer, LargeBinary, String, Text, TypeDecorator
 from sqlalchemy.orm import Mapped, mapped_column
 from werkzeug.security import check_password_hash, generate_password_hash
 
@@ -101,3 +101,33 @@ class SubmissionToken(db.Model):
     pet_id: Mapped[int | None] = mapped_column(BigInteger)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, index=True)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+
+
+class LoginSession(db.Model):
+    """One login of an account in one browser, from the password to logout or a limit.
+
+    Every request of a logged-in user checks its row, so ending it (logout, or an admin ending the
+    account's sessions) takes effect on that browser's next request, in every portal process.
+    `remember_hash` is the SHA-256 of the current "keep me logged in" token; it changes at every use.
+    """
+
+    __tablename__ = "login_sessions"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    user_id: Mapped[int] = mapped_column(Integer, index=True)
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    last_seen_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    remember_hash: Mapped[str | None] = mapped_column(String(64))
+    address: Mapped[str | None] = mapped_column(String(64))
+    user_agent: Mapped[str | None] = mapped_column(String(255))
+
+
+class ServerSession(db.Model):
+    """The data of one browser's session, kept on the server when no Redis is configured; the cookie holds only its id."""
+
+    __tablename__ = "server_sessions"
+
+    id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    data: Mapped[bytes] = mapped_column(LargeBinary)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)

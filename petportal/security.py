@@ -1,14 +1,23 @@
-"""Security settings: headers, cookies, trusted hosts and proxies, and session time limits."""
+"""Security settings: headers, cookies, the HTTPS rule, trusted hosts and proxies.
 
-from datetime import timedelta
+The scheme and the client's address are believed from `PETPORTAL_TRUSTED_PROXIES` proxies only
+(ProxyFix); nothing else reads `X-Forwarded-*`. A `Location` header names a host only when that host
+is one of `PETPORTAL_TRUSTED_HOSTS`: with none configured the portal never builds an absolute URL from
+the request's `Host`, and leaves the redirect to HTTPS to the proxy in front of it.
+"""
 
-from flask import current_app, flash, session
-from flask_login import current_user, logout_user
+from urllib.parse import urlsplit
+
+from flask import current_app, redirect, request
 from flask_talisman import Talisman
 from werkzeug.middleware.proxy_fix import ProxyFix
+from werkzeug.sansio.utils import host_is_trusted
 
-IDLE_LIMIT = timedelta(minutes=30)
-ABSOLUTE_LIMIT = timedelta(hours=12)
+from .auth.sessions import IDLE_LIMIT
+
+HSTS = "max-age=31536000; includeSubDomains"
+# Load balancers check these over plain HTTP: they answer as they are, never with a redirect.
+HEALTH_ENDPOINTS = frozenset({"ops.healthz", "ops.readyz"})
 
 CONTENT_SECURITY_POLICY = {
     "default-src": "'self'",
@@ -23,25 +32,22 @@ CONTENT_SECURITY_POLICY = {
 
 def configure_cookies(config):
     """Session and remember-me cookies: HttpOnly, SameSite=Lax, Secure whenever users come over HTTPS."""
-    https = config["HTTPS"]
     config.update(
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Lax",
-        SESSION_COOKIE_SECURE=https,
+        SESSION_COOKIE_SECURE=config["HTTPS"],
+        # The server-side session lives as long as it is used within the idle limit.
         PERMANENT_SESSION_LIFETIME=IDLE_LIMIT,
-        REMEMBER_COOKIE_HTTPONLY=True,
-        REMEMBER_COOKIE_SAMESITE="Lax",
-        REMEMBER_COOKIE_SECURE=https,
-        REMEMBER_COOKIE_DURATION=ABSOLUTE_LIMIT,
     )
 
 
 def register(app):
-    """Send the security headers on every response, and honour the proxy and host settings."""
+    """Send the security headers on every response, and honour the HTTPS, proxy and host settings."""
     Talisman(
         app,
-        force_https=app.config["HTTPS"],
-        strict_transport_security=app.config["HTTPS"],
+        # The HTTPS redirect and HSTS are the portal's own (below): Talisman would trust X-Forwarded-Proto.
+        force_https=False,
+        strict_transport_security=False,
         content_security_policy=CONTENT_SECURITY_POLICY,
         frame_options="DENY",
         referrer_policy="strict-origin-when-cross-origin",
@@ -52,37 +58,36 @@ def register(app):
     proxies = app.config["TRUSTED_PROXIES"]
     if proxies:
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=proxies, x_proto=proxies, x_host=proxies, x_port=proxies)
-    app.before_request(enforce_session_limits)
+    if app.config["HTTPS"]:
+        app.before_request(send_plain_http_to_https)
+        app.after_request(send_hsts)
+    app.after_request(keep_locations_on_trusted_hosts)
 
 
-def start_session(user):
-    """Record the start of a logged-in session, for the idle and absolute limits."""
-    now = current_app.config["CLOCK"]()
-    session.permanent = True
-    session["login_at"] = now.timestamp()
-    session["seen_at"] = now.timestamp()
-    user.last_login_at = now
+def send_plain_http_to_https():
+    """Redirect plain HTTP to HTTPS, on a trusted host only; health checks are answered as they are."""
+    if request.is_secure or request.endpoint in HEALTH_ENDPOINTS or not _trusted_hosts():
+        return None
+    return redirect(f"https://{request.host}{request.full_path.rstrip('?')}", 301)
 
 
-def enforce_session_limits():
-    """End a session idle for 30 minutes, and any login older than 12 hours.
+def send_hsts(response):
+    """Users reach the portal over HTTPS (`PETPORTAL_HTTPS=1`), even when a proxy ends TLS in front of it."""
+    response.headers["Strict-Transport-Security"] = HSTS
+    return response
 
-    After an idle timeout a "keep me logged in" cookie may restore the user, but never as a fresh
-    login; the absolute limit also ends that cookie.
-    """
-    now = current_app.config["CLOCK"]().timestamp()
-    if "_user_id" in session and now - session.get("seen_at", 0) > IDLE_LIMIT.total_seconds():
-        session.clear()
-    if not current_user.is_authenticated:
-        return
-    if "login_at" not in session:
-        # Restored from the remember-me cookie: the login it belongs to is the user's last one.
-        last_login = current_user.last_login_at
-        session["login_at"] = last_login.timestamp() if last_login else 0
-        session.permanent = True
-    if now - session["login_at"] > ABSOLUTE_LIMIT.total_seconds():
-        logout_user()
-        session.clear()
-        flash("Your session has ended. Please log in again.", "info")
-        return
-    session["seen_at"] = now
+
+def keep_locations_on_trusted_hosts(response):
+    """A `Location` naming an untrusted host (Werkzeug builds some from `Host`) becomes a path on this site."""
+    location = response.headers.get("Location")
+    if not location:
+        return response
+    parts = urlsplit(location)
+    if parts.netloc and not (_trusted_hosts() and host_is_trusted(parts.netloc, _trusted_hosts())):
+        path = "/" + parts.path.lstrip("/")
+        response.headers["Location"] = path + (f"?{parts.query}" if parts.query else "")
+    return response
+
+
+def _trusted_hosts():
+    return current_app.config["TRUSTED_HOSTS"]

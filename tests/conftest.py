@@ -174,7 +174,7 @@ def fault_server():
 
 
 class SecretScanner:
-    """WSGI middleware that looks for any secret in every status line, header, body and session cookie."""
+    """WSGI middleware that looks for any secret in every status line, header, body and session (cookie and stored data)."""
 
     def __init__(self, app):
         self.app = app
@@ -205,12 +205,15 @@ class SecretScanner:
         return [body]
 
     def _decoded_session(self, cookie):
+        """What the server keeps under the session cookie's id: it must hold no secret either."""
         name = self.app.config["SESSION_COOKIE_NAME"]
         match = re.match(rf"{name}=([^;]*)", cookie)
         if not match or not match.group(1):
             return ""
-        serializer = self.app.session_interface.get_signing_serializer(self.app)
-        return json.dumps(serializer.loads(match.group(1)), default=str)
+        interface = self.app.session_interface
+        with self.app.app_context():
+            data = interface._retrieve_session_data(interface._get_store_id(match.group(1)))
+        return match.group(1) + json.dumps(data, default=str)
 
 
 def portal_config(tmp_path, production_url, staging_url, **overrides):

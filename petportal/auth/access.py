@@ -6,19 +6,14 @@ from urllib.parse import urlsplit
 from flask import abort, redirect, request, url_for
 from flask_login import current_user
 
-from ..extensions import db, login
-from ..models import User
-
-
-@login.user_loader
-def load_user(user_id):
-    """The account behind a session, or None once it is gone."""
-    return db.session.get(User, int(user_id)) if user_id.isdigit() else None
+from ..extensions import login
+from .sessions import require_session_store
 
 
 @login.unauthorized_handler
 def send_to_login():
-    """Anonymous users are sent to log in, and brought back afterwards."""
+    """Anonymous users are sent to log in, and brought back afterwards (503 while logins cannot work)."""
+    require_session_store()
     return redirect(url_for("auth.login", next=request.full_path.rstrip("?")))
 
 

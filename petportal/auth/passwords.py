@@ -1,0 +1,22 @@
+"""The password policy (OWASP ASVS 5.0, V6.2): long enough, any characters, and not a common password.
+
+The common passwords are the 30,000 most frequent ones in zxcvbn's own list (from leaked password
+sets), so the refusal list is a well-kept package's, not typed by hand here.
+"""
+
+from zxcvbn.frequency_lists import FREQUENCY_LISTS
+
+MIN_LENGTH = 12
+MAX_LENGTH = 128
+_COMMON = frozenset(FREQUENCY_LISTS["passwords"])
+
+
+def problem(password):
+    """What is wrong with `password` as a new password, in words for its owner, or None when it will do."""
+    if len(password) < MIN_LENGTH:
+        return f"Use at least {MIN_LENGTH} characters; a few words in a row make a good password."
+    if len(password) > MAX_LENGTH:
+        return f"Use at most {MAX_LENGTH} characters."
+    if password.lower() in _COMMON or len(set(password)) < 3:
+        return "This password is one of the most common ones; choose another."
+    return None

@@ -1,0 +1,207 @@
+"""Logins kept on the server: started by the password, checked on every request, ended for good.
+
+Each login is a `LoginSession` row. The browser's server-side session names it; every request
+checks it, so logout, "end every session of this account" and the idle (30 min) and absolute (12 h)
+limits take effect on the next request in every process. "Keep me logged in" is a random token
+stored hashed on the row, replaced at every use and dropped when the login ends.
+"""
+
+import hashlib
+import hmac
+import secrets
+from datetime import timedelta
+
+from flask import abort, current_app, flash, g, request, session
+from flask_login import login_user, logout_user
+from sqlalchemy import update
+from sqlalchemy.exc import SQLAlchemyError
+
+from ..extensions import db, login
+from ..models import LoginSession, User
+
+IDLE_LIMIT = timedelta(minutes=30)
+ABSOLUTE_LIMIT = timedelta(hours=12)
+# A login's "last seen" is written at most this often, so a busy page does not write on every request.
+SEEN_GRANULARITY = timedelta(seconds=60)
+REMEMBER_COOKIE = "remember"
+LOGIN_KEY = "login_id"
+LOGINS_UNAVAILABLE = "Logging in is unavailable for the moment. Customers' pages still work; try again shortly."
+
+
+def _now():
+    return current_app.config["CLOCK"]()
+
+
+def _hash(token):
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def start(user, remember):
+    """Log `user` in: a new, empty session under a new id, a new login row, and a remember token when asked for."""
+    _new_session_id()
+    session.clear()
+    now = _now()
+    row = LoginSession(
+        id=secrets.token_urlsafe(32),
+        user_id=user.id,
+        started_at=now,
+        last_seen_at=now,
+        address=(request.remote_addr or "")[:64] or None,
+        user_agent=request.user_agent.string[:255] or None,
+    )
+    if remember:
+        _give_remember_token(row)
+    db.session.add(row)
+    user.last_login_at = now
+    db.session.commit()
+    login_user(user)
+    session[LOGIN_KEY] = row.id
+
+
+def end():
+    """Log the current browser out: its login ends for good, with its session and remember token."""
+    row = db.session.get(LoginSession, session.get(LOGIN_KEY, ""))
+    if row is not None:
+        _end(row)
+        db.session.commit()
+    logout_user()
+    _new_session_id()
+    session.clear()
+    g.remember_cookie = ""
+
+
+def end_all(user_id, keep=None):
+    """End every open login of an account (but `keep`): each browser is logged out on its next request."""
+    db.session.execute(
+        update(LoginSession)
+        .where(LoginSession.user_id == user_id, LoginSession.ended_at.is_(None), LoginSession.id != (keep or ""))
+        .values(ended_at=_now(), remember_hash=None)
+    )
+    db.session.commit()
+
+
+def current_login_id():
+    """The id of this browser's login, or None."""
+    return session.get(LOGIN_KEY)
+
+
+@login.user_loader
+def load_user(user_id):
+    """The account of this browser's login, while that login is open and within its limits."""
+    try:
+        return _check_login(user_id)
+    except SQLAlchemyError as error:
+        _database_failed(error)
+        return None
+
+
+def _check_login(user_id):
+    row = db.session.get(LoginSession, session.get(LOGIN_KEY, ""))
+    user = db.session.get(User, int(user_id)) if user_id.isdigit() else None
+    if row is None or user is None or row.user_id != user.id or not _open(row):
+        for key in ("_user_id", "_fresh", "_id", LOGIN_KEY):
+            session.pop(key, None)
+        return None
+    now = _now()
+    if now - row.last_seen_at > IDLE_LIMIT:
+        session.clear()
+        if row.remember_hash is None:
+            _end(row)
+            db.session.commit()
+        return None  # Flask-Login then tries the remember cookie, which restores a login that is not fresh
+    if now - row.last_seen_at > SEEN_GRANULARITY:
+        row.last_seen_at = now
+        db.session.commit()
+    return user
+
+
+@login.request_loader
+def restore_from_remember_cookie(request):
+    """Restore a login whose session ended while idle, from its remember token; never as a fresh login."""
+    login_id, _, token = request.cookies.get(REMEMBER_COOKIE, "").partition(".")
+    if not token or getattr(session, "unavailable", False):
+        return None
+    try:
+        return _restore(login_id, token)
+    except SQLAlchemyError as error:
+        _database_failed(error)
+        return None
+
+
+def _restore(login_id, token):
+    row = db.session.get(LoginSession, login_id)
+    if row is None or not _open(row) or not row.remember_hash or not hmac.compare_digest(row.remember_hash, _hash(token)):
+        g.remember_cookie = ""
+        return None
+    user = db.session.get(User, row.user_id)
+    if user is None:
+        return None
+    _give_remember_token(row)
+    row.last_seen_at = _now()
+    db.session.commit()
+    _new_session_id()
+    session.clear()
+    session.update({"_user_id": user.get_id(), "_fresh": False, LOGIN_KEY: row.id})
+    return user
+
+
+def require_session_store():
+    """A page that needs a login answers 503 while the portal cannot keep or check logins."""
+    if getattr(session, "unavailable", False) or g.get("database_unavailable"):
+        abort(503, LOGINS_UNAVAILABLE)
+
+
+def _database_failed(error):
+    """Customers browse on without the database; pages that need a login answer 503 (see above)."""
+    db.session.rollback()
+    if not g.get("database_unavailable"):
+        current_app.logger.error("the portal's database is unavailable: %s", type(error).__name__)
+    g.database_unavailable = True
+
+
+def register(app):
+    """Write or delete the remember cookie when this request changed it."""
+
+    @app.after_request
+    def set_remember_cookie(response):
+        value = g.pop("remember_cookie", None)
+        if value is None:
+            return response
+        options = {
+            "httponly": True,
+            "secure": app.config["SESSION_COOKIE_SECURE"],
+            "samesite": app.config["SESSION_COOKIE_SAMESITE"],
+        }
+        if value:
+            response.set_cookie(REMEMBER_COOKIE, value, max_age=int(ABSOLUTE_LIMIT.total_seconds()), **options)
+        else:
+            response.delete_cookie(REMEMBER_COOKIE, **options)
+        return response
+
+
+def _open(row):
+    if row.ended_at is not None:
+        return False
+    if _now() - row.started_at > ABSOLUTE_LIMIT:
+        _end(row)
+        db.session.commit()
+        flash("Your session has ended. Please log in again.", "info")
+        return False
+    return True
+
+
+def _end(row):
+    row.ended_at = _now()
+    row.remember_hash = None
+    g.remember_cookie = ""
+
+
+def _give_remember_token(row):
+    token = secrets.token_urlsafe(32)
+    row.remember_hash = _hash(token)
+    g.remember_cookie = f"{row.id}.{token}"
+
+
+def _new_session_id():
+    """A new id for this browser's session (the old one is deleted), so an id seen before login is worthless after."""
+    current_app.session_interface.regenerate(session._get_current_object())

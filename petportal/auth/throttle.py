@@ -1,0 +1,45 @@
+"""Login attempts, counted before the password is checked, so a burst cannot slip past the limit.
+
+Three counters, in the rate-limit store Flask-Limiter uses (Redis when configured):
+- one account from one address: stops guessing from one place without locking the account for others;
+- one address, whatever the account: stops one place trying many accounts;
+- one account, from anywhere: a higher ceiling, against a flood from many addresses.
+A successful login gives its attempt back, so only failures use up the limits.
+"""
+
+from flask import current_app, request
+from limits import parse_many
+from limits.strategies import FixedWindowRateLimiter
+
+from ..extensions import limiter
+
+COUNTERS = (
+    ("LOGIN_LIMIT_PER_ACCOUNT_ADDRESS", lambda account: f"{account}|{request.remote_addr}"),
+    ("LOGIN_LIMIT_PER_ADDRESS", lambda account: request.remote_addr or "-"),
+    ("LOGIN_LIMIT_PER_ACCOUNT", lambda account: account),
+)
+
+
+def attempt(account):
+    """Count one login attempt for `account`; False when any of its limits is already used up."""
+    allowed = True
+    for item, key in _counters(account):
+        allowed = _strategy().hit(item, "login", key) and allowed
+    return allowed
+
+
+def succeeded(account):
+    """Give back the attempt of a login that succeeded."""
+    for item, key in _counters(account):
+        _strategy().hit(item, "login", key, cost=-1)
+
+
+def _counters(account):
+    account = account.strip().lower()[:80]
+    for setting, key in COUNTERS:
+        for item in parse_many(current_app.config[setting]):
+            yield item, key(account)
+
+
+def _strategy():
+    return FixedWindowRateLimiter(limiter.storage)
