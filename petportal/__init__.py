@@ -52,9 +52,14 @@ def create_app(test_config=None):
     Path(app.instance_path).mkdir(parents=True, exist_ok=True)
     serving_demo = demo_mode and _serving()
     if serving_demo:
+        if app.config["DATABASE_CONFIGURED"]:
+            # Demo mode makes its own accounts; it must never reset the passwords of real ones.
+            raise config.ConfigurationError(
+                "PETPORTAL_DATABASE_URL is set but no PETSTORE_*_URL is: demo mode never touches a configured "
+                "database. Set the pet store URLs, or unset PETPORTAL_DATABASE_URL to run the demo."
+            )
         app.config["PETSTORE_ENVIRONMENTS"] = demo.start_stores(app.instance_path)
-        if not os.environ.get("PETPORTAL_DATABASE_URL"):
-            app.config["SQLALCHEMY_DATABASE_URI"] = demo.fresh_portal_database(app.instance_path)
+        app.config["SQLALCHEMY_DATABASE_URI"] = demo.fresh_portal_database(app.instance_path)
 
     request_id.register(app)
     register_extensions(app)

@@ -62,6 +62,7 @@ def from_environment(environ, read_dotenv=True):
         "TRUSTED_PROXIES": _number(environ, "PETPORTAL_TRUSTED_PROXIES", 0, kind=int),
         "CACHE_SECONDS": _number(environ, "PETPORTAL_CACHE_SECONDS", 2.0),
         "REDIS_URL": environ.get("PETPORTAL_REDIS_URL", "").strip() or None,
+        "DATABASE_CONFIGURED": bool(environ.get("PETPORTAL_DATABASE_URL", "").strip()),
     }
     if environ.get("PETPORTAL_SECRET_KEY"):
         settings["SECRET_KEY"] = environ["PETPORTAL_SECRET_KEY"]

@@ -6,6 +6,7 @@ from flask_wtf.csrf import CSRFError
 from sqlalchemy.exc import SQLAlchemyError
 from werkzeug.exceptions import HTTPException, InternalServerError, MethodNotAllowed, SecurityError
 
+from .auth.sessions import LOGINS_UNAVAILABLE, logins_available
 from .environments import current_environment
 from .extensions import db
 from .petstore import Busy, NotFound, PetStoreError, Unauthorized, Unavailable
@@ -45,6 +46,9 @@ def handle_http_error(error):
         # An untrusted Host: no URLs can be built for it, so the page stands alone.
         return render_template("errors/bad_host.html", request_id=g.get("request_id")), 400
     if isinstance(error, CSRFError):
+        if not logins_available(probe=True):
+            # A token cannot be checked without the session store: say that, not "the form expired".
+            return render_error(503, LOGINS_UNAVAILABLE, title="Temporarily unavailable", retry=True)
         return render_error(400, "This form has expired or was not sent from this site. Reload the page and try again.")
     if isinstance(error, MethodNotAllowed):
         page, status = render_error(405)

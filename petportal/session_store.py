@@ -11,7 +11,7 @@ import random
 import redis
 from flask_session.base import ServerSideSession, ServerSideSessionInterface
 from flask_session.redis import RedisSessionInterface
-from sqlalchemy import delete
+from sqlalchemy import delete, text
 
 from .extensions import db
 from .models import ServerSession, utcnow
@@ -32,6 +32,16 @@ class UnavailableSession(ServerSideSession):
 
 class _Resilient:
     """A store that is down costs one log line and an empty session, never an error page."""
+
+    def reachable(self):
+        """Whether the store answers right now (asked only where a login is about to need it)."""
+        try:
+            self._ping()
+        except Exception as error:  # noqa: BLE001 - any failure of the store
+            log.error("the session store is unavailable: %s", type(error).__name__)
+            db.session.rollback()
+            return False
+        return True
 
     def open_session(self, app, request):
         try:
@@ -56,9 +66,15 @@ class _Resilient:
 class RedisSessions(_Resilient, RedisSessionInterface):
     """Sessions in Redis, which expires them by itself."""
 
+    def _ping(self):
+        self.client.ping()
+
 
 class DatabaseSessions(_Resilient, ServerSideSessionInterface):
     """Sessions in the portal's database (table `server_sessions`), for a portal without Redis."""
+
+    def _ping(self):
+        db.session.execute(text("SELECT 1"))
 
     def _retrieve_session_data(self, store_id):
         row = db.session.get(ServerSession, store_id)

@@ -6,6 +6,7 @@ import logging
 import os
 import re
 import uuid
+from datetime import UTC, datetime, timedelta
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +28,7 @@ SECRET_KEY = "session-secret-" + uuid.uuid4().hex
 PASSWORDS = {"staff": "staff-pass-" + uuid.uuid4().hex[:8], "admin": "admin-pass-" + uuid.uuid4().hex[:8]}
 SECRETS = [STORE_KEY, PRODUCTION_KEY, STAGING_KEY, SECRET_KEY, *PASSWORDS.values()]
 POSTGRES_URL = os.environ.get("PETPORTAL_TEST_DATABASE_URL")
+REDIS_URL = os.environ.get("PETPORTAL_TEST_REDIS_URL")
 FIGURES = {
     "responses_scanned": 0,
     "secrets_found": 0,
@@ -268,6 +270,24 @@ def portal_app(tmp_path, production_store, staging_store, caplog):
     close_portal(app, caplog)
 
 
+class Clock:
+    """A clock the test moves by hand."""
+
+    def __init__(self):
+        self.now = datetime(2026, 1, 1, 9, 0, tzinfo=UTC)
+
+    def __call__(self):
+        return self.now
+
+    def advance(self, **delta):
+        self.now += timedelta(**delta)
+
+
+@pytest.fixture
+def clock():
+    return Clock()
+
+
 @pytest.fixture
 def make_portal(tmp_path, caplog, production_store, staging_store):
     """Build portals over the two real stores with extra settings; each is closed and checked for leaks."""
@@ -317,13 +337,14 @@ class AuthActions:
     def __init__(self, client):
         self._client = client
 
-    def login(self, username="staff", password=None, next_path=None, remember=False):
+    def login(self, username="staff", password=None, next_path=None, remember=False, address="127.0.0.1"):
+        """Log in from `address` (the client's IP address as the portal sees it)."""
         page = self._client.get("/login")
         data = {"username": username, "password": password or PASSWORDS[username], "csrf_token": csrf_token(page.text)}
         if remember:
             data["remember"] = "y"
         query = {"next": next_path} if next_path is not None else None
-        return self._client.post("/login", data=data, query_string=query)
+        return self._client.post("/login", data=data, query_string=query, environ_base={"REMOTE_ADDR": address})
 
     def logout(self):
         page = self._client.get("/animals")

@@ -129,6 +129,7 @@ class FaultServer(socketserver.ThreadingTCPServer):
         super().__init__((host, 0), _FaultHandler)
         self.received = []
         self._script = [answer(200, [])]
+        self._cycling = False
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self.serve_forever, args=(0.05,), daemon=True)
 
@@ -141,6 +142,13 @@ class FaultServer(socketserver.ThreadingTCPServer):
         """Answer the next requests with these behaviours, in order."""
         with self._lock:
             self._script = list(behaviours)
+            self._cycling = False
+
+    def cycle(self, *behaviours):
+        """Answer requests with these behaviours in turn, over and over."""
+        with self._lock:
+            self._script = list(behaviours)
+            self._cycling = True
 
     def methods(self):
         """The methods of the requests received so far."""
@@ -148,6 +156,9 @@ class FaultServer(socketserver.ThreadingTCPServer):
 
     def next_behaviour(self):
         with self._lock:
+            if self._cycling:
+                self._script.append(self._script.pop(0))
+                return self._script[-1]
             return self._script.pop(0) if len(self._script) > 1 else self._script[0]
 
     def __enter__(self):

@@ -3,7 +3,6 @@
 import re
 import subprocess
 import sys
-from datetime import UTC, datetime, timedelta
 
 import pytest
 from flask.testing import FlaskClient
@@ -15,24 +14,6 @@ from petportal.extensions import db
 from petportal.models import AuditEntry
 
 POST_ROUTES = ["/login", "/logout", "/animals/new", "/admin/environment", "/admin/environment/preview"]
-
-
-class Clock:
-    """A clock the test moves by hand."""
-
-    def __init__(self):
-        self.now = datetime(2026, 1, 1, 9, 0, tzinfo=UTC)
-
-    def __call__(self):
-        return self.now
-
-    def advance(self, **delta):
-        self.now += timedelta(**delta)
-
-
-@pytest.fixture
-def clock():
-    return Clock()
 
 
 def login(client, username="staff", **options):

@@ -145,9 +145,16 @@ def _restore(login_id, token):
     return user
 
 
-def require_session_store():
-    """A page that needs a login answers 503 while the portal cannot keep or check logins."""
+def logins_available(probe=False):
+    """Whether the portal can keep and check logins now; with `probe`, the session store is asked too."""
     if getattr(session, "unavailable", False) or g.get("database_unavailable"):
+        return False
+    return not probe or current_app.session_interface.reachable()
+
+
+def require_session_store(probe=False):
+    """A page that needs a login answers 503 while the portal cannot keep or check logins."""
+    if not logins_available(probe):
         abort(503, LOGINS_UNAVAILABLE)
 
 

@@ -7,11 +7,12 @@ Three counters, in the rate-limit store Flask-Limiter uses (Redis when configure
 A successful login gives its attempt back, so only failures use up the limits.
 """
 
-from flask import current_app, request
+from flask import abort, current_app, request
 from limits import parse_many
 from limits.strategies import FixedWindowRateLimiter
 
 from ..extensions import limiter
+from .sessions import LOGINS_UNAVAILABLE
 
 COUNTERS = (
     ("LOGIN_LIMIT_PER_ACCOUNT_ADDRESS", lambda account: f"{account}|{request.remote_addr}"),
@@ -21,10 +22,17 @@ COUNTERS = (
 
 
 def attempt(account):
-    """Count one login attempt for `account`; False when any of its limits is already used up."""
+    """Count one login attempt for `account`; False when any of its limits is already used up.
+
+    Without its store (Redis down) nothing can be counted, so nobody logs in: a 503, never a 500.
+    """
     allowed = True
-    for item, key in _counters(account):
-        allowed = _strategy().hit(item, "login", key) and allowed
+    try:
+        for item, key in _counters(account):
+            allowed = _strategy().hit(item, "login", key) and allowed
+    except Exception as error:  # noqa: BLE001 - any failure of the rate-limit store
+        current_app.logger.error("the login rate-limit store is unavailable: %s", type(error).__name__)
+        abort(503, LOGINS_UNAVAILABLE)
     return allowed
 
 

@@ -19,7 +19,7 @@ _UNKNOWN_USER = User(password_hash="scrypt:32768:8:1$8mCbKZTmYr8g3X7S$" + "0" * 
 @bp.route("/login", methods=["GET", "POST"])
 def login():
     """Log a staff member or admin in, then go on to `next` if it is a path on this site."""
-    sessions.require_session_store()
+    sessions.require_session_store(probe=True)
     form = LoginForm()
     destination = safe_next(request.args.get("next"), url_for("catalog.list_animals"))
     if not form.validate_on_submit():
