@@ -1,12 +1,15 @@
 """Production serving: `gunicorn -c gunicorn.conf.py app:app`.
 
-Any setting can be overridden on the command line or in GUNICORN_CMD_ARGS, for example
-GUNICORN_CMD_ARGS="--bind 127.0.0.1:9000 --workers 4".
+Listens on 127.0.0.1:8000 only, so nothing is exposed by accident: in a container or behind a proxy
+on another host, say where to listen with `--bind 0.0.0.0:8000` or GUNICORN_CMD_ARGS="--bind ...".
+Any other setting can be overridden the same way, for example GUNICORN_CMD_ARGS="--workers 4".
 """
 
 import os
+import shutil
+import tempfile
 
-bind = "0.0.0.0:8000"
+bind = "127.0.0.1:8000"
 # Threaded workers: a page waiting on a slow pet store holds one thread, not a whole process.
 workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
 worker_class = "gthread"
@@ -22,3 +25,23 @@ graceful_timeout = 30
 preload_app = True
 accesslog = "-"
 access_log_format = '%(h)s "%(r)s" %(s)s %(b)s %(M)sms request_id=%({x-request-id}o)s'
+
+# Metrics: each worker writes its figures to files in this folder, and /metrics adds them up. A fresh
+# folder per server, set before prometheus_client is first imported (it chooses its mode then), so no
+# figure of an earlier run is counted.
+if "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="petportal-metrics-")
+
+
+def child_exit(server, worker):
+    """A worker that stopped keeps its counters in the sum, but its live gauges go."""
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(worker.pid)
+
+
+def on_exit(server):
+    """Remove the metrics folder this server made."""
+    folder = os.environ.get("PROMETHEUS_MULTIPROC_DIR", "")
+    if os.path.basename(folder).startswith("petportal-metrics-"):
+        shutil.rmtree(folder, ignore_errors=True)

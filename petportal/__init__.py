@@ -10,24 +10,32 @@ from flask import Flask
 from flask_bootstrap import Bootstrap5
 from sqlalchemy import event
 
-from . import commands, config, demo, errors, ops, page_cache, request_id, security, session_store
+from . import commands, config, demo, errors, logs, metrics, ops, page_cache, security, session_store
 from .auth import sessions
 from .admin import bp as admin_bp
 from .auth import bp as auth_bp
 from .catalog import bp as catalog_bp
 from .environments import Environments, page_context
-from .extensions import csrf, db, limiter, login
+from .extensions import csrf, db, limiter, login, migrate
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PACKAGE_DIR = Path(__file__).resolve().parent
+# A checkout (editable install) keeps its data beside the package; an installed wheel uses Flask's default.
+CHECKOUT = (PACKAGE_DIR.parent / "pyproject.toml").is_file()
+
+
+def shipped_folder(name):
+    """`templates` or `static`: inside the installed package (a wheel), or at the top of the checkout."""
+    inside = PACKAGE_DIR / name
+    return str(inside if inside.is_dir() else PACKAGE_DIR.parent / name)
 
 
 def create_app(test_config=None):
     """Build the portal: defaults, then the environment's configuration, then `test_config` on top."""
     app = Flask(
         __name__,
-        template_folder=str(PROJECT_ROOT / "templates"),
-        static_folder=str(PROJECT_ROOT / "static"),
-        instance_path=str(PROJECT_ROOT / "instance"),
+        template_folder=shipped_folder("templates"),
+        static_folder=shipped_folder("static"),
+        instance_path=str(PACKAGE_DIR.parent / "instance") if CHECKOUT else None,
     )
     app.config.from_mapping(
         SQLALCHEMY_DATABASE_URI=f"sqlite:///{Path(app.instance_path) / 'petportal.sqlite'}",
@@ -52,16 +60,10 @@ def create_app(test_config=None):
     Path(app.instance_path).mkdir(parents=True, exist_ok=True)
     serving_demo = demo_mode and _serving()
     if serving_demo:
-        if app.config["DATABASE_CONFIGURED"]:
-            # Demo mode makes its own accounts; it must never reset the passwords of real ones.
-            raise config.ConfigurationError(
-                "PETPORTAL_DATABASE_URL is set but no PETSTORE_*_URL is: demo mode never touches a configured "
-                "database. Set the pet store URLs, or unset PETPORTAL_DATABASE_URL to run the demo."
-            )
-        app.config["PETSTORE_ENVIRONMENTS"] = demo.start_stores(app.instance_path)
-        app.config["SQLALCHEMY_DATABASE_URI"] = demo.fresh_portal_database(app.instance_path)
+        new_demo = demo.prepare(app)
 
-    request_id.register(app)
+    logs.register(app)
+    metrics.register(app)
     register_extensions(app)
     register_blueprints(app)
     security.register(app)
@@ -69,9 +71,9 @@ def create_app(test_config=None):
     commands.register(app)
     app.context_processor(page_context)
 
-    if serving_demo:
+    if serving_demo and new_demo:
         with app.app_context():
-            db.create_all()
+            commands.upgrade_database()
             demo.create_accounts(app.config["PETSTORE_ENVIRONMENTS"])
     return app
 
@@ -83,6 +85,8 @@ def register_extensions(app):
         # Writers wait for each other instead of failing with "database is locked".
         app.config.setdefault("SQLALCHEMY_ENGINE_OPTIONS", {"connect_args": {"timeout": 30}})
     db.init_app(app)
+    # SQLite cannot alter a column in place: batch mode copies the table, as Alembic recommends.
+    migrate.init_app(app, db, directory=str(PACKAGE_DIR / "migrations"), render_as_batch=True, compare_type=True)
     if sqlite:
         with app.app_context():
             event.listen(db.engine, "connect", _use_sqlite_wal)

@@ -23,13 +23,16 @@ ROWS = [
     ("Duplicate animals, counted from what the store accepted", "duplicates"),
     ("Lost animals, counted from what the store accepted", "lost"),
     ("Tests failed", "tests_failed"),
+    ("Tests skipped (each skipped test's figures are missing above)", "tests_skipped"),
 ]
 
 
 def table(figures):
-    """The figures as a Markdown table."""
+    """The figures as a Markdown table, then why tests were skipped, so a missing figure has a reason."""
     lines = ["| check | figure |", "|---|---:|"]
     lines += [f"| {label} | {figures.get(key, 'not measured')} |" for label, key in ROWS]
+    for reason, count in sorted(figures.get("skipped_reasons", {}).items()):
+        lines.append(f"| Skipped: {reason} | {count} |")
     return "\n".join(lines)
 
 

@@ -5,8 +5,16 @@ from dotenv import find_dotenv, load_dotenv
 ENVIRONMENT_NAMES = ("production", "staging")
 
 
-class ConfigurationError(RuntimeError):
-    """A configuration variable is missing or unusable; the message names it."""
+class ConfigurationError(SystemExit):
+    """A configuration variable is missing or unusable; the message names it.
+
+    A SystemExit, so every entry point (`python app.py`, `flask ...`, gunicorn) ends with this one
+    line on standard error and a non-zero status, never a traceback.
+    """
+
+    def __init__(self, message):
+        super().__init__(f"Pet Portal cannot start: {message}")
+        self.message = message
 
 
 def _number(environ, name, default, kind=float, minimum=0):
@@ -63,6 +71,8 @@ def from_environment(environ, read_dotenv=True):
         "CACHE_SECONDS": _number(environ, "PETPORTAL_CACHE_SECONDS", 2.0),
         "REDIS_URL": environ.get("PETPORTAL_REDIS_URL", "").strip() or None,
         "DATABASE_CONFIGURED": bool(environ.get("PETPORTAL_DATABASE_URL", "").strip()),
+        "METRICS_TOKEN": environ.get("PETPORTAL_METRICS_TOKEN", "").strip() or None,
+        "LOG_FORMAT": environ.get("PETPORTAL_LOG_FORMAT", "").strip().lower() or "text",
     }
     if environ.get("PETPORTAL_SECRET_KEY"):
         settings["SECRET_KEY"] = environ["PETPORTAL_SECRET_KEY"]
@@ -89,9 +99,16 @@ def check(config):
         raise ConfigurationError(
             f"PETPORTAL_DEFAULT_ENVIRONMENT is {name}, but PETSTORE_{name.upper()}_URL is not set."
         )
+    if config["LOG_FORMAT"] not in ("text", "json"):
+        raise ConfigurationError(f"PETPORTAL_LOG_FORMAT must be text or json, not {config['LOG_FORMAT']!r}.")
     if not config.get("SECRET_KEY"):
         raise ConfigurationError("PETPORTAL_SECRET_KEY is not set; the portal needs it to sign sessions.")
     for name, settings in config["PETSTORE_ENVIRONMENTS"].items():
         url = settings["url"]
         if url and not url.startswith(("http://", "https://")):
-            raise ConfigurationError(f"PETSTORE_{name.upper()}_URL must start with http:// or https://.")
+            raise ConfigurationError(f"PETSTORE_{name.upper()}_URL must start with http:// or https://, not {url!r}.")
+        if url and not url.rstrip("/").endswith("/v1"):
+            raise ConfigurationError(
+                f"PETSTORE_{name.upper()}_URL must be the API's base URL, ending in /v1 (for example "
+                f"https://petstore.example/v1), not {url!r}."
+            )

@@ -1,22 +1,55 @@
 """Demo mode: two reference stores on their own ports, seeded and keyed, and two demo accounts."""
 
 import atexit
+import ctypes
+import json
 import os
 import secrets
+import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import click
 
-from .config import ENVIRONMENT_NAMES
+from .config import ENVIRONMENT_NAMES, ConfigurationError
 from .extensions import db
 from .models import User
 
 STORE_COMMAND = [sys.executable, "-m", "flask", "--app", "petportal.store"]
 DEMO_ACCOUNTS = (("staff", "staff"), ("admin", "admin"))
+# The stores and database this process started, for `flask run --debug`'s reloader child to reuse.
+STARTED_VARIABLE = "PETPORTAL_DEMO_STARTED"
+PR_SET_PDEATHSIG = 1
+
+
+def prepare(app):
+    """Point `app` at demo stores and a demo database; True when they are new, so accounts must be made.
+
+    The stores start once per process tree: a reloader child (`flask run --debug`) reuses its
+    parent's stores, database and accounts, so its reloads neither start stores twice nor change
+    the printed passwords.
+    """
+    if app.config["DATABASE_CONFIGURED"]:
+        # Demo mode makes its own accounts; it must never reset the passwords of real ones.
+        raise ConfigurationError(
+            "PETPORTAL_DATABASE_URL is set but no PETSTORE_*_URL is: demo mode never touches a configured "
+            "database. Set the pet store URLs, or unset PETPORTAL_DATABASE_URL to run the demo."
+        )
+    started = os.environ.get(STARTED_VARIABLE)
+    if started:
+        app.config.update(json.loads(started))
+        return False
+    settings = {
+        "PETSTORE_ENVIRONMENTS": start_stores(app.instance_path),
+        "SQLALCHEMY_DATABASE_URI": fresh_portal_database(app.instance_path),
+    }
+    app.config.update(settings)
+    os.environ[STARTED_VARIABLE] = json.dumps(settings)
+    return True
 
 
 def start_stores(instance_path):
@@ -27,7 +60,8 @@ def start_stores(instance_path):
     for name in ENVIRONMENT_NAMES:
         database = folder / f"{name}.sqlite"
         env = {
-            **os.environ,
+            # Not the portal's own Flask settings: `--debug` would give each store a reloader too.
+            **{k: v for k, v in os.environ.items() if not k.startswith(("FLASK_", "WERKZEUG_", STARTED_VARIABLE))},
             "PETSTORE_API_KEYS": secrets.token_urlsafe(24),
             "PETSTORE_DATABASE_URL": f"sqlite:///{database}",
         }
@@ -39,10 +73,12 @@ def start_stores(instance_path):
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            preexec_fn=_die_with_parent,
         )
         processes.append(process)
         stores[name] = {"url": f"http://127.0.0.1:{port}/v1", "key": env["PETSTORE_API_KEYS"], "port": port}
     atexit.register(_stop, processes, os.getpid())
+    _exit_cleanly_on(signal.SIGTERM, signal.SIGHUP)
     for settings in stores.values():
         wait_for_port(settings.pop("port"))
     return stores
@@ -102,3 +138,22 @@ def _stop(processes, owner):
             process.wait(5)
         except subprocess.TimeoutExpired:
             process.kill()
+
+
+def _exit_cleanly_on(*signals):
+    """Turn these signals into a normal exit, so the atexit hook stops the stores (SIGINT already is one).
+
+    gunicorn installs its own handlers afterwards in its master, and stops the stores at its own exit.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for number in signals:
+        signal.signal(number, lambda received, _frame: sys.exit(128 + received))
+
+
+def _die_with_parent():
+    """In a store process: be sent SIGTERM when the portal that started it dies, even by SIGKILL (Linux)."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass  # not Linux: the atexit hook and the signal handlers still stop the stores

@@ -9,6 +9,7 @@ from flask import current_app, g, has_request_context, session
 from flask_login import current_user
 from sqlalchemy.exc import SQLAlchemyError
 
+from . import metrics
 from .config import ENVIRONMENT_NAMES
 from .extensions import db
 from .models import Setting
@@ -78,6 +79,7 @@ class Environments:
                     deadline=self._page_deadline,
                     gate=self._gate,
                     secrets=self._keys,
+                    observe=metrics.observe_upstream(name),
                 )
             return self._clients[name]
 
@@ -102,6 +104,7 @@ class Environments:
                 log.error("the portal's database is unavailable: %s", type(error).__name__)
                 name = name or self._default
             self._active = (name, time.monotonic())
+            metrics.show_active(ENVIRONMENT_NAMES, name)
         environment = self.get(name)
         if environment is None or not environment.configured:
             return self.get(self._default)
@@ -116,6 +119,7 @@ class Environments:
             row.value = name
         db.session.commit()
         self._active = (name, time.monotonic())
+        metrics.show_active(ENVIRONMENT_NAMES, name)
 
     def close(self):
         """Close every client's connections."""

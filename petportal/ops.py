@@ -1,9 +1,13 @@
-"""Endpoints for operators and load balancers: /healthz and /readyz."""
+"""Endpoints for operators and load balancers: /healthz, /readyz and /metrics."""
 
-from flask import Blueprint
+import hmac
+import ipaddress
+
+from flask import Blueprint, abort, current_app, request
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
+from . import metrics
 from .environments import environments
 from .extensions import db
 from .petstore import PetStoreError
@@ -35,3 +39,16 @@ def readyz():
     checks["environment"] = active.name
     ready = checks["database"] == "ok" and checks["petstore"] == "ok"
     return {"status": "ready" if ready else "not ready", "checks": checks}, 200 if ready else 503
+
+
+@bp.get("/metrics")
+def metrics_page():
+    """Prometheus metrics: with `PETPORTAL_METRICS_TOKEN`, for its bearer only; without it, for loopback only."""
+    token = current_app.config["METRICS_TOKEN"]
+    if token:
+        sent = request.headers.get("Authorization", "")
+        if not hmac.compare_digest(sent.encode(), f"Bearer {token}".encode()):
+            abort(401)
+    elif not ipaddress.ip_address(request.remote_addr or "0.0.0.0").is_loopback:
+        abort(403)
+    return metrics.exposition()

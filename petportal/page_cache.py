@@ -11,6 +11,7 @@ from functools import wraps
 from flask import current_app, make_response, request, session
 from flask_login import current_user
 
+from . import metrics
 from .environments import current_environment
 from .extensions import cache
 
@@ -24,6 +25,8 @@ def cached_page(view):
             return view(*args, **kwargs)
         key = _page_key() if _caching() else None
         stored = _safely(cache.get, key) if key else None
+        if key:
+            metrics.PAGE_CACHE.labels("miss" if stored is None else "hit").inc()
         if stored is None:
             response = make_response(view(*args, **kwargs))
             # Only a page that used nothing of the visitor's own (no flash, no CSRF token) is shared.

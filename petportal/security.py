@@ -16,8 +16,8 @@ from werkzeug.sansio.utils import host_is_trusted
 from .auth.sessions import IDLE_LIMIT
 
 HSTS = "max-age=31536000; includeSubDomains"
-# Load balancers check these over plain HTTP: they answer as they are, never with a redirect.
-HEALTH_ENDPOINTS = frozenset({"ops.healthz", "ops.readyz"})
+# Load balancers and Prometheus ask these over plain HTTP: they answer as they are, never with a redirect.
+HEALTH_ENDPOINTS = frozenset({"ops.healthz", "ops.readyz", "ops.metrics_page"})
 
 CONTENT_SECURITY_POLICY = {
     "default-src": "'self'",

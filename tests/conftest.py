@@ -45,8 +45,17 @@ SAMPLE = [("Rex", 1, "available"), ("Mittens", 2, "pending"), ("Goldie", 3, "sol
 
 def pytest_sessionfinish(session):
     """Write the suite's reliability and security figures for `python -m petportal.checks`."""
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    skipped = reporter.stats.get("skipped", []) if reporter else []
+    reasons = {}
+    for report in skipped:
+        reason = report.longrepr[2].removeprefix("Skipped: ") if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        reasons[reason] = reasons.get(reason, 0) + 1
     FIGURES_FILE.parent.mkdir(parents=True, exist_ok=True)
-    FIGURES_FILE.write_text(json.dumps({**FIGURES, "tests_failed": session.testsfailed}, indent=2))
+    FIGURES_FILE.write_text(json.dumps(
+        {**FIGURES, "tests_failed": session.testsfailed, "tests_skipped": len(skipped), "skipped_reasons": reasons},
+        indent=2,
+    ))
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -77,10 +86,10 @@ def drop_postgres_schema(schema):
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-def store_database_url(request, tmp_path):
-    """The reference store's database: a SQLite file, and the local PostgreSQL when configured."""
+def database_url(request, tmp_path):
+    """An empty database: a SQLite file, and a fresh schema of the local PostgreSQL when configured."""
     if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'store.sqlite'}"
+        yield f"sqlite:///{tmp_path / 'database.sqlite'}"
         return
     schema, url = postgres_schema_url()
     yield url

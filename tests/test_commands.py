@@ -1,4 +1,4 @@
-"""The operator commands: `flask --app app init-db` and `flask --app app user create`."""
+"""The operator command `flask --app app user create` (init-db: test_migrations.py)."""
 
 import pytest
 
@@ -9,13 +9,6 @@ from petportal.models import User
 def users(app):
     with app.app_context():
         return {user.username: user.role for user in db.session.scalars(db.select(User))}
-
-
-def test_init_db_is_idempotent(runner):
-    for _ in range(2):
-        result = runner.invoke(args=["init-db"])
-        assert result.exit_code == 0, result.output
-        assert "tables are ready" in result.output
 
 
 def test_user_create_reads_the_password_from_stdin(portal_app, runner):

@@ -4,28 +4,47 @@ import re
 import signal
 import subprocess
 import sys
+import time
 
+import pytest
 import requests
 from conftest import csrf_token
 from servers import PROJECT_ROOT, free_port, is_listening, portal_environment, wait_for_port
 
+pytestmark = pytest.mark.slow
 
-def test_python_app_py_serves_seeded_animals_and_ctrl_c_stops_everything():
-    port = free_port()
+
+def start_demo(command, port):
+    """Start a demo portal; return the process, the stores' ports and the printed passwords."""
     portal = subprocess.Popen(
-        [sys.executable, "app.py"], cwd=PROJECT_ROOT, env=portal_environment(FLASK_RUN_PORT=str(port)),
+        command, cwd=PROJECT_ROOT, env=portal_environment(FLASK_RUN_PORT=str(port)),
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         # As in a terminal: a shell's background job (CI) would otherwise start with Ctrl-C ignored.
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
+    banner = "".join(portal.stdout.readline() for _ in range(5))
+    store_ports = [int(p) for p in re.findall(r"store: http://127\.0\.0\.1:(\d+)/v1", banner)]
+    passwords = dict(re.findall(r"user name: (\w+)\s+password: (\S+)", banner))
+    assert len(store_ports) == 2 and set(passwords) == {"staff", "admin"}, banner
+    wait_for_port(port, portal)
+    return portal, store_ports, passwords
+
+
+def stop(portal, number):
+    portal.send_signal(number)
     try:
-        banner = "".join(portal.stdout.readline() for _ in range(5))
-        store_ports = [int(p) for p in re.findall(r"store: http://127\.0\.0\.1:(\d+)/v1", banner)]
-        assert len(store_ports) == 2, banner
-        passwords = dict(re.findall(r"user name: (\w+)\s+password: (\S+)", banner))
-        assert set(passwords) == {"staff", "admin"}, banner
+        portal.wait(20)
+    finally:
+        portal.kill()
+        portal.stdout.close()
+
+
+@pytest.mark.parametrize("number, status", [(signal.SIGINT, 0), (signal.SIGTERM, 128 + 15), (signal.SIGHUP, 128 + 1)])
+def test_python_app_py_serves_seeded_animals_and_each_stop_signal_stops_its_stores(number, status):
+    port = free_port()
+    portal, store_ports, passwords = start_demo([sys.executable, "app.py"], port)
+    try:
         origin = f"http://127.0.0.1:{port}"
-        wait_for_port(port, portal)
         page = requests.get(f"{origin}/animals?limit=100", timeout=10)
         assert page.status_code == 200
         assert ">Rex<" in page.text and "status-sold" in page.text
@@ -37,12 +56,35 @@ def test_python_app_py_serves_seeded_animals_and_ctrl_c_stops_everything():
         )
         assert login.status_code == 303
     finally:
-        portal.send_signal(signal.SIGINT)
-        try:
-            portal.wait(20)
-        finally:
-            portal.kill()
-            portal.stdout.close()
-    assert portal.returncode == 0
+        stop(portal, number)
+    assert portal.returncode == status
     assert not is_listening(port)
+    assert all(not is_listening(p) for p in store_ports)
+
+
+def test_debug_mode_starts_the_stores_once_and_keeps_them_across_a_reload(tmp_path):
+    port = free_port()
+    portal, store_ports, passwords = start_demo([sys.executable, "-m", "flask", "--app", "app", "run", "--debug"], port)
+    try:
+        origin = f"http://127.0.0.1:{port}"
+        started = time.monotonic()
+        assert requests.get(f"{origin}/animals", timeout=10).status_code == 200
+        assert time.monotonic() - started < 5
+        for store_port in store_ports:
+            processes = subprocess.run(["pgrep", "-f", f"petportal.store run .*--port {store_port}$"],
+                                       capture_output=True, text=True).stdout.split()
+            assert len(processes) == 1, "each store runs once, with no reloader of its own"
+        (PROJECT_ROOT / "petportal" / "ops.py").touch()  # the reloader restarts the portal
+        time.sleep(3)
+        wait_for_port(port, portal)
+        browser = requests.Session()
+        login = browser.post(
+            f"{origin}/login",
+            data={"username": "staff", "password": passwords["staff"], "csrf_token": csrf_token(browser.get(f"{origin}/login").text)},
+            allow_redirects=False,
+        )
+        assert login.status_code == 303, "the printed passwords still work after the reload"
+        assert all(is_listening(p) for p in store_ports)
+    finally:
+        stop(portal, signal.SIGTERM)
     assert all(not is_listening(p) for p in store_ports)

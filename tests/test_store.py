@@ -183,8 +183,8 @@ def test_schemathesis_finds_nothing_with_all_checks(store_url, tmp_path):
     assert "No issues found" in result.stdout
 
 
-def test_concurrent_creates_lose_nothing(store_database_url):
-    app = create_store({"PETSTORE_API_KEYS": [STORE_KEY], "SQLALCHEMY_DATABASE_URI": store_database_url})
+def test_concurrent_creates_lose_nothing(database_url):
+    app = create_store({"PETSTORE_API_KEYS": [STORE_KEY], "SQLALCHEMY_DATABASE_URI": database_url})
     with serve(app) as origin:
 
         def create_fifty(thread):

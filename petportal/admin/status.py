@@ -3,6 +3,8 @@
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 
 from ..petstore import NotFound, PetStoreError, Unauthorized, Unavailable
 
@@ -58,3 +60,58 @@ def probe(registry, environment):
             status.operations = None
     status.notices = dict(client.notices)
     return status
+
+
+# What each `x-stability` marker of the interface means, in people's words; anything else is not repeated.
+STABILITY_WORDS = {
+    "stable": "stable",
+    "beta": "beta: may still change",
+    "experimental": "experimental: may change or go away",
+}
+
+
+@dataclass(frozen=True)
+class NoticeInWords:
+    """A Deprecation/Sunset notice as a person reads it."""
+
+    deprecated: str
+    removal: str
+
+
+def in_words(notice, today):
+    """`Deprecation: @1733356800` as "deprecated since 2024-12-05"; `Sunset` as its date and the days left."""
+    since = _header_date(notice.deprecation, structured=True)
+    if since is not None:
+        deprecated = f"deprecated since {since.isoformat()}"
+    elif notice.deprecation and notice.deprecation.strip().lower() in ("true", "?1"):
+        deprecated = "deprecated"
+    else:
+        deprecated = "no Deprecation header" if not notice.deprecation else "a Deprecation header the portal cannot read"
+    removal_date = _header_date(notice.sunset)
+    if removal_date is None:
+        removal = "no removal date announced" if not notice.sunset else "a Sunset header the portal cannot read"
+    else:
+        days = (removal_date - today).days
+        left = f"{days} days left" if days > 0 else "due today" if days == 0 else f"{-days} days ago"
+        removal = f"removal on {removal_date.isoformat()} ({left})"
+    return NoticeInWords(deprecated, removal)
+
+
+def stability_in_words(marker):
+    """An operation's `x-stability` marker as a word, or what its absence means."""
+    if marker is None:
+        return "no stability marker (stable)"
+    return STABILITY_WORDS.get(marker.strip().lower(), "a stability marker the portal does not know")
+
+
+def _header_date(value, structured=False):
+    """The date of an HTTP-date, or of a structured `@<seconds>` date (RFC 9745), else None."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        if structured and value.startswith("@"):
+            return datetime.fromtimestamp(int(value[1:]), UTC).date()
+        return parsedate_to_datetime(value).astimezone(UTC).date()
+    except (ValueError, TypeError, OverflowError, OSError):
+        return None

@@ -1,6 +1,6 @@
 """The admin pages: environments, audit log and status."""
 
-from flask import Blueprint, flash, redirect, render_template, request, session, url_for
+from flask import Blueprint, current_app, flash, redirect, render_template, request, session, url_for
 from flask_login import current_user, login_fresh
 
 from .. import audit
@@ -10,7 +10,7 @@ from ..extensions import db
 from ..models import AuditEntry
 from ..petstore import GET_PET_REMOVAL
 from .forms import PreviewForm, SwitchEnvironmentForm, environment_choices
-from .status import probe_all
+from .status import in_words, probe_all, stability_in_words
 
 bp = Blueprint("admin", __name__, url_prefix="/admin")
 AUDIT_PAGE_SIZE = 25
@@ -89,7 +89,14 @@ def audit_log():
 @role_required("admin")
 def status():
     """Each environment: reachable, latency, key accepted, deprecation notices, stability markers."""
-    return render_template("admin/status.html", statuses=probe_all(environments()), removal=GET_PET_REMOVAL)
+    return render_template(
+        "admin/status.html",
+        statuses=probe_all(environments()),
+        removal=GET_PET_REMOVAL,
+        today=current_app.config["CLOCK"]().date(),
+        in_words=in_words,
+        stability_in_words=stability_in_words,
+    )
 
 
 def _switch_form():

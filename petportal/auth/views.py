@@ -3,7 +3,7 @@
 from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
 from flask_login import current_user
 
-from .. import audit
+from .. import audit, metrics
 from ..extensions import db
 from ..models import User
 from . import sessions, throttle
@@ -25,15 +25,18 @@ def login():
     if not form.validate_on_submit():
         return render_template("auth/login.html", form=form), 400 if form.is_submitted() else 200
     if not throttle.attempt(form.username.data):
+        metrics.LOGINS.labels("limited").inc()
         audit.record("login_limited", actor=form.username.data)
         abort(429)
     user = db.session.scalar(db.select(User).filter_by(username=form.username.data))
     if not (user or _UNKNOWN_USER).check_password(form.password.data) or user is None:
+        metrics.LOGINS.labels("failure").inc()
         audit.record("login_failed", actor=form.username.data)
         form.form_errors.append("Unknown user name or wrong password.")
         return render_template("auth/login.html", form=form), 401
     throttle.succeeded(form.username.data)
     sessions.start(user, remember=form.remember.data)
+    metrics.LOGINS.labels("success").inc()
     audit.record("login", actor=user.username)
     flash(f"Logged in as {user.username}.", "success")
     return redirect(destination, 303)

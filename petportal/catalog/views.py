@@ -3,7 +3,7 @@
 from flask import Blueprint, abort, current_app, flash, redirect, render_template, request, url_for
 from flask_login import current_user
 
-from .. import audit, page_cache, submissions
+from .. import audit, metrics, page_cache, submissions
 from ..auth.access import role_required
 from ..environments import current_environment, petstore
 from ..errors import render_error
@@ -98,13 +98,17 @@ def add_animal():
         )
         return _form_again(form, environment, message, 409)
     except InvalidRequest as refused:
+        metrics.SUBMISSIONS.labels("refused").inc()
         return _form_again(form, environment, f"The pet store refused this animal: {refused.message}", 400)
     except (OutcomeUnknown, UnexpectedResponse):
+        metrics.SUBMISSIONS.labels("unknown").inc()
         # No usable answer to a createPet the store received: it may or may not have added the animal.
         return render_template("catalog/outcome_unknown.html", form=form, environment=environment), 502
     except Unavailable:
+        metrics.SUBMISSIONS.labels("failed").inc()
         message = "The pet store is not answering, so nothing was added. Try again in a moment."
         return _form_again(form, environment, message, 503)
+    metrics.SUBMISSIONS.labels("repeated" if repeated else "created").inc()
     if repeated:
         flash("This form had already been sent; here is the animal it added.", "info")
     else:

@@ -23,6 +23,8 @@ MAX_BODY_BYTES = 4 * 1024 * 1024
 READ_CHUNK_BYTES = 64 * 1024
 # A retry is only worth sending when at least this much of the call's deadline is left for it.
 MIN_ATTEMPT_SECONDS = 0.2
+# How long a call waits for a place in the bulkhead before the page is answered "busy".
+GATE_WAIT_SECONDS = 0.02
 # The deadline of the call this thread is making: read by the retry policy, which urllib3 shares.
 _call = threading.local()
 
@@ -48,6 +50,7 @@ class GetOnlyRetry(Retry):
         wait = (retry.get_retry_after(response) if response is not None else None) or retry.get_backoff_time()
         if _time_left() - min(wait, self.retry_after_max) < MIN_ATTEMPT_SECONDS:
             return Retry.increment(self.new(total=0), method, url, *args, **kwargs)
+        _call.retries += 1
         return retry
 
 
@@ -108,10 +111,12 @@ class PetStoreClient:
         deadline=None,
         gate=None,
         secrets=(),
+        observe=None,
     ):
         """`deadline()` may give the `time.monotonic()` by which a call and its retries must end (else
         `timeout` from the call's start); `gate` is a semaphore bounding how many calls may wait at once;
-        `secrets` are further texts (other environments' keys) that no error may repeat."""
+        `secrets` are further texts (other environments' keys) that no error may repeat; `observe` is
+        told of every call: `observe(operation, outcome, seconds, retries)`."""
         self.base_url = base_url.rstrip("/")
         self.timeout = float(timeout)
         self.max_body_bytes = max_body_bytes
@@ -121,6 +126,7 @@ class PetStoreClient:
         self._deadline = deadline or (lambda: None)
         self._gate = gate
         self._secrets = (api_key, *secrets)
+        self._observe = observe
         self._session = requests.Session()
         # No proxy variables, no .netrc credentials and no cookies from the store: only what we set.
         self._session.trust_env = False
@@ -167,12 +173,28 @@ class PetStoreClient:
         return self._call("GET", "/openapi.json", "describe", parse_operations)
 
     def _call(self, method, path, operation, parse, **kwargs):
-        url = self.base_url + path
         started = time.monotonic()
+        _call.retries = 0
+        try:
+            result = self._call_once(method, path, operation, parse, started, **kwargs)
+        except PetStoreError as error:
+            self._report(operation, _outcome(error), started)
+            raise
+        self._report(operation, "ok", started)
+        return result
+
+    def _report(self, operation, outcome, started):
+        if self._observe is not None:
+            self._observe(operation, outcome, time.monotonic() - started, _call.retries)
+
+    def _call_once(self, method, path, operation, parse, started, **kwargs):
+        url = self.base_url + path
         deadline = self._deadline() or started + self.timeout
         if deadline - started < MIN_ATTEMPT_SECONDS:
             raise Unavailable("No time was left to ask the pet store.", method=method, url=url)
-        if self._gate is not None and not self._gate.acquire(blocking=False):
+        # A healthy store frees a place within milliseconds; a hanging one does not, and then this page
+        # gets a fast answer instead of queueing behind the others.
+        if self._gate is not None and not self._gate.acquire(timeout=min(GATE_WAIT_SECONDS, deadline - started)):
             raise Busy("Too many pages are waiting on the pet store already.", method=method, url=url)
         _call.deadline = deadline
         try:
@@ -239,6 +261,17 @@ class PetStoreClient:
         except (TransportError, OSError) as exc:
             raise _no_answer(method, url, "The connection broke while the store was answering.") from exc
         return b"".join(chunks)
+
+
+def _outcome(error):
+    """The metrics' word for how a call failed."""
+    if isinstance(error, Busy):
+        return "busy"
+    if isinstance(error, UnexpectedResponse):
+        return "unusable"
+    if error.status is None:
+        return "timeout"  # no answer at all: refused, reset or timed out
+    return "client_error" if error.status < 500 else "server_error"
 
 
 def _check_int(value, name, low, high):

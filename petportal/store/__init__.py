@@ -61,16 +61,18 @@ def create_app(test_config=None):
 
 @click.command("seed")
 @with_appcontext
-@click.option("--count", default=len(SAMPLE_ANIMALS), show_default=True, help="How many animals to add.")
+@click.option("--count", default=len(SAMPLE_ANIMALS), show_default=True, help="How many animals the store should hold.")
 def seed(count):
-    """Add sample animals to the store."""
-    for number in range(count):
+    """Fill the store with sample animals up to COUNT animals; running it again adds none."""
+    present = db.session.scalar(db.select(db.func.count()).select_from(Pet))
+    for number in range(present, count):
         name, category, status = SAMPLE_ANIMALS[number % len(SAMPLE_ANIMALS)]
         if number >= len(SAMPLE_ANIMALS):
             name = f"{name} {number // len(SAMPLE_ANIMALS) + 1}"
         db.session.add(Pet(name=name, category_id=category, status=status))
     db.session.commit()
-    click.echo(f"Added {count} animals.")
+    added = max(count - present, 0)
+    click.echo(f"Added {added} animals; the store holds {present + added}.")
 
 
 __all__ = ["create_app", "PET_STATUSES"]

@@ -1,0 +1,62 @@
+"""A request id on every request, in the response and every log line; logs as text or one JSON object a line."""
+
+import logging
+import uuid
+
+from flask import g, has_request_context, request
+from pythonjsonlogger.json import JsonFormatter
+
+TEXT_FORMAT = "%(asctime)s %(levelname)s [%(request_id)s] %(name)s: %(message)s"
+JSON_FIELDS = "%(asctime)s %(levelname)s %(name)s %(message)s %(request_id)s %(user)s %(environment)s"
+JSON_NAMES = {"asctime": "time", "levelname": "level", "name": "logger"}
+
+
+class RequestContextFilter(logging.Filter):
+    """Adds the request id, the user and the environment served to every record ("-" outside a request).
+
+    It reads only what the request has already worked out, so logging never loads a user or touches
+    the database.
+    """
+
+    def filter(self, record):
+        if has_request_context():
+            user = g.get("_login_user")
+            environment = g.get("environment")
+            record.request_id = g.get("request_id", "-")
+            record.user = getattr(user, "username", None) or "-"
+            record.environment = getattr(environment, "name", None) or "-"
+        else:
+            record.request_id = record.user = record.environment = "-"
+        return True
+
+
+def configure(log_format):
+    """Send the portal's logs to standard error, as text or as JSON (`PETPORTAL_LOG_FORMAT`)."""
+    logger = logging.getLogger("petportal")
+    for handler in [h for h in logger.handlers if any(isinstance(f, RequestContextFilter) for f in h.filters)]:
+        logger.removeHandler(handler)
+    handler = logging.StreamHandler()
+    if log_format == "json":
+        handler.setFormatter(JsonFormatter(JSON_FIELDS, rename_fields=JSON_NAMES))
+    else:
+        handler.setFormatter(logging.Formatter(TEXT_FORMAT))
+    handler.addFilter(RequestContextFilter())
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+
+
+def register(app):
+    """Give every request an id, return it as X-Request-ID, and log with it."""
+    configure(app.config["LOG_FORMAT"])
+
+    @app.before_request
+    def assign_request_id():
+        incoming = request.headers.get("X-Request-ID", "")
+        # Keep a proxy's id when it looks like one; never echo arbitrary text into logs.
+        g.request_id = incoming if incoming.isalnum() and 8 <= len(incoming) <= 64 else uuid.uuid4().hex
+
+    @app.after_request
+    def return_request_id(response):
+        if "request_id" in g:
+            response.headers["X-Request-ID"] = g.request_id
+        return response

@@ -1,0 +1,81 @@
+"""What operators watch: Prometheus metrics, summed over every worker of the process group.
+
+Under gunicorn, `gunicorn.conf.py` points `PROMETHEUS_MULTIPROC_DIR` at a fresh folder before any
+worker starts, and prometheus_client's multiprocess mode adds the workers' figures up at `/metrics`.
+Labels are few and bounded: endpoints, statuses, environments, operations and outcomes; never a user
+name, an id or a URL.
+"""
+
+import os
+import time
+
+from flask import g, request
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import generate_latest, multiprocess
+
+KNOWN_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+REQUESTS = Counter("petportal_requests", "Requests answered, by endpoint, method and status.", ["endpoint", "method", "status"])
+REQUEST_SECONDS = Histogram("petportal_request_duration_seconds", "Time to answer a request, by endpoint.", ["endpoint"])
+UPSTREAM_SECONDS = Histogram(
+    "petportal_upstream_request_duration_seconds",
+    "Pet store calls, retries included, by environment, operation and outcome "
+    "(ok, client_error, server_error, timeout, unusable).",
+    ["environment", "operation", "outcome"],
+)
+UPSTREAM_RETRIES = Counter("petportal_upstream_retries", "Pet store calls sent again after a failure.", ["environment", "operation"])
+UPSTREAM_REFUSED = Counter("petportal_upstream_busy", "Pages not sent to the pet store because too many already wait on it.", ["environment"])
+PAGE_CACHE = Counter("petportal_page_cache", "Anonymous pages looked up in the micro-cache, by result.", ["result"])
+SUBMISSIONS = Counter("petportal_submissions", "Add-animal submissions by outcome (created, repeated, refused, unknown, failed).", ["outcome"])
+LOGINS = Counter("petportal_logins", "Login attempts by outcome (success, failure, limited).", ["outcome"])
+ACTIVE_ENVIRONMENT = Gauge(
+    "petportal_active_environment",
+    "1 for the environment every user is served from, 0 for the others.",
+    ["environment"],
+    multiprocess_mode="livemostrecent",
+)
+
+
+def observe_upstream(environment):
+    """The client's hook for one environment: record each call's duration, outcome and retries."""
+
+    def observe(operation, outcome, seconds, retries):
+        UPSTREAM_SECONDS.labels(environment, operation, outcome).observe(seconds)
+        if retries:
+            UPSTREAM_RETRIES.labels(environment, operation).inc(retries)
+        if outcome == "busy":
+            UPSTREAM_REFUSED.labels(environment).inc()
+
+    return observe
+
+
+def show_active(names, active):
+    """Record which of `names` is the active environment."""
+    for name in names:
+        ACTIVE_ENVIRONMENT.labels(name).set(1 if name == active else 0)
+
+
+def exposition():
+    """The metrics in Prometheus text format: every worker's, when running under gunicorn."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)
+    else:
+        registry = REGISTRY
+    return generate_latest(registry), {"Content-Type": CONTENT_TYPE_LATEST}
+
+
+def register(app):
+    """Time and count every request."""
+
+    @app.before_request
+    def start_timer():
+        g.metrics_started = time.perf_counter()
+
+    @app.after_request
+    def count_request(response):
+        endpoint = request.endpoint or "none"
+        method = request.method if request.method in KNOWN_METHODS else "other"
+        REQUESTS.labels(endpoint, method, str(response.status_code)).inc()
+        if "metrics_started" in g:
+            REQUEST_SECONDS.labels(endpoint).observe(time.perf_counter() - g.metrics_started)
+        return response

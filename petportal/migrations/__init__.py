@@ -1,0 +1,1 @@
+"""The portal's schema migrations (Alembic, through Flask-Migrate); shipped inside the package."""

@@ -1,0 +1,52 @@
+"""The README's walk-through, run as a newcomer would, against a local reference store."""
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+
+import pytest
+import requests
+from conftest import STAGING_KEY, csrf_token
+from servers import PROJECT_ROOT, portal_environment
+
+from petportal.demo import free_port, wait_for_port
+
+pytestmark = pytest.mark.slow
+
+
+def walkthrough():
+    """The bash block that follows the `walkthrough` marker in README.md."""
+    text = (PROJECT_ROOT / "README.md").read_text()
+    return re.search(r"<!-- walkthrough -->\s*```bash\n(.*?)```", text, re.S).group(1)
+
+
+def test_the_readme_walkthrough_works_as_written(tmp_path, production_store, staging_store):
+    script = walkthrough()
+    # The example URLs and keys stand for the reader's own pet store: here, two local reference stores.
+    script = (script.replace("https://petstore.example/v1", production_store.url)
+              .replace("https://staging.petstore.example/v1", staging_store.url)
+              .replace("your-production-key", production_store.key)
+              .replace("your-staging-key", STAGING_KEY))
+    assert "example" not in script.split("#")[0]
+    shutil.copy(PROJECT_ROOT / "app.py", tmp_path / "app.py")  # the reader's checkout, without its instance/
+    port = free_port()
+    env = portal_environment(FLASK_RUN_PORT=str(port), PATH=os.environ["PATH"])
+    portal = subprocess.Popen(["bash", "-euc", script], cwd=tmp_path, env=env, start_new_session=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        wait_for_port(port, portal, seconds=60)
+        browser = requests.Session()
+        origin = f"http://127.0.0.1:{port}"
+        password = re.search(r'echo "([^"]+)" \| flask --app app user create alice', script).group(1)
+        login = browser.post(f"{origin}/login", allow_redirects=False, data={
+            "username": "alice", "password": password, "csrf_token": csrf_token(browser.get(f"{origin}/login").text)})
+        assert login.status_code == 303
+        page = browser.get(f"{origin}/animals")
+        assert page.status_code == 200 and "Rex" in page.text
+        assert browser.get(f"{origin}/admin/environment").status_code == 200
+    finally:
+        os.killpg(portal.pid, signal.SIGTERM)
+        output = portal.communicate(timeout=20)[0]
+    assert (tmp_path / "portal.sqlite").exists(), output
