@@ -14,6 +14,7 @@ from .config import ENVIRONMENT_NAMES
 from .extensions import db
 from .models import Setting
 from .petstore import PetStoreClient
+from .petstore.bulkhead import Bulkhead
 
 log = logging.getLogger(__name__)
 ACTIVE_SETTING = "active_environment"
@@ -48,7 +49,7 @@ class Environments:
         self._timeout = app.config["UPSTREAM_TIMEOUT"]
         self._pool_size = app.config["UPSTREAM_POOL_SIZE"]
         # The bulkhead: at most this many threads of this process wait on the pet stores at once.
-        self._gate = threading.BoundedSemaphore(app.config["UPSTREAM_CONCURRENCY"])
+        self._gate = Bulkhead(app.config["UPSTREAM_CONCURRENCY"])
         self._keys = tuple(settings["key"] for settings in self._settings.values() if settings["key"])
         self._clients = {}
         self._lock = threading.Lock()

@@ -17,6 +17,7 @@ from servers import (
     reset_mid_body,
 )
 
+from petportal.petstore.bulkhead import Bulkhead
 from petportal.petstore import (
     Busy,
     InvalidRequest,
@@ -251,16 +252,26 @@ def test_one_deadline_covers_every_attempt_and_the_waits_between_them(fault_serv
     shared.close()
 
 
-def test_calls_beyond_the_bulkhead_are_refused_at_once_without_reaching_the_store(fault_server):
-    gate = threading.BoundedSemaphore(1)
+def test_calls_beyond_the_bulkhead_are_refused_at_once_while_the_store_is_slow(fault_server):
+    gate = Bulkhead(1, patience=0.3)
     client = PetStoreClient(fault_server.base_url, "fault-key", timeout=2, gate=gate)
-    gate.acquire()  # another thread is waiting on the store
+    assert gate.enter(time.monotonic() + 1)  # another thread's call, under way for a while already
+    time.sleep(0.35)
     started = time.monotonic()
     with pytest.raises(Busy):
         client.list_pets()
     assert time.monotonic() - started < 0.1
     assert fault_server.received == []
-    gate.release()
+    gate.leave()
+    assert client.list_pets() == []
+    client.close()
+
+
+def test_while_the_store_is_quick_a_call_waits_for_a_place_instead_of_failing(fault_server):
+    gate = Bulkhead(1, patience=0.3)
+    client = PetStoreClient(fault_server.base_url, "fault-key", timeout=2, gate=gate)
+    assert gate.enter(time.monotonic() + 1)  # a call that has only just started
+    threading.Timer(0.05, gate.leave).start()
     assert client.list_pets() == []
     client.close()
 

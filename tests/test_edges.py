@@ -229,11 +229,12 @@ def test_a_page_has_one_deadline_for_all_its_upstream_calls_and_retries(make_por
 def test_calls_beyond_the_bulkhead_get_a_fast_503_with_retry_after(make_portal):
     app = make_portal(UPSTREAM_CONCURRENCY=1)
     gate = app.extensions["petportal.environments"]._gate
-    gate.acquire()  # one page is already waiting on the store
+    gate.enter(time.monotonic() + 5)  # one page has been waiting on a hanging store for a while
+    time.sleep(0.6)
     try:
         page = app.test_client().get("/animals")
     finally:
-        gate.release()
+        gate.leave()
     assert page.status_code == 503
     assert page.headers["Retry-After"] == "2"
     assert "slow to answer" in page.text

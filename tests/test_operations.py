@@ -143,6 +143,7 @@ def test_json_logs_are_one_object_a_line_with_request_id_user_and_environment(ma
     [handler] = [h for h in logging.getLogger("petportal").handlers
                  if any(isinstance(f, RequestContextFilter) for f in h.filters)]
     handler.setStream(stream)
+    logging.getLogger("petportal").setLevel(logging.DEBUG)  # the client's line for each call is DEBUG
     client = app.test_client()
     AuthActions(client).login("staff")
     page = client.get("/animals")
@@ -151,7 +152,7 @@ def test_json_logs_are_one_object_a_line_with_request_id_user_and_environment(ma
     assert mine, records
     assert {"time", "level", "logger", "message", "request_id", "user", "environment"} <= set(mine[0])
     assert mine[0]["user"] == "staff" and mine[0]["environment"] == "production"
-    assert mine[0]["logger"] == "petportal.petstore.client" and mine[0]["level"] == "INFO"
+    assert mine[0]["logger"] == "petportal.petstore.client" and mine[0]["level"] == "DEBUG"
 
 
 # --- start-up --------------------------------------------------------------------------------------

@@ -23,8 +23,6 @@ MAX_BODY_BYTES = 4 * 1024 * 1024
 READ_CHUNK_BYTES = 64 * 1024
 # A retry is only worth sending when at least this much of the call's deadline is left for it.
 MIN_ATTEMPT_SECONDS = 0.2
-# How long a call waits for a place in the bulkhead before the page is answered "busy".
-GATE_WAIT_SECONDS = 0.02
 # The deadline of the call this thread is making: read by the retry policy, which urllib3 shares.
 _call = threading.local()
 
@@ -114,7 +112,7 @@ class PetStoreClient:
         observe=None,
     ):
         """`deadline()` may give the `time.monotonic()` by which a call and its retries must end (else
-        `timeout` from the call's start); `gate` is a semaphore bounding how many calls may wait at once;
+        `timeout` from the call's start); `gate` is a `Bulkhead` bounding how many calls may wait at once;
         `secrets` are further texts (other environments' keys) that no error may repeat; `observe` is
         told of every call: `observe(operation, outcome, seconds, retries)`."""
         self.base_url = base_url.rstrip("/")
@@ -192,21 +190,19 @@ class PetStoreClient:
         deadline = self._deadline() or started + self.timeout
         if deadline - started < MIN_ATTEMPT_SECONDS:
             raise Unavailable("No time was left to ask the pet store.", method=method, url=url)
-        # A healthy store frees a place within milliseconds; a hanging one does not, and then this page
-        # gets a fast answer instead of queueing behind the others.
-        if self._gate is not None and not self._gate.acquire(timeout=min(GATE_WAIT_SECONDS, deadline - started)):
+        if self._gate is not None and not self._gate.enter(deadline):
             raise Busy("Too many pages are waiting on the pet store already.", method=method, url=url)
         _call.deadline = deadline
         try:
             status, headers, body = self._send(method, url, deadline, **kwargs)
         finally:
             if self._gate is not None:
-                self._gate.release()
+                self._gate.leave()
         if "Deprecation" in headers or "Sunset" in headers:
             self.notices[operation] = DeprecationNotice(headers.get("Deprecation"), headers.get("Sunset"), time.time())
         if status == 401 or 200 <= status < 300:
             self.key_rejected = status == 401
-        log.info("%s %s -> %s in %.1f ms", method, url, status, (time.monotonic() - started) * 1000)
+        log.debug("%s %s -> %s in %.1f ms", method, url, status, (time.monotonic() - started) * 1000)
         if status >= 300 or status < 200:
             raise PetStoreError.from_status(
                 status, body, operation=operation, method=method, url=url, secrets=self._secrets
