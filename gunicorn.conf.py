@@ -23,6 +23,11 @@ timeout = 30
 graceful_timeout = 30
 # Load the app once in the master: workers share its memory, and demo mode starts one pair of stores.
 preload_app = True
+# gunicorn itself believes no forwarded header from anyone (its default trusts 127.0.0.1, and so a
+# local proxy's clients): the portal reads them through PETPORTAL_TRUSTED_PROXIES alone.
+forwarded_allow_ips = ""
+secure_scheme_headers = {}
+forwarder_headers = ""
 accesslog = "-"
 access_log_format = '%(h)s "%(r)s" %(s)s %(b)s %(M)sms request_id=%({x-request-id}o)s'
 

@@ -10,10 +10,21 @@ from flask import Flask
 from flask_bootstrap import Bootstrap5
 from sqlalchemy import event
 
-from . import commands, config, demo, errors, logs, metrics, ops, page_cache, security, session_store
-from .auth import sessions
+from . import (
+    commands,
+    config,
+    demo,
+    errors,
+    logs,
+    metrics,
+    ops,
+    page_cache,
+    security,
+    session_store,
+)
 from .admin import bp as admin_bp
 from .auth import bp as auth_bp
+from .auth import sessions
 from .catalog import bp as catalog_bp
 from .environments import Environments, page_context
 from .extensions import csrf, db, limiter, login, migrate
@@ -37,6 +48,8 @@ def create_app(test_config=None):
         static_folder=shipped_folder("static"),
         instance_path=str(PACKAGE_DIR.parent / "instance") if CHECKOUT else None,
     )
+    # No redirect from /a//b to /a/b: Werkzeug would build its Location, and its body, from the Host header.
+    app.url_map.merge_slashes = False
     app.config.from_mapping(
         SQLALCHEMY_DATABASE_URI=f"sqlite:///{Path(app.instance_path) / 'petportal.sqlite'}",
         BOOTSTRAP_SERVE_LOCAL=True,
@@ -57,6 +70,8 @@ def create_app(test_config=None):
     config.check(app.config)
     security.configure_cookies(app.config)
     app.config.setdefault("RATELIMIT_STORAGE_URI", app.config["REDIS_URL"] or "memory://")
+    if app.config["REDIS_URL"]:
+        app.config.setdefault("RATELIMIT_STORAGE_OPTIONS", {"socket_timeout": 1, "socket_connect_timeout": 1})
     Path(app.instance_path).mkdir(parents=True, exist_ok=True)
     serving_demo = demo_mode and _serving()
     if serving_demo:

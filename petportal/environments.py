@@ -55,6 +55,11 @@ class Environments:
         self._lock = threading.Lock()
         self._active = (None, 0.0)
 
+    @property
+    def timeout(self):
+        """Seconds a page may wait on the pet store, all its calls together."""
+        return self._timeout
+
     def all(self):
         """Every known environment, configured or not, production first."""
         return [self.get(name) for name in ENVIRONMENT_NAMES]

@@ -4,7 +4,12 @@ from flask import current_app, g, render_template, request
 from flask_login import current_user
 from flask_wtf.csrf import CSRFError
 from sqlalchemy.exc import SQLAlchemyError
-from werkzeug.exceptions import HTTPException, InternalServerError, MethodNotAllowed, SecurityError
+from werkzeug.exceptions import (
+    HTTPException,
+    InternalServerError,
+    MethodNotAllowed,
+    SecurityError,
+)
 
 from .auth.sessions import LOGINS_UNAVAILABLE, logins_available
 from .environments import current_environment

@@ -3,7 +3,15 @@
 from datetime import UTC, datetime
 
 from flask_login import UserMixin
-from sqlalchemy import BigInteger, DateTime, Integer, LargeBinary, String, Text, TypeDecorator
+from sqlalchemy import (
+    BigInteger,
+    DateTime,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    TypeDecorator,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 from werkzeug.security import check_password_hash, generate_password_hash
 

@@ -6,6 +6,7 @@ pages at once; another environment's pages are never under the same key.
 """
 
 import math
+import time
 from functools import wraps
 
 from flask import current_app, make_response, request, session
@@ -14,6 +15,9 @@ from flask_login import current_user
 from . import metrics
 from .environments import current_environment
 from .extensions import cache
+
+# After a failure, the cache is not asked again for this long (per process).
+RETRY_AFTER_FAILURE_SECONDS = 5
 
 
 def cached_page(view):
@@ -57,10 +61,14 @@ def register(app):
     app.config.setdefault("CACHE_TYPE", "NullCache" if not seconds else "RedisCache" if app.config["REDIS_URL"] else "SimpleCache")
     app.config.setdefault("CACHE_REDIS_URL", app.config["REDIS_URL"])
     app.config.setdefault("CACHE_KEY_PREFIX", "petportal:")
+    if app.config["CACHE_TYPE"] == "RedisCache":
+        # A Redis that hangs must cost a page a moment, not a worker thread.
+        app.config.setdefault("CACHE_OPTIONS", {"socket_timeout": 0.25, "socket_connect_timeout": 0.25})
     app.config.setdefault("CACHE_NO_NULL_WARNING", True)  # PETPORTAL_CACHE_SECONDS=0 means off, on purpose
     # Pages carry their own timeout; the generation counters must never expire before them.
     app.config.setdefault("CACHE_DEFAULT_TIMEOUT", 0)
     cache.init_app(app)
+    app.extensions["petportal.page_cache"] = {"down_until": 0.0}
 
     @app.after_request
     def never_store_personal_pages(response):
@@ -84,9 +92,16 @@ def _page_key():
 
 
 def _safely(operation, *args, **kwargs):
-    """A cache that is down is a cache miss, never an error page."""
+    """A cache that is down is a cache miss, never an error page: one log line, then left alone a while."""
+    state = current_app.extensions["petportal.page_cache"]
+    if time.monotonic() < state["down_until"]:
+        return None
     try:
         return operation(*args, **kwargs)
-    except Exception:  # noqa: BLE001 - any failure of the cache backend
-        current_app.logger.warning("the page cache is unavailable", exc_info=True)
+    except Exception as error:  # noqa: BLE001 - any failure of the cache backend
+        state["down_until"] = time.monotonic() + RETRY_AFTER_FAILURE_SECONDS
+        current_app.logger.warning(
+            "the page cache is unavailable (%s); pages are served uncached for %d s",
+            type(error).__name__, RETRY_AFTER_FAILURE_SECONDS,
+        )
         return None

@@ -83,7 +83,7 @@ def keep_locations_on_trusted_hosts(response):
     if not location:
         return response
     parts = urlsplit(location)
-    if parts.netloc and not (_trusted_hosts() and host_is_trusted(parts.netloc, _trusted_hosts())):
+    if (parts.scheme or parts.netloc) and not (_trusted_hosts() and host_is_trusted(parts.netloc, _trusted_hosts())):
         path = "/" + parts.path.lstrip("/")
         response.headers["Location"] = path + (f"?{parts.query}" if parts.query else "")
     return response

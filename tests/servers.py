@@ -1,5 +1,6 @@
 """Real servers on ephemeral loopback ports for the tests: a WSGI app, and a scripted faulty upstream."""
 
+import base64
 import io
 import json
 import os
@@ -13,6 +14,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
 
 from werkzeug.serving import make_server
 
@@ -227,8 +229,8 @@ FLASK_PORTAL = [sys.executable, "-m", "flask", "--app", "app"]
 
 
 def portal_environment(**variables):
-    """This process's environment without any PETSTORE_/PETPORTAL_ variable, plus `variables`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PETSTORE_", "PETPORTAL_"))}
+    """This process's environment without any PETSTORE_, PETPORTAL_ or PROMETHEUS_ variable, plus `variables`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PETSTORE_", "PETPORTAL_", "PROMETHEUS_"))}
     env.update(variables)
     return env
 
@@ -256,13 +258,31 @@ def portal_processes(env, count=2):
 
 
 class EchoingStore:
-    """A hostile pet store: every request gets `status` and an Error record quoting the request's headers."""
+    """A hostile pet store that quotes the request's headers back: in an Error record at `status`, in
+    other ways chosen by `mode` ("message", "code", "encoded", "headers"), or in a 200 answer's names."""
 
-    def __init__(self, status=500):
-        self.status = status
+    def __init__(self, status=500, mode="message"):
+        self.status, self.mode = status, mode
 
     def __call__(self, environ, start_response):
+        sent = environ.get("HTTP_AUTHORIZATION", "")
         quoted = "; ".join(f"{key[5:].title()}: {value}" for key, value in environ.items() if key.startswith("HTTP_"))
-        body = json.dumps({"code": "echo", "message": f"Request refused. You sent {quoted}"}).encode()
-        start_response(f"{self.status} Echo", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
-        return [body]
+        key = sent.removeprefix("Bearer ")
+        headers = [("Content-Type", "application/json")]
+        if self.mode == "names":
+            body = [{"id": 1, "name": f"Authorization: {sent}", "categoryId": 1}]
+            status = 200
+        else:
+            status = self.status
+            message = {
+                "message": f"Request refused. You sent {quoted}",
+                "code": "bad key",
+                "encoded": f"key {quote(key, safe='')} or {key[:12]} {key[12:]} or {base64.b64encode(sent.encode()).decode()}",
+                "headers": "refused",
+            }[self.mode]
+            body = {"code": key if self.mode == "code" else "echo", "message": message}
+            if self.mode == "headers":
+                headers += [("Deprecation", f"echo {sent}"), ("Sunset", key)]
+        payload = json.dumps(body).encode()
+        start_response(f"{status} Echo", [*headers, ("Content-Length", str(len(payload)))])
+        return [payload]

@@ -7,6 +7,8 @@ import sys
 import pytest
 from servers import PROJECT_ROOT, portal_environment
 
+pytestmark = pytest.mark.slow
+
 
 def test_the_benchmark_runs_and_prints_its_table():
     if not shutil.which("wrk"):

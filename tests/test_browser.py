@@ -8,6 +8,8 @@ import pytest
 from conftest import PASSWORDS, build_portal, close_portal, portal_config
 from servers import FaultServer, answer, serve
 
+pytestmark = pytest.mark.slow
+
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                   "--disable-sync", "--no-first-run"]

@@ -11,6 +11,7 @@ import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
 import requests
 from conftest import (
     FIGURES,
@@ -25,6 +26,8 @@ from conftest import (
     submission_token,
 )
 from servers import serve
+
+pytestmark = pytest.mark.slow
 
 TIMEOUT = 1.0
 SUBMISSIONS = 200

@@ -27,6 +27,8 @@ from conftest import (
 )
 from servers import FLASK_PORTAL, PROJECT_ROOT, RecordingMiddleware, portal_environment, portal_processes, serve
 
+pytestmark = pytest.mark.slow
+
 ADMIN_PASSWORD = "root password " + uuid.uuid4().hex[:6]
 STAFF_PASSWORD = "staff password " + uuid.uuid4().hex[:6]
 

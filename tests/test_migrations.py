@@ -4,7 +4,6 @@ import subprocess
 import sys
 
 import flask_migrate
-import pytest
 import sqlalchemy
 from conftest import PASSWORDS, AuthActions, portal_config
 from servers import PROJECT_ROOT, portal_environment

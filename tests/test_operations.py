@@ -13,9 +13,8 @@ from datetime import UTC, date, datetime
 import pytest
 import requests
 from conftest import PRODUCTION_KEY, SECRET_KEY, AuthActions
-from servers import PROJECT_ROOT, portal_environment, serve
+from servers import PROJECT_ROOT, portal_environment
 
-from petportal import create_app
 from petportal.admin.status import in_words, stability_in_words
 from petportal.logs import RequestContextFilter
 from petportal.petstore import DeprecationNotice
@@ -184,10 +183,20 @@ def test_every_configuration_mistake_is_one_line_naming_the_variable(entry, mist
     assert named in lines[0] and "Traceback" not in result.stderr
 
 
+def gunicorn_settings(*names):
+    """Settings of gunicorn.conf.py, read in a process of their own (the file sets environment variables)."""
+    script = f"import json, runpy; s = runpy.run_path('gunicorn.conf.py'); print(json.dumps([s[n] for n in {names!r}]))"
+    result = subprocess.run([sys.executable, "-c", script], cwd=PROJECT_ROOT, env=portal_environment(),
+                            capture_output=True, text=True, check=True)
+    return json.loads(result.stdout)
+
+
 def test_gunicorn_listens_on_loopback_unless_told_otherwise():
-    settings = {}
-    exec((PROJECT_ROOT / "gunicorn.conf.py").read_text(), settings)
-    assert settings["bind"] == "127.0.0.1:8000"
+    assert gunicorn_settings("bind") == ["127.0.0.1:8000"]
+
+
+def test_gunicorn_believes_no_forwarded_header_itself():
+    assert gunicorn_settings("forwarded_allow_ips", "secure_scheme_headers", "forwarder_headers") == ["", {}, ""]
 
 
 # --- the reference store and the status page -------------------------------------------------------

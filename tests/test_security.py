@@ -6,7 +6,7 @@ import sys
 
 import pytest
 from flask.testing import FlaskClient
-from conftest import PASSWORDS, AuthActions, build_portal, close_portal, csrf_token, portal_config
+from conftest import PASSWORDS, AuthActions, csrf_token
 from servers import PROJECT_ROOT, portal_environment
 
 from petportal.config import from_environment

@@ -1,8 +1,9 @@
 """The admin forms: switch the environment for everyone, or preview one for yourself."""
 
-from flask_wtf import FlaskForm
 from wtforms import SelectChoice, SelectField, StringField
 from wtforms.validators import DataRequired, ValidationError
+
+from ..forms import PortalForm
 
 
 def environment_choices(environments, empty_label=None):
@@ -14,7 +15,7 @@ def environment_choices(environments, empty_label=None):
     return choices
 
 
-class SwitchEnvironmentForm(FlaskForm):
+class SwitchEnvironmentForm(PortalForm):
     """Switch the active environment for every user and process; the name must be typed again."""
 
     environment = SelectField("Serve everyone from")
@@ -29,7 +30,7 @@ class SwitchEnvironmentForm(FlaskForm):
             raise ValidationError(f"Type “{self.environment.data}” exactly to confirm. Nothing was switched.")
 
 
-class PreviewForm(FlaskForm):
+class PreviewForm(PortalForm):
     """Serve one environment to this admin's session only; empty clears the preview."""
 
     environment = SelectField("Preview for yourself")

@@ -23,13 +23,14 @@ class EnvironmentStatus:
 
 
 def probe_all(registry):
-    """Probe every environment at once, so one slow environment does not delay the other."""
+    """Probe every environment at once, all within one upstream timeout, so the page has one deadline."""
+    deadline = time.monotonic() + registry.timeout
     with ThreadPoolExecutor(max_workers=len(registry.all())) as pool:
-        return list(pool.map(lambda environment: probe(registry, environment), registry.all()))
+        return list(pool.map(lambda environment: probe(registry, environment, deadline), registry.all()))
 
 
-def probe(registry, environment):
-    """A cheap listPets call, then getPet (for its notices) and the API description."""
+def probe(registry, environment, deadline):
+    """A cheap listPets call, then getPet (for its notices) and the API description, all before `deadline`."""
     status = EnvironmentStatus(environment)
     if not environment.configured:
         status.problem = "Not configured: set its URL and key to use it."
@@ -37,7 +38,7 @@ def probe(registry, environment):
     client = registry.client(environment.name)
     started = time.perf_counter()
     try:
-        sample = client.list_pets(limit=1)
+        sample = client.list_pets(limit=1, deadline=deadline)
         status.latency_ms = (time.perf_counter() - started) * 1000
         status.reachable, status.key_accepted = True, True
     except Unauthorized:
@@ -51,11 +52,11 @@ def probe(registry, environment):
         status.problem = f"Answered something outside the interface: {error.message}"
     if status.key_accepted:
         try:
-            client.get_pet(sample[0].id if sample else 1)
+            client.get_pet(sample[0].id if sample else 1, deadline=deadline)
         except (NotFound, PetStoreError):
             pass  # only the notices of the answer matter here
         try:
-            status.operations = client.describe()
+            status.operations = client.describe(deadline=deadline)
         except PetStoreError:
             status.operations = None
     status.notices = dict(client.notices)

@@ -1,6 +1,15 @@
 """The admin pages: environments, audit log and status."""
 
-from flask import Blueprint, current_app, flash, redirect, render_template, request, session, url_for
+from flask import (
+    Blueprint,
+    current_app,
+    flash,
+    redirect,
+    render_template,
+    request,
+    session,
+    url_for,
+)
 from flask_login import current_user, login_fresh
 
 from .. import audit

@@ -1,11 +1,12 @@
 """The login and logout forms."""
 
-from flask_wtf import FlaskForm
 from wtforms import BooleanField, PasswordField, StringField
 from wtforms.validators import DataRequired, Length
 
+from ..forms import PortalForm
 
-class LoginForm(FlaskForm):
+
+class LoginForm(PortalForm):
     """User name and password, and whether to be remembered on this browser."""
 
     username = StringField("User name", validators=[DataRequired("Enter your user name."), Length(max=80)])
@@ -13,5 +14,5 @@ class LoginForm(FlaskForm):
     remember = BooleanField("Keep me logged in on this browser")
 
 
-class LogoutForm(FlaskForm):
+class LogoutForm(PortalForm):
     """An empty form: logging out is a CSRF-protected POST."""

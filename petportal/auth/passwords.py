@@ -1,13 +1,18 @@
 """The password policy (OWASP ASVS 5.0, V6.2): long enough, any characters, and not a common password.
 
 The common passwords are the 30,000 most frequent ones in zxcvbn's own list (from leaked password
-sets), so the refusal list is a well-kept package's, not typed by hand here.
+sets), so the refusal list is a well-kept package's, not typed by hand here. Few of those are 12
+characters long, so zxcvbn's estimate refuses the rest of the easily guessed ones (sequences,
+repeats, keyboard walks, common words with substitutions): no composition rules.
 """
 
+from zxcvbn import zxcvbn
 from zxcvbn.frequency_lists import FREQUENCY_LISTS
 
 MIN_LENGTH = 12
 MAX_LENGTH = 128
+# zxcvbn's score runs from 0 (guessed at once) to 4; 3 means "safely unguessable" online.
+MIN_SCORE = 3
 _COMMON = frozenset(FREQUENCY_LISTS["passwords"])
 
 
@@ -17,6 +22,8 @@ def problem(password):
         return f"Use at least {MIN_LENGTH} characters; a few words in a row make a good password."
     if len(password) > MAX_LENGTH:
         return f"Use at most {MAX_LENGTH} characters."
-    if password.lower() in _COMMON or len(set(password)) < 3:
+    if password.lower() in _COMMON:
         return "This password is one of the most common ones; choose another."
+    if zxcvbn(password)["score"] < MIN_SCORE:
+        return "This password is easy to guess (a sequence, a repeat or a common word); choose another."
     return None

@@ -13,7 +13,7 @@ from datetime import timedelta
 
 from flask import abort, current_app, flash, g, request, session
 from flask_login import login_user, logout_user
-from sqlalchemy import update
+from sqlalchemy import text, update
 from sqlalchemy.exc import SQLAlchemyError
 
 from ..extensions import db, login
@@ -136,9 +136,18 @@ def _restore(login_id, token):
     user = db.session.get(User, row.user_id)
     if user is None:
         return None
-    _give_remember_token(row)
-    row.last_seen_at = _now()
+    # The token is replaced in one conditional write: of two requests using it at once, one wins.
+    new_token = secrets.token_urlsafe(32)
+    replaced = db.session.execute(
+        update(LoginSession)
+        .where(LoginSession.id == row.id, LoginSession.remember_hash == _hash(token))
+        .values(remember_hash=_hash(new_token), last_seen_at=_now()),
+        execution_options={"synchronize_session": False},
+    )
     db.session.commit()
+    if replaced.rowcount != 1:
+        return None
+    g.remember_cookie = f"{row.id}.{new_token}"
     _new_session_id()
     session.clear()
     session.update({"_user_id": user.get_id(), "_fresh": False, LOGIN_KEY: row.id})
@@ -146,10 +155,17 @@ def _restore(login_id, token):
 
 
 def logins_available(probe=False):
-    """Whether the portal can keep and check logins now; with `probe`, the session store is asked too."""
+    """Whether the portal can keep and check logins now; with `probe`, its session store and database are asked."""
     if getattr(session, "unavailable", False) or g.get("database_unavailable"):
         return False
-    return not probe or current_app.session_interface.reachable()
+    if not probe:
+        return True
+    try:
+        db.session.execute(text("SELECT 1"))
+    except SQLAlchemyError as error:
+        _database_failed(error)
+        return False
+    return current_app.session_interface.reachable()
 
 
 def require_session_store(probe=False):

@@ -4,7 +4,8 @@ Three counters, in the rate-limit store Flask-Limiter uses (Redis when configure
 - one account from one address: stops guessing from one place without locking the account for others;
 - one address, whatever the account: stops one place trying many accounts;
 - one account, from anywhere: a higher ceiling, against a flood from many addresses.
-A successful login gives its attempt back, so only failures use up the limits.
+A successful login gives its attempt back, so only failures use up the limits; so does an attempt
+refused by a limit, so a refused flood from one address cannot fill the account's ceiling.
 """
 
 from flask import abort, current_app, request
@@ -22,18 +23,25 @@ COUNTERS = (
 
 
 def attempt(account):
-    """Count one login attempt for `account`; False when any of its limits is already used up.
+    """Count one login attempt for `account`; False when one of its limits is already used up.
 
+    The counters are taken in order and an attempt refused by one is given back to those before it,
+    so attempts already refused from one address never use up the account's own ceiling.
     Without its store (Redis down) nothing can be counted, so nobody logs in: a 503, never a 500.
     """
-    allowed = True
+    counted = []
     try:
         for item, key in _counters(account):
-            allowed = _strategy().hit(item, "login", key) and allowed
+            if not _strategy().hit(item, "login", key):
+                _strategy().hit(item, "login", key, cost=-1)
+                for earlier, earlier_key in counted:
+                    _strategy().hit(earlier, "login", earlier_key, cost=-1)
+                return False
+            counted.append((item, key))
     except Exception as error:  # noqa: BLE001 - any failure of the rate-limit store
         current_app.logger.error("the login rate-limit store is unavailable: %s", type(error).__name__)
         abort(503, LOGINS_UNAVAILABLE)
-    return allowed
+    return True
 
 
 def succeeded(account):

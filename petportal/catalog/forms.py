@@ -2,10 +2,16 @@
 
 import unicodedata
 
-from flask_wtf import FlaskForm
 from wtforms import HiddenField, IntegerField, SelectChoice, SelectField, StringField
-from wtforms.validators import DataRequired, InputRequired, Length, Optional, ValidationError
+from wtforms.validators import (
+    DataRequired,
+    InputRequired,
+    Length,
+    Optional,
+    ValidationError,
+)
 
+from ..forms import PortalForm
 from ..petstore import PET_STATUSES
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -37,7 +43,7 @@ def _strip(value):
     return value.strip() if isinstance(value, str) else value
 
 
-class AnimalFilterForm(FlaskForm):
+class AnimalFilterForm(PortalForm):
     """The GET filter of the animal list: status and page size."""
 
     class Meta:
@@ -59,7 +65,7 @@ class AnimalFilterForm(FlaskForm):
         return {"limit": self.limit.data or DEFAULT_LIMIT, "status": self.status.data or None}
 
 
-class AddAnimalForm(FlaskForm):
+class AddAnimalForm(PortalForm):
     """The staff form that adds one animal to the environment being served."""
 
     name = StringField(

@@ -1,13 +1,29 @@
 """Views of the catalog: the list, one animal, and the add form."""
 
-from flask import Blueprint, abort, current_app, flash, redirect, render_template, request, url_for
+from flask import (
+    Blueprint,
+    abort,
+    current_app,
+    flash,
+    redirect,
+    render_template,
+    request,
+    url_for,
+)
 from flask_login import current_user
 
 from .. import audit, metrics, page_cache, submissions
 from ..auth.access import role_required
 from ..environments import current_environment, petstore
 from ..errors import render_error
-from ..petstore import GET_PET_REMOVAL, Gone, InvalidRequest, OutcomeUnknown, Unavailable, UnexpectedResponse
+from ..petstore import (
+    GET_PET_REMOVAL,
+    Gone,
+    InvalidRequest,
+    OutcomeUnknown,
+    Unavailable,
+    UnexpectedResponse,
+)
 from .forms import INT64_MAX, AddAnimalForm, AnimalFilterForm
 
 bp = Blueprint("catalog", __name__)

@@ -15,7 +15,15 @@ from urllib3.util.retry import Retry
 from urllib3.util.timeout import Timeout
 
 from .errors import Busy, OutcomeUnknown, PetStoreError, Unavailable, UnexpectedResponse
-from .records import INT64_MAX, INT64_MIN, PET_STATUSES, ShapeError, parse_operations, parse_pet, parse_pets
+from .records import (
+    INT64_MAX,
+    INT64_MIN,
+    PET_STATUSES,
+    ShapeError,
+    parse_operations,
+    parse_pet,
+    parse_pets,
+)
 
 log = logging.getLogger(__name__)
 
@@ -141,16 +149,16 @@ class PetStoreClient:
         """Close the pooled connections."""
         self._session.close()
 
-    def list_pets(self, limit=20, status=None):
+    def list_pets(self, limit=20, status=None, deadline=None):
         """listPets: at most `limit` (1..100) animals, optionally only those with `status`."""
         _check_int(limit, "limit", 1, 100)
         _check_status(status)
         params = {"limit": limit}
         if status is not None:
             params["status"] = status
-        return self._call("GET", "/pets", "listPets", parse_pets, params=params)
+        return self._call("GET", "/pets", "listPets", parse_pets, deadline, params=params)
 
-    def create_pet(self, name, category_id, status=None):
+    def create_pet(self, name, category_id, status=None, deadline=None):
         """createPet: add one animal and return it with its new id. Sent at most once."""
         if not isinstance(name, str) or not name.strip():
             raise ValueError("name must be a non-blank string")
@@ -159,22 +167,23 @@ class PetStoreClient:
         payload = {"name": name, "categoryId": category_id}
         if status is not None:
             payload["status"] = status
-        return self._call("POST", "/pets", "createPet", parse_pet, json=payload)
+        return self._call("POST", "/pets", "createPet", parse_pet, deadline, json=payload)
 
-    def get_pet(self, pet_id):
+    def get_pet(self, pet_id, deadline=None):
         """getPet (deprecated): one animal by id."""
         _check_int(pet_id, "pet_id", INT64_MIN, INT64_MAX)
-        return self._call("GET", f"/pets/{pet_id}", "getPet", parse_pet)
+        return self._call("GET", f"/pets/{pet_id}", "getPet", parse_pet, deadline)
 
-    def describe(self):
+    def describe(self, deadline=None):
         """The operations the store's own OpenAPI description (`<base>/openapi.json`) lists."""
-        return self._call("GET", "/openapi.json", "describe", parse_operations)
+        return self._call("GET", "/openapi.json", "describe", parse_operations, deadline)
 
-    def _call(self, method, path, operation, parse, **kwargs):
+    def _call(self, method, path, operation, parse, deadline, **kwargs):
+        """One operation, ended by `deadline` (a `time.monotonic()`) when given, else by the client's own."""
         started = time.monotonic()
         _call.retries = 0
         try:
-            result = self._call_once(method, path, operation, parse, started, **kwargs)
+            result = self._call_once(method, path, operation, parse, started, deadline, **kwargs)
         except PetStoreError as error:
             self._report(operation, _outcome(error), started)
             raise
@@ -185,9 +194,9 @@ class PetStoreClient:
         if self._observe is not None:
             self._observe(operation, outcome, time.monotonic() - started, _call.retries)
 
-    def _call_once(self, method, path, operation, parse, started, **kwargs):
+    def _call_once(self, method, path, operation, parse, started, deadline, **kwargs):
         url = self.base_url + path
-        deadline = self._deadline() or started + self.timeout
+        deadline = deadline or self._deadline() or started + self.timeout
         if deadline - started < MIN_ATTEMPT_SECONDS:
             raise Unavailable("No time was left to ask the pet store.", method=method, url=url)
         if self._gate is not None and not self._gate.enter(deadline):
@@ -207,10 +216,13 @@ class PetStoreClient:
             raise PetStoreError.from_status(
                 status, body, operation=operation, method=method, url=url, secrets=self._secrets
             )
+        if any(secret.encode() in body for secret in self._secrets if secret):
+            # An animal named after the key would put it on a customer's page.
+            raise UnexpectedResponse("The store's answer quoted a credential.", status=status, method=method, url=url)
         try:
             return parse(json.loads(body))
-        except ValueError as exc:
-            # ShapeError is a ValueError too; both mean the answer is outside the interface.
+        except (ValueError, RecursionError) as exc:
+            # ShapeError is a ValueError too; all mean the answer is outside the interface.
             reason = str(exc) if isinstance(exc, ShapeError) else "not valid JSON"
             raise UnexpectedResponse(
                 f"The store's answer is unusable: {reason}.", status=status, method=method, url=url

@@ -5,8 +5,12 @@ the request's `Authorization` header back in its error message, so no message, c
 this module with a key or anything shaped like a credential in it.
 """
 
+import base64
+import html
 import json
 import re
+import unicodedata
+from urllib.parse import unquote
 
 MESSAGE_CHARS = 300
 REDACTED = "[redacted]"
@@ -21,15 +25,46 @@ _TOKEN_LIKE = re.compile(r"[A-Za-z0-9_\-+/=.~]{24,}")
 _USERINFO = re.compile(r"(?<=://)[^/@\s]+@")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]+")
 _API_CODE = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
+WITHHELD = "The pet store's message was withheld: it quoted a credential."
+# A secret counts as quoted when any run this long of it (or of its encodings) can be read back.
+FRAGMENT_CHARS = 10
+
+
+def quotes_secret(text, secrets):
+    """Whether any part of a secret can be read back from `text`: split, spaced, URL- or HTML-encoded,
+    hex, base64, or with invisible characters inside."""
+    fragments = {fragment for secret in secrets if secret for fragment in _fragments(secret)}
+    if not fragments or not text:
+        return False
+    decoded = html.unescape(unquote(unquote(text)))
+    squeezed = "".join(c for c in decoded if not (c.isspace() or unicodedata.category(c) in ("Cf", "Zs", "Cc")))
+    hexless = re.sub(r"[^0-9a-f]", "", squeezed.lower())
+    return any(f in text or f in squeezed or f.lower() in hexless or f in squeezed.replace("-", "") for f in fragments)
+
+
+def _fragments(secret):
+    """Every run of FRAGMENT_CHARS characters of the secret, its hex and its three base64 alignments."""
+    forms = [secret, secret.encode().hex()]
+    for offset in range(3):
+        forms.append(base64.b64encode(b"x" * offset + secret.encode()).decode().rstrip("=")[4 if offset else 0:])
+        forms.append(base64.b64encode(b"Bearer " + secret.encode()).decode().rstrip("="))
+    runs = set()
+    for form in forms:
+        step = FRAGMENT_CHARS if len(form) > 4 * FRAGMENT_CHARS else 1
+        runs.update(form[i:i + FRAGMENT_CHARS] for i in range(0, max(len(form) - FRAGMENT_CHARS, 0) + 1, step))
+    return {run for run in runs if len(run) == FRAGMENT_CHARS}
 
 
 def clean(text, secrets=()):
     """`text` with every secret and credential-shaped part replaced, control characters removed, cut short.
 
-    Safe to show to people and to write to a log line; never rely on it to keep the text's meaning.
+    A text from which any part of a secret could be read back is withheld whole. Safe to show to people
+    and to write to a log line; never rely on it to keep the text's meaning.
     """
     if not text:
         return text
+    if quotes_secret(text, secrets):
+        return WITHHELD
     for secret in secrets:
         if secret:
             text = text.replace(secret, REDACTED)
@@ -53,7 +88,7 @@ class PetStoreError(Exception):
         super().__init__(message)
         self.message = message
         self.status = status
-        self.code = code if isinstance(code, str) and _API_CODE.fullmatch(code) else None
+        self.code = code if isinstance(code, str) and _API_CODE.fullmatch(code) and clean(code, secrets) == code else None
         self.method = method
         self.url = _USERINFO.sub("", url) if url else url
 
@@ -74,7 +109,7 @@ class PetStoreError(Exception):
             if isinstance(record, dict) and isinstance(record.get("message"), str):
                 code = record.get("code")
                 message = record["message"]
-        except ValueError:
+        except (ValueError, RecursionError):
             pass
         if status == 404 and operation != "getPet":
             error_class = UnexpectedResponse

@@ -1,5 +1,6 @@
 """Typed records of the Pet Store v1 interface, checked as they are read."""
 
+import re
 from dataclasses import dataclass
 from datetime import date
 
@@ -65,6 +66,9 @@ class Operation:
     deprecated: bool
 
 
+_OPERATION_ID = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
+
+
 def parse_operations(document):
     """The operations of an OpenAPI description, by operationId, or `ShapeError`."""
     paths = document.get("paths") if isinstance(document, dict) else None
@@ -73,7 +77,8 @@ def parse_operations(document):
     operations = {}
     for path_item in paths.values():
         for operation in path_item.values() if isinstance(path_item, dict) else ():
-            if isinstance(operation, dict) and isinstance(operation.get("operationId"), str):
+            # Only plain identifiers: the description is the store's text, shown to admins.
+            if isinstance(operation, dict) and _OPERATION_ID.fullmatch(str(operation.get("operationId"))):
                 stability = operation.get("x-stability")
                 operations[operation["operationId"]] = Operation(
                     operation["operationId"],

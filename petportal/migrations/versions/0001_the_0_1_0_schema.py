@@ -8,9 +8,8 @@ A database made by 0.1.0 has these tables and no alembic_version; `init-db` mark
 revision and upgrades it from here.
 """
 
-from alembic import op
 import sqlalchemy as sa
-
+from alembic import op
 
 # revision identifiers, used by Alembic.
 revision = "0001"
