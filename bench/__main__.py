@@ -73,17 +73,26 @@ def wrk(url, connections, seconds, headers=()):
     return rps, float(value) * {"us": 0.001, "ms": 1, "s": 1000}[unit]
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def run_options(description):
+    """`--seconds` and `--rounds`, as every benchmark here takes them."""
+    parser = argparse.ArgumentParser(description=description.splitlines()[0])
     parser.add_argument("--seconds", type=int, default=3, help="length of each wrk run")
     parser.add_argument("--rounds", type=int, default=5, help="rounds, alternating the order of targets")
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def seeded_store(folder, name):
+    """The environment of a reference store keeping 100 sample animals in `folder`/`name`.sqlite."""
+    env = {**os.environ, "PETSTORE_API_KEYS": KEY, "PETSTORE_DATABASE_URL": f"sqlite:///{folder / name}.sqlite"}
+    subprocess.run([sys.executable, "-m", "flask", "--app", "petportal.store", "seed", "--count", "100"],
+                   cwd=ROOT, env=env, check=True, capture_output=True)
+    return env
+
+
+def main():
+    args = run_options(__doc__)
     folder = Path(tempfile.mkdtemp(prefix="petportal-bench-"))
-    store_env = {**os.environ, "PETSTORE_API_KEYS": KEY, "PETSTORE_DATABASE_URL": f"sqlite:///{folder / 'store.sqlite'}"}
-    slow_env = {**store_env, "PETSTORE_DATABASE_URL": f"sqlite:///{folder / 'slow.sqlite'}"}
-    for env in (store_env, slow_env):
-        subprocess.run([sys.executable, "-m", "flask", "--app", "petportal.store", "seed", "--count", "100"],
-                       cwd=ROOT, env=env, check=True, capture_output=True)
+    store_env, slow_env = seeded_store(folder, "store"), seeded_store(folder, "slow")
 
     with ExitStack() as stack:
         store, _ = stack.enter_context(gunicorn("petportal.store:create_app()", store_env, STORE_WORKERS, STORE_THREADS))

@@ -7,7 +7,6 @@ cache off): with metrics and text logs (the default), without metrics (bench/qui
 metrics and JSON logs. wrk loads /animals?limit=20 at 8 connections, rounds alternating the order.
 """
 
-import argparse
 import os
 import secrets
 import statistics
@@ -17,7 +16,19 @@ import tempfile
 from contextlib import ExitStack
 from pathlib import Path
 
-from bench.__main__ import KEY, PORTAL_THREADS, PORTAL_WORKERS, ROOT, STORE_THREADS, STORE_WORKERS, gunicorn, print_settings, wrk
+from bench.__main__ import (
+    KEY,
+    PORTAL_THREADS,
+    PORTAL_WORKERS,
+    ROOT,
+    STORE_THREADS,
+    STORE_WORKERS,
+    gunicorn,
+    print_settings,
+    run_options,
+    seeded_store,
+    wrk,
+)
 
 VARIANTS = {
     "metrics, text logs (default)": ("app:app", {}),
@@ -27,14 +38,9 @@ VARIANTS = {
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=int, default=3, help="length of each wrk run")
-    parser.add_argument("--rounds", type=int, default=5, help="rounds, alternating the order of the portals")
-    args = parser.parse_args()
+    args = run_options(__doc__)
     folder = Path(tempfile.mkdtemp(prefix="petportal-bench-"))
-    store_env = {**os.environ, "PETSTORE_API_KEYS": KEY, "PETSTORE_DATABASE_URL": f"sqlite:///{folder / 'store.sqlite'}"}
-    subprocess.run([sys.executable, "-m", "flask", "--app", "petportal.store", "seed", "--count", "100"],
-                   cwd=ROOT, env=store_env, check=True, capture_output=True)
+    store_env = seeded_store(folder, "store")
     with ExitStack() as stack:
         store, _ = stack.enter_context(gunicorn("petportal.store:create_app()", store_env, STORE_WORKERS, STORE_THREADS))
         portal_env = {
