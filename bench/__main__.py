@@ -20,6 +20,7 @@ import tempfile
 import time
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
+from typing import NamedTuple
 
 import requests
 
@@ -50,18 +51,39 @@ def gunicorn(app, env, workers, threads, extra=()):
         process.wait(30)
 
 
+def workers(master):
+    """The process ids of a gunicorn master's workers."""
+    return Path(f"/proc/{master.pid}/task/{master.pid}/children").read_text().split()
+
+
+def workers_cpu_seconds(master):
+    """CPU time (user + system) spent so far by a gunicorn master's workers, in seconds."""
+    ticks = 0
+    for pid in workers(master):
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        ticks += int(fields[11]) + int(fields[12])  # utime and stime: fields 14 and 15 of proc(5)
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 def worker_peak_rss_mb(master):
     """The largest peak resident set (VmHWM) among a gunicorn master's workers, in MB."""
-    children = Path(f"/proc/{master.pid}/task/{master.pid}/children").read_text().split()
     peaks = []
-    for pid in children:
+    for pid in workers(master):
         status = Path(f"/proc/{pid}/status").read_text()
         peaks.append(int(re.search(r"VmHWM:\s+(\d+) kB", status).group(1)) / 1024)
     return max(peaks)
 
 
+class Load(NamedTuple):
+    """What one wrk run measured."""
+
+    rps: float
+    p50_ms: float
+    requests: int
+
+
 def wrk(url, connections, seconds, headers=()):
-    """Requests per second and p50 latency (ms) of one wrk run; None if any answer was not 2xx."""
+    """Requests per second, p50 latency and requests served of one wrk run; None if any answer was not 2xx."""
     command = ["wrk", f"-t{min(connections, 2)}", f"-c{connections}", f"-d{seconds}s", "--latency", url]
     for header in headers:
         command += ["-H", header]
@@ -70,7 +92,8 @@ def wrk(url, connections, seconds, headers=()):
         return None
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1))
     value, unit = re.search(r"\s50%\s+([\d.]+)(us|ms|s)\b", output).groups()
-    return rps, float(value) * {"us": 0.001, "ms": 1, "s": 1000}[unit]
+    requests = int(re.search(r"(\d+) requests in", output).group(1))
+    return Load(rps, float(value) * {"us": 0.001, "ms": 1, "s": 1000}[unit], requests)
 
 
 def run_options(description):
@@ -134,7 +157,7 @@ def main():
                         if measured is None:
                             raise SystemExit(f"discarded: {target} answered something other than 2xx")
                         results.setdefault((target, connections, limit), []).append(measured)
-        medians = {key: (statistics.median(r for r, _ in runs), statistics.median(p for _, p in runs))
+        medians = {key: (statistics.median(run.rps for run in runs), statistics.median(run.p50_ms for run in runs))
                    for key, runs in results.items()}
         rss = max(worker_peak_rss_mb(portal_master), worker_peak_rss_mb(cached_master))
         slow_effect = slow_environment_effect(portal, args.seconds, medians)
@@ -161,7 +184,7 @@ def slow_environment_effect(portal, seconds, medians):
     during = wrk(f"{portal}/animals?limit=20", 8, seconds)
     slow_output = slow_run.communicate()[0]
     slow_rps = float(re.search(r"Requests/sec:\s+([\d.]+)", slow_output).group(1))
-    return {"baseline": medians[("portal", 8, 20)][0], "during": during[0] if during else None, "slow_rps": slow_rps}
+    return {"baseline": medians[("portal", 8, 20)][0], "during": during.rps if during else None, "slow_rps": slow_rps}
 
 
 def print_settings(args):
