@@ -13,9 +13,9 @@ bind = "127.0.0.1:8000"
 # Threaded workers: a page waiting on a slow pet store holds one thread, not a whole process.
 workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
 worker_class = "gthread"
+# The portal's upstream pool defaults to the same 8 (config.DEFAULT_POOL_SIZE), one keep-alive connection
+# per thread; with more threads, raise PETPORTAL_UPSTREAM_POOL_SIZE to match.
 threads = 8
-# Every worker thread can hold its own keep-alive connection to the pet store.
-os.environ.setdefault("PETPORTAL_UPSTREAM_POOL_SIZE", str(threads))
 keepalive = 5
 # A worker silent for this long is restarted; upstream calls give up long before (PETPORTAL_UPSTREAM_TIMEOUT).
 timeout = 30

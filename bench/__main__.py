@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 import requests
 
-from petportal.demo import free_port, wait_for_port
+from petportal.processes import free_port, stop, wait_for_port
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY = secrets.token_urlsafe(16)
@@ -47,8 +47,7 @@ def gunicorn(app, env, workers, threads, extra=()):
         wait_for_port(port, process, seconds=60)
         yield f"http://127.0.0.1:{port}", process
     finally:
-        process.terminate()
-        process.wait(30)
+        stop([process], seconds=30)
 
 
 def workers(master):

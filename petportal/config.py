@@ -1,8 +1,91 @@
-"""The portal's configuration, read from environment variables (and `.env`), checked before start."""
+"""The one place that turns the process environment (and `.env`) into the portal's settings.
+
+`load` gives every setting the app and its extensions read, in three layers: the defaults below, then
+the `PETSTORE_*` and `PETPORTAL_*` variables, then a test's overrides; then the settings that follow
+from those (cookies, the cache and limiter back ends) and a check that refuses what cannot work. No
+other module adds or changes a setting.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from dotenv import find_dotenv, load_dotenv
 
 ENVIRONMENT_NAMES = ("production", "staging")
+# A login's server-side session ends after this long unused, and after the absolute limit in any case.
+SESSION_IDLE_LIMIT = timedelta(minutes=30)
+SESSION_ABSOLUTE_LIMIT = timedelta(hours=12)
+# The largest request is the CSV upload of the bulk add (1 MB) with its form around it.
+MAX_REQUEST_BYTES = 1024 * 1024 + 64 * 1024
+# gunicorn.conf.py's threads per worker: every thread can hold its own keep-alive connection upstream.
+DEFAULT_POOL_SIZE = 8
+
+
+def defaults(instance_path: str) -> dict[str, Any]:
+    """The settings that hold until a variable or a test says otherwise."""
+    return {
+        "SQLALCHEMY_DATABASE_URI": f"sqlite:///{os.path.join(instance_path, 'petportal.sqlite')}",
+        "BOOTSTRAP_SERVE_LOCAL": True,
+        "WTF_CSRF_TIME_LIMIT": None,
+        "CLOCK": lambda: datetime.now(UTC),
+        "LOGIN_LIMIT_PER_ACCOUNT_ADDRESS": "5 per minute; 20 per hour",
+        "LOGIN_LIMIT_PER_ADDRESS": "20 per minute; 100 per hour",
+        "LOGIN_LIMIT_PER_ACCOUNT": "30 per minute; 100 per hour",
+        "MAX_CONTENT_LENGTH": MAX_REQUEST_BYTES,
+    }
+
+
+def load(instance_path: str, environ: Mapping[str, str], overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Every setting of one app, checked: raises `ConfigurationError` naming the variable to fix."""
+    settings = defaults(instance_path)
+    settings.update(from_environment(environ))
+    settings.update(overrides or {})
+    settings["DEMO"] = not any(environment["url"] for environment in settings["PETSTORE_ENVIRONMENTS"].values())
+    if settings["DEMO"] and not settings.get("SECRET_KEY"):
+        settings["SECRET_KEY"] = secrets.token_urlsafe(32)  # demo sessions last as long as the process
+    check(settings)
+    for name, value in derived(settings).items():
+        settings.setdefault(name, value)
+    return settings
+
+
+def derived(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """Settings that follow from the others: cookies, the database engine, the limiter and cache back ends."""
+    redis_url = settings["REDIS_URL"]
+    cache_seconds = settings["CACHE_SECONDS"]
+    pool_size = settings["UPSTREAM_POOL_SIZE"]
+    values: dict[str, Any] = {
+        # Two threads of each worker never wait on the pet store, so health checks, cached pages and
+        # static files are served even while the store hangs.
+        "UPSTREAM_CONCURRENCY": max(1, pool_size - 2),
+        # Session and remember-me cookies: HttpOnly, SameSite=Lax, Secure whenever users come over HTTPS.
+        "SESSION_COOKIE_HTTPONLY": True,
+        "SESSION_COOKIE_SAMESITE": "Lax",
+        "SESSION_COOKIE_SECURE": settings["HTTPS"],
+        # The server-side session lives as long as it is used within the idle limit.
+        "PERMANENT_SESSION_LIFETIME": SESSION_IDLE_LIMIT,
+        "RATELIMIT_STORAGE_URI": redis_url or "memory://",
+        # The micro-cache: off at 0 seconds, shared through Redis when there is one.
+        "CACHE_TYPE": "NullCache" if not cache_seconds else "RedisCache" if redis_url else "SimpleCache",
+        "CACHE_REDIS_URL": redis_url,
+        "CACHE_KEY_PREFIX": "petportal:",
+        "CACHE_NO_NULL_WARNING": True,  # PETPORTAL_CACHE_SECONDS=0 means off, on purpose
+        # Pages carry their own timeout; the generation counters must never expire before them.
+        "CACHE_DEFAULT_TIMEOUT": 0,
+    }
+    if redis_url:
+        # A Redis that hangs must cost a page a moment, not a worker thread.
+        values["RATELIMIT_STORAGE_OPTIONS"] = {"socket_timeout": 1, "socket_connect_timeout": 1}
+        values["CACHE_OPTIONS"] = {"socket_timeout": 0.25, "socket_connect_timeout": 0.25}
+    if settings["SQLALCHEMY_DATABASE_URI"].startswith("sqlite"):
+        # Writers wait for each other instead of failing with "database is locked".
+        values["SQLALCHEMY_ENGINE_OPTIONS"] = {"connect_args": {"timeout": 30}}
+    return values
 
 
 class ConfigurationError(SystemExit):
@@ -12,12 +95,12 @@ class ConfigurationError(SystemExit):
     line on standard error and a non-zero status, never a traceback.
     """
 
-    def __init__(self, message):
+    def __init__(self, message: str) -> None:
         super().__init__(f"Pet Portal cannot start: {message}")
         self.message = message
 
 
-def _number(environ, name, default, kind=float, minimum=0):
+def _number(environ: Mapping[str, str], name: str, default: Any, kind: type = float, minimum: float = 0) -> Any:
     raw = environ.get(name, "").strip()
     if not raw:
         return default
@@ -30,7 +113,7 @@ def _number(environ, name, default, kind=float, minimum=0):
     return value
 
 
-def _flag(environ, name, default):
+def _flag(environ: Mapping[str, str], name: str, default: bool) -> bool:
     raw = environ.get(name, "").strip().lower()
     if not raw:
         return default
@@ -41,7 +124,7 @@ def _flag(environ, name, default):
     raise ConfigurationError(f"{name} must be 1 or 0, not {raw!r}.")
 
 
-def from_environment(environ, read_dotenv=True):
+def from_environment(environ: Mapping[str, str], read_dotenv: bool = True) -> dict[str, Any]:
     """Flask settings from the `PETSTORE_*` and `PETPORTAL_*` variables."""
     if read_dotenv:
         # The working directory's .env; without usecwd python-dotenv searches from this file instead.
@@ -54,16 +137,11 @@ def from_environment(environ, read_dotenv=True):
         for name in ENVIRONMENT_NAMES
     }
     demo = not any(settings["url"] for settings in environments.values())
-    pool_size = _number(environ, "PETPORTAL_UPSTREAM_POOL_SIZE", 16, kind=int, minimum=1)
     settings = {
         "PETSTORE_ENVIRONMENTS": environments,
         "DEFAULT_ENVIRONMENT": environ.get("PETPORTAL_DEFAULT_ENVIRONMENT", "").strip() or "production",
         "UPSTREAM_TIMEOUT": _number(environ, "PETPORTAL_UPSTREAM_TIMEOUT", 5.0, minimum=0.1),
-        # Set by gunicorn.conf.py to its thread count, so every worker thread can hold a connection.
-        "UPSTREAM_POOL_SIZE": pool_size,
-        # Two threads of each worker never wait on the pet store, so health checks, cached pages and
-        # static files are served even while the store hangs.
-        "UPSTREAM_CONCURRENCY": max(1, pool_size - 2),
+        "UPSTREAM_POOL_SIZE": _number(environ, "PETPORTAL_UPSTREAM_POOL_SIZE", DEFAULT_POOL_SIZE, kind=int, minimum=1),
         "HTTPS": _flag(environ, "PETPORTAL_HTTPS", not demo),
         "TRUSTED_HOSTS": [h.strip() for h in environ.get("PETPORTAL_TRUSTED_HOSTS", "").split(",") if h.strip()]
         or None,
@@ -81,12 +159,7 @@ def from_environment(environ, read_dotenv=True):
     return settings
 
 
-def is_demo(config):
-    """Demo mode: no environment has a URL, so the portal serves its own reference stores."""
-    return not any(settings["url"] for settings in config["PETSTORE_ENVIRONMENTS"].values())
-
-
-def check(config):
+def check(config: Mapping[str, Any]) -> None:
     """Refuse to start with a configuration that cannot work, naming the variable to fix."""
     if config["DEFAULT_ENVIRONMENT"] not in ENVIRONMENT_NAMES:
         raise ConfigurationError(
@@ -94,7 +167,7 @@ def check(config):
             f"not {config['DEFAULT_ENVIRONMENT']!r}."
         )
     default = config["PETSTORE_ENVIRONMENTS"][config["DEFAULT_ENVIRONMENT"]]
-    if not is_demo(config) and not default["url"]:
+    if not config["DEMO"] and not default["url"]:
         name = config["DEFAULT_ENVIRONMENT"]
         raise ConfigurationError(
             f"PETPORTAL_DEFAULT_ENVIRONMENT is {name}, but PETSTORE_{name.upper()}_URL is not set."

@@ -6,18 +6,19 @@ import json
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import click
+from flask import Flask
 
+from .commands import upgrade_database
 from .config import ENVIRONMENT_NAMES, ConfigurationError
 from .extensions import db
 from .models import User
+from .processes import free_port, stop, wait_for_port
 
 STORE_COMMAND = [sys.executable, "-m", "flask", "--app", "petportal.store"]
 DEMO_ACCOUNTS = (("staff", "staff"), ("admin", "admin"))
@@ -26,13 +27,16 @@ STARTED_VARIABLE = "PETPORTAL_DEMO_STARTED"
 PR_SET_PDEATHSIG = 1
 
 
-def prepare(app):
-    """Point `app` at demo stores and a demo database; True when they are new, so accounts must be made.
+def register(app: Flask) -> None:
+    """Demo mode, when this process serves: start the stores, point `app` at them and at a fresh
+    database, and make the two accounts once the app is built. Does nothing otherwise.
 
     The stores start once per process tree: a reloader child (`flask run --debug`) reuses its
     parent's stores, database and accounts, so its reloads neither start stores twice nor change
     the printed passwords.
     """
+    if not app.config["DEMO"] or not _serving():
+        return
     if app.config["DATABASE_CONFIGURED"]:
         # Demo mode makes its own accounts; it must never reset the passwords of real ones.
         raise ConfigurationError(
@@ -42,14 +46,26 @@ def prepare(app):
     started = os.environ.get(STARTED_VARIABLE)
     if started:
         app.config.update(json.loads(started))
-        return False
+        return
     settings = {
         "PETSTORE_ENVIRONMENTS": start_stores(app.instance_path),
         "SQLALCHEMY_DATABASE_URI": fresh_portal_database(app.instance_path),
     }
     app.config.update(settings)
     os.environ[STARTED_VARIABLE] = json.dumps(settings)
-    return True
+    app.extensions["petportal.when_built"].append(lambda: _open(settings["PETSTORE_ENVIRONMENTS"]))
+
+
+def _serving() -> bool:
+    """True when this process will serve requests (not when it runs `init-db` or `user create`)."""
+    context = click.get_current_context(silent=True)
+    return context is None or context.info_name == "run"
+
+
+def _open(stores):
+    """The fresh database's tables, then the accounts."""
+    upgrade_database()
+    create_accounts(stores)
 
 
 def start_stores(instance_path):
@@ -107,37 +123,10 @@ def create_accounts(stores):
     click.echo("\n".join(lines))
 
 
-def free_port():
-    """A TCP port on loopback that nothing listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_for_port(port, process=None, seconds=30):
-    """Wait until something listens on loopback `port`; fail if `process` exits first or it takes too long."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if process is not None and process.poll() is not None:
-            raise RuntimeError(f"the process for port {port} exited with {process.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"nothing listens on port {port} after {seconds} s")
-
-
 def _stop(processes, owner):
     if os.getpid() != owner:
         return  # a forked server worker exiting; the stores belong to the process that started them
-    for process in processes:
-        process.terminate()
-    for process in processes:
-        try:
-            process.wait(5)
-        except subprocess.TimeoutExpired:
-            process.kill()
+    stop(processes, seconds=5)
 
 
 def _exit_cleanly_on(*signals):

@@ -1,12 +1,15 @@
-"""The pet store environments (production, staging) and which one serves the current request."""
+"""The pet store environments (production, staging): their clients, their health, and the active choice."""
+
+from __future__ import annotations
 
 import logging
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
-from flask import current_app, g, has_request_context, session
-from flask_login import current_user
+from flask import Flask, current_app, g, has_request_context
 from sqlalchemy.exc import SQLAlchemyError
 
 from . import metrics
@@ -18,7 +21,6 @@ from .petstore.bulkhead import Bulkhead
 
 log = logging.getLogger(__name__)
 ACTIVE_SETTING = "active_environment"
-PREVIEW_SESSION_KEY = "preview_environment"
 # Every process re-reads the shared choice at least this often, so a switch reaches all within 2 s.
 ACTIVE_REFRESH_SECONDS = 1.0
 
@@ -32,46 +34,78 @@ class Environment:
     key_configured: bool
 
     @property
-    def configured(self):
+    def configured(self) -> bool:
         return bool(self.base_url)
 
     @property
-    def is_production(self):
+    def is_production(self) -> bool:
         return self.name == "production"
 
 
-class Environments:
-    """One app's configured environments, a pooled client for each, and the shared active choice."""
+@dataclass(frozen=True, slots=True)
+class DeprecationNotice:
+    """The `Deprecation` and `Sunset` headers one operation last answered with."""
 
-    def __init__(self, app):
-        self._settings = app.config["PETSTORE_ENVIRONMENTS"]
-        self._default = app.config["DEFAULT_ENVIRONMENT"]
-        self._timeout = app.config["UPSTREAM_TIMEOUT"]
-        self._pool_size = app.config["UPSTREAM_POOL_SIZE"]
+    deprecation: str | None
+    sunset: str | None
+    seen_at: float
+
+
+@dataclass
+class Health:
+    """The portal's view of one environment, kept from its client's answers: is its key accepted, and
+    which operations are being retired. The client only reports answers; this record draws conclusions."""
+
+    key_rejected: bool = False
+    notices: dict[str, DeprecationNotice] = field(default_factory=dict)
+
+    def record(self, operation: str, status: int, headers: Mapping[str, str]) -> None:
+        """Called by the client with every answer it receives."""
+        if "Deprecation" in headers or "Sunset" in headers:
+            self.notices[operation] = DeprecationNotice(headers.get("Deprecation"), headers.get("Sunset"), time.time())
+        if status == 401 or 200 <= status < 300:
+            self.key_rejected = status == 401
+
+
+class Environments:
+    """One app's configured environments, a pooled client and a health record for each, and the shared
+    active choice."""
+
+    def __init__(self, app: Flask) -> None:
+        self._settings: dict[str, dict[str, Any]] = app.config["PETSTORE_ENVIRONMENTS"]
+        self._default: str = app.config["DEFAULT_ENVIRONMENT"]
+        self._timeout: float = app.config["UPSTREAM_TIMEOUT"]
+        self._pool_size: int = app.config["UPSTREAM_POOL_SIZE"]
         # The bulkhead: at most this many threads of this process wait on the pet stores at once.
         self._gate = Bulkhead(app.config["UPSTREAM_CONCURRENCY"])
         self._keys = tuple(settings["key"] for settings in self._settings.values() if settings["key"])
-        self._clients = {}
+        self._clients: dict[str, PetStoreClient] = {}
+        self._health = {name: Health() for name in self._settings}
         self._lock = threading.Lock()
-        self._active = (None, 0.0)
+        self._active: tuple[str | None, float] = (None, 0.0)
 
     @property
-    def timeout(self):
+    def timeout(self) -> float:
         """Seconds a page may wait on the pet store, all its calls together."""
         return self._timeout
 
-    def all(self):
+    def all(self) -> list[Environment]:
         """Every known environment, configured or not, production first."""
-        return [self.get(name) for name in ENVIRONMENT_NAMES]
+        return [self._environment(name) for name in ENVIRONMENT_NAMES]
 
-    def get(self, name):
-        """The environment called `name`, or None for a name that is not one."""
-        settings = self._settings.get(name)
-        if settings is None:
-            return None
+    def get(self, name: object) -> Environment | None:
+        """The environment called `name`, or None for anything that is not one."""
+        return self._environment(name) if isinstance(name, str) and name in self._settings else None
+
+    def _environment(self, name: str) -> Environment:
+        settings = self._settings[name]
         return Environment(name, settings["url"], bool(settings["key"]))
 
-    def client(self, name):
+    def health(self, name: str) -> Health:
+        """What this process has learnt of environment `name` from its answers."""
+        return self._health[name]
+
+    def client(self, name: str) -> PetStoreClient:
         """The pooled client of environment `name`; its key goes to its own URL and nowhere else."""
         with self._lock:
             if name not in self._clients:
@@ -86,18 +120,20 @@ class Environments:
                     gate=self._gate,
                     secrets=self._keys,
                     observe=metrics.observe_upstream(name),
+                    on_answer=self._health[name].record,
                 )
             return self._clients[name]
 
-    def _page_deadline(self):
+    def _page_deadline(self) -> float | None:
         """One deadline per page, shared by all of its pet store calls and their retries."""
         if not has_request_context():
             return None
         if "upstream_deadline" not in g:
             g.upstream_deadline = time.monotonic() + self._timeout
-        return g.upstream_deadline
+        deadline: float = g.upstream_deadline
+        return deadline
 
-    def active(self):
+    def active(self) -> Environment:
         """The environment every user is served from, as last chosen by an admin."""
         name, fetched_at = self._active
         if name is None or time.monotonic() - fetched_at > ACTIVE_REFRESH_SECONDS:
@@ -113,10 +149,10 @@ class Environments:
             metrics.show_active(ENVIRONMENT_NAMES, name)
         environment = self.get(name)
         if environment is None or not environment.configured:
-            return self.get(self._default)
+            return self._environment(self._default)
         return environment
 
-    def set_active(self, name):
+    def set_active(self, name: str) -> None:
         """Make `name` the active environment for every user and every process."""
         row = db.session.get(Setting, ACTIVE_SETTING)
         if row is None:
@@ -127,7 +163,7 @@ class Environments:
         self._active = (name, time.monotonic())
         metrics.show_active(ENVIRONMENT_NAMES, name)
 
-    def close(self):
+    def close(self) -> None:
         """Close every client's connections."""
         with self._lock:
             for client in self._clients.values():
@@ -135,37 +171,16 @@ class Environments:
             self._clients.clear()
 
 
-def environments():
+def environments() -> Environments:
     """The current app's environments."""
-    return current_app.extensions["petportal.environments"]
+    registry: Environments = current_app.extensions["petportal.environments"]
+    return registry
 
 
-def current_environment():
-    """The environment this request is served from: the admin's preview, else the active one."""
-    if "environment" not in g:
-        registry = environments()
-        environment = registry.active()
-        preview = registry.get(session.get(PREVIEW_SESSION_KEY))
-        if preview is not None and preview.configured and current_user.is_authenticated and current_user.is_admin:
-            environment = preview
-        g.environment = environment
-    return g.environment
+def register(app: Flask) -> None:
+    """Give `app` its environments, their clients and their health records."""
+    app.extensions["petportal.environments"] = Environments(app)
 
 
-def page_context():
-    """What every page shows: the environment served, and (for admins) whether its key was rejected."""
-    environment = current_environment()
-    admin = current_user.is_authenticated and current_user.is_admin
-    return {
-        "environment": environment,
-        "key_rejected": admin and environment.configured and environments().client(environment.name).key_rejected,
-    }
-
-
-def petstore():
-    """The client of the environment this request is served from."""
-    return environments().client(current_environment().name)
-
-
-def _request_id_header():
+def _request_id_header() -> dict[str, str]:
     return {"X-Request-ID": g.request_id} if has_request_context() and "request_id" in g else {}

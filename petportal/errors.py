@@ -3,6 +3,7 @@
 from flask import current_app, g, render_template, request
 from flask_login import current_user
 from flask_wtf.csrf import CSRFError
+from markupsafe import escape
 from sqlalchemy.exc import SQLAlchemyError
 from werkzeug.exceptions import (
     HTTPException,
@@ -12,10 +13,14 @@ from werkzeug.exceptions import (
 )
 
 from .auth.sessions import LOGINS_UNAVAILABLE, logins_available
-from .environments import current_environment
 from .extensions import db
 from .petstore import Busy, NotFound, PetStoreError, Unauthorized, Unavailable
+from .serving import serving
 
+BARE_PAGE = (
+    '<!doctype html><html lang="en"><meta charset="utf-8"><title>{title} · Pet Portal</title>'
+    "<h1>{title}</h1><p>{message}</p><p>Request id: <code>{request_id}</code></p></html>"
+)
 MESSAGES = {
     400: ("Bad request", "The request could not be understood. Go back and try again."),
     403: ("Not allowed", "Your account may not open this page."),
@@ -30,18 +35,24 @@ MESSAGES = {
 
 
 def render_error(status, message=None, *, retry=False, title=None):
-    """The error page for `status`, with an optional more specific message (and title)."""
+    """The error page for `status`, with an optional more specific message (and title). Never raises:
+    when even the page's template fails, a bare page that needs nothing is sent instead."""
     default_title, default_message = MESSAGES.get(status, (f"Error {status}", "The request failed."))
     title = title or default_title
+    message = message or default_message
     template = "errors/404.html" if status == 404 else "errors/error.html"
-    page = render_template(
-        template,
-        status=status,
-        title=title,
-        message=message or default_message,
-        retry_url=request.full_path.rstrip("?") if retry and request.method == "GET" else None,
-        request_id=g.get("request_id"),
-    )
+    try:
+        page = render_template(
+            template,
+            status=status,
+            title=title,
+            message=message,
+            retry_url=request.full_path.rstrip("?") if retry and request.method == "GET" else None,
+            request_id=g.get("request_id"),
+        )
+    except Exception:
+        current_app.logger.exception("the error page could not be drawn")
+        page = BARE_PAGE.format(title=escape(title), message=escape(message), request_id=escape(g.get("request_id", "-")))
     return page, status
 
 
@@ -84,9 +95,10 @@ def handle_pet_store_error(error):
         current_app.logger.warning("pet store unavailable: %s", error)
         return render_error(503, "The pet store is not answering. Try again in a moment.", retry=True)
     if isinstance(error, Unauthorized):
-        current_app.logger.error("the %s API key was rejected", current_environment().name)
+        name = serving().environment.name
+        current_app.logger.error("the %s API key was rejected", name)
         if current_user.is_authenticated and current_user.is_admin:
-            message = f"The {current_environment().name} API key was rejected by the pet store. Check its configuration."
+            message = f"The {name} API key was rejected by the pet store. Check its configuration."
             return render_error(502, message)
         return render_error(502, "The pet store is temporarily unavailable. Try again later.", retry=True)
     current_app.logger.error("unusable answer from the pet store: %s", error)

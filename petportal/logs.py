@@ -21,10 +21,10 @@ class RequestContextFilter(logging.Filter):
     def filter(self, record):
         if has_request_context():
             user = g.get("_login_user")
-            environment = g.get("environment")
+            serving = g.get("serving")
             record.request_id = g.get("request_id", "-")
             record.user = getattr(user, "username", None) or "-"
-            record.environment = getattr(environment, "name", None) or "-"
+            record.environment = serving.environment.name if serving is not None else "-"
         else:
             record.request_id = record.user = record.environment = "-"
         return True

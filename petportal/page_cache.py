@@ -13,8 +13,8 @@ from flask import current_app, make_response, request, session
 from flask_login import current_user
 
 from . import metrics
-from .environments import current_environment
 from .extensions import cache
+from .serving import serving
 
 # After a failure, the cache is not asked again for this long (per process).
 RETRY_AFTER_FAILURE_SECONDS = 5
@@ -56,17 +56,8 @@ def invalidate(environment_name):
 
 
 def register(app):
-    """Bind the cache (Redis when configured), and mark every other HTML response as never to be stored."""
-    seconds = app.config["CACHE_SECONDS"]
-    app.config.setdefault("CACHE_TYPE", "NullCache" if not seconds else "RedisCache" if app.config["REDIS_URL"] else "SimpleCache")
-    app.config.setdefault("CACHE_REDIS_URL", app.config["REDIS_URL"])
-    app.config.setdefault("CACHE_KEY_PREFIX", "petportal:")
-    if app.config["CACHE_TYPE"] == "RedisCache":
-        # A Redis that hangs must cost a page a moment, not a worker thread.
-        app.config.setdefault("CACHE_OPTIONS", {"socket_timeout": 0.25, "socket_connect_timeout": 0.25})
-    app.config.setdefault("CACHE_NO_NULL_WARNING", True)  # PETPORTAL_CACHE_SECONDS=0 means off, on purpose
-    # Pages carry their own timeout; the generation counters must never expire before them.
-    app.config.setdefault("CACHE_DEFAULT_TIMEOUT", 0)
+    """Bind the cache (Redis when configured; see config.derived), and mark every other HTML response as
+    never to be stored."""
     cache.init_app(app)
     app.extensions["petportal.page_cache"] = {"down_until": 0.0}
 
@@ -86,7 +77,7 @@ def _generation_key(environment_name):
 
 
 def _page_key():
-    environment = current_environment().name
+    environment = serving().environment.name
     generation = _safely(cache.get, _generation_key(environment)) or 0
     return f"page:{environment}:{generation}:{request.full_path}"
 

@@ -13,8 +13,6 @@ from flask_talisman import Talisman
 from werkzeug.middleware.proxy_fix import ProxyFix
 from werkzeug.sansio.utils import host_is_trusted
 
-from .auth.sessions import IDLE_LIMIT
-
 HSTS = "max-age=31536000; includeSubDomains"
 # Load balancers and Prometheus ask these over plain HTTP: they answer as they are, never with a redirect.
 HEALTH_ENDPOINTS = frozenset({"ops.healthz", "ops.readyz", "ops.metrics_page"})
@@ -28,17 +26,6 @@ CONTENT_SECURITY_POLICY = {
     "frame-ancestors": "'none'",
     "form-action": "'self'",
 }
-
-
-def configure_cookies(config):
-    """Session and remember-me cookies: HttpOnly, SameSite=Lax, Secure whenever users come over HTTPS."""
-    config.update(
-        SESSION_COOKIE_HTTPONLY=True,
-        SESSION_COOKIE_SAMESITE="Lax",
-        SESSION_COOKIE_SECURE=config["HTTPS"],
-        # The server-side session lives as long as it is used within the idle limit.
-        PERMANENT_SESSION_LIFETIME=IDLE_LIMIT,
-    )
 
 
 def register(app):

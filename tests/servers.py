@@ -18,7 +18,7 @@ from urllib.parse import quote
 
 from werkzeug.serving import make_server
 
-from petportal.demo import free_port, wait_for_port
+from petportal.processes import free_port, stop, wait_for_port
 
 
 @contextmanager
@@ -218,12 +218,6 @@ class RecordingMiddleware:
         return [request.method for request in self.received]
 
 
-def is_listening(port):
-    """Whether something accepts connections on this loopback port."""
-    with socket.socket() as sock:
-        return sock.connect_ex(("127.0.0.1", port)) == 0
-
-
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 FLASK_PORTAL = [sys.executable, "-m", "flask", "--app", "app"]
 
@@ -251,10 +245,7 @@ def portal_processes(env, count=2):
             wait_for_port(port, process)
         yield [f"http://127.0.0.1:{port}" for port in ports]
     finally:
-        for process in processes:
-            process.terminate()
-        for process in processes:
-            process.wait(10)
+        stop(processes)
 
 
 class EchoingStore:

@@ -6,7 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import requests
-from conftest import PASSWORDS, AuthActions, build_portal, close_portal, csrf_token, portal_config, submission_token
+from helpers import PASSWORDS, AuthActions, csrf_token, submission_token
 from servers import FaultServer, answer, delay, serve
 
 
@@ -79,7 +79,7 @@ def test_invalid_values_show_the_form_again_with_400_and_send_nothing(client, au
     data = {**open_form(client), "name": "Rex", "category_id": "1", "status": "", **fields}
     page = client.post("/animals/new", data=data)
     assert page.status_code == 400
-    assert re.search(rf'id="{field}".*?invalid-feedback[^>]*>[^<]*{re.escape(message)}', page.text, re.S)
+    assert re.search(rf'id="{field}".*?invalid-feedback[^>]*>[^<]*{re.escape(message)}', page.text, re.DOTALL)
     assert posts(production_store) == []
 
 
@@ -112,10 +112,10 @@ def test_a_token_from_another_user_or_made_up_is_refused(client, auth, productio
     assert posts(production_store) == []
 
 
-def test_twenty_concurrent_posts_with_one_token_create_exactly_one_animal(tmp_path, caplog, production_store, staging_store):
+def test_twenty_concurrent_posts_with_one_token_create_exactly_one_animal(make_portal, production_store, staging_store):
     # Everything here shares one interpreter; a generous timeout keeps a busy machine from turning
     # the one createPet into an (honest, but here irrelevant) unknown outcome.
-    portal_app = build_portal(portal_config(tmp_path, production_store.url, staging_store.url, UPSTREAM_TIMEOUT=10), caplog)
+    portal_app = make_portal(UPSTREAM_TIMEOUT=10)
     with serve(portal_app) as origin:
         browser = requests.Session()
         login = browser.get(f"{origin}/login")
@@ -133,7 +133,6 @@ def test_twenty_concurrent_posts_with_one_token_create_exactly_one_animal(tmp_pa
 
         with ThreadPoolExecutor(20) as pool:
             responses = list(pool.map(submit, range(20)))
-    close_portal(portal_app, caplog)
     outcomes = [(r.status_code, r.headers.get("Location") or r.text[r.text.find("<main"):][:300]) for r in responses]
     assert [status for status, _ in outcomes] == [303] * 20, outcomes
     assert len({r.headers["Location"] for r in responses}) == 1
@@ -141,17 +140,16 @@ def test_twenty_concurrent_posts_with_one_token_create_exactly_one_animal(tmp_pa
     assert [a["name"] for a in production_store.animals()].count("Twenty") == 1
 
 
-def test_an_upstream_400_shows_the_apis_message_on_the_form(tmp_path, caplog, staging_store):
+def test_an_upstream_400_shows_the_apis_message_on_the_form(make_portal, staging_store):
     with FaultServer() as store:
         store.script(answer(400, {"code": "duplicate", "message": "An animal called Rex already exists.", "status": 400}))
-        app = build_portal(portal_config(tmp_path, store.base_url, staging_store.url), caplog)
+        app = make_portal.over(store.base_url, staging_store.url)
         client = app.test_client()
         AuthActions(client).login("staff")
         form = open_form(client)
         page = client.post("/animals/new", data={**form, "name": "Rex", "category_id": "1"})
         store.script(answer(201, {"id": 77, "name": "Rex II", "categoryId": 1}))
         retry = client.post("/animals/new", data={**form, "name": "Rex II", "category_id": "1"})
-        close_portal(app, caplog)
     assert page.status_code == 400
     assert "An animal called Rex already exists." in page.text
     assert 'value="Rex"' in page.text
@@ -159,16 +157,15 @@ def test_an_upstream_400_shows_the_apis_message_on_the_form(tmp_path, caplog, st
     assert store.methods() == ["POST", "POST"]
 
 
-def test_a_timeout_after_the_post_was_sent_says_the_outcome_is_unknown_and_never_resends(tmp_path, caplog, staging_store):
+def test_a_timeout_after_the_post_was_sent_says_the_outcome_is_unknown_and_never_resends(make_portal, staging_store):
     with FaultServer() as store:
         store.script(delay(3, answer(201, {"id": 5, "name": "Slow", "categoryId": 1})))
-        app = build_portal(portal_config(tmp_path, store.base_url, staging_store.url), caplog)
+        app = make_portal.over(store.base_url, staging_store.url)
         client = app.test_client()
         AuthActions(client).login("staff")
         data = {**open_form(client), "name": "Slow", "category_id": "1"}
         page = client.post("/animals/new", data=data)
         again = client.post("/animals/new", data=data)
-        close_portal(app, caplog)
     assert page.status_code == 502
     assert "cannot tell whether Slow was added" in page.text
     assert 'href="/animals?limit=100"' in page.text
@@ -176,15 +173,14 @@ def test_a_timeout_after_the_post_was_sent_says_the_outcome_is_unknown_and_never
     assert store.methods() == ["POST"]
 
 
-def test_a_store_that_cannot_be_reached_keeps_the_form_and_its_token(tmp_path, caplog, staging_store):
+def test_a_store_that_cannot_be_reached_keeps_the_form_and_its_token(make_portal, staging_store):
     with FaultServer() as closed:
         url = closed.base_url
-    app = build_portal(portal_config(tmp_path, url, staging_store.url), caplog)
+    app = make_portal.over(url, staging_store.url)
     client = app.test_client()
     AuthActions(client).login("staff")
     data = {**open_form(client), "name": "Later", "category_id": "1"}
     page = client.post("/animals/new", data=data)
-    close_portal(app, caplog)
     assert page.status_code == 503
     assert "nothing was added" in page.text
     assert 'value="Later"' in page.text

@@ -4,13 +4,11 @@ import re
 from datetime import UTC, datetime
 
 import pytest
-from conftest import (
+from helpers import (
     PASSWORDS,
-    AuthActions,
     PRODUCTION_KEY,
     STAGING_KEY,
-    build_portal,
-    close_portal,
+    AuthActions,
     csrf_token,
     portal_config,
 )
@@ -18,7 +16,6 @@ from servers import FaultServer, answer
 
 from petportal.extensions import db
 from petportal.models import AuditEntry
-
 
 
 def switch(client, environment, confirm=None):
@@ -72,15 +69,14 @@ def test_staff_get_403_and_anonymous_users_are_sent_to_log_in(client, auth):
         assert client.get(path).status_code == 403
 
 
-def test_an_environment_without_url_is_not_configured_and_cannot_be_chosen(tmp_path, caplog, production_store):
-    app = build_portal(portal_config(tmp_path, production_store.url, None), caplog)
+def test_an_environment_without_url_is_not_configured_and_cannot_be_chosen(make_portal, production_store):
+    app = make_portal.over(production_store.url, None)
     client = app.test_client()
     AuthActions(client).login("admin")
     page = client.get("/admin/environment")
     refused = switch(client, "staging")
     refused_preview = preview(client, "staging")
     still = served_by(client, production_store, type("Nothing", (), {"received": []})())
-    close_portal(app, caplog)
     assert "staging (not configured)" in page.text and "cannot be chosen" in page.text
     assert refused.status_code == 400 and "staging is not configured" in refused.text
     assert refused_preview.status_code == 400
@@ -176,7 +172,7 @@ def test_a_preview_serves_only_that_admins_session(portal_app, auth, client, pro
 
 
 def test_a_form_opened_during_a_preview_is_not_sent_elsewhere_after_it_ends(portal_app, auth, client, production_store, staging_store):
-    from conftest import submission_token
+    from helpers import submission_token
 
     auth.login("admin")
     preview(client, "staging")
@@ -251,32 +247,30 @@ def test_the_status_page_shows_a_healthy_store(client, auth):
     assert "will be removed on 2030-12-05" in page.text
 
 
-def test_the_status_page_names_a_rejected_key_and_a_store_that_is_down(tmp_path, caplog, production_store):
+def test_the_status_page_names_a_rejected_key_and_a_store_that_is_down(make_portal, tmp_path, production_store):
     with FaultServer() as closed:
         down = closed.base_url
     config = portal_config(tmp_path, production_store.url, down)
     config["PETSTORE_ENVIRONMENTS"]["production"]["key"] = "wrong-key"
-    app = build_portal(config, caplog)
+    app = make_portal.build(config)
     client = app.test_client()
     AuthActions(client).login("admin")
     page = client.get("/admin/status")
-    close_portal(app, caplog)
     assert page.status_code == 200
     assert "The production key was rejected by the pet store." in page.text
     assert "Not reachable: The pet store could not be reached." in page.text
     assert "Traceback" not in page.text
 
 
-def test_a_rejected_key_is_told_to_admins_and_hidden_from_customers(tmp_path, caplog, production_store, staging_store):
+def test_a_rejected_key_is_told_to_admins_and_hidden_from_customers(make_portal, tmp_path, production_store, staging_store):
     config = portal_config(tmp_path, production_store.url, staging_store.url)
     config["PETSTORE_ENVIRONMENTS"]["production"]["key"] = "wrong-key"
-    app = build_portal(config, caplog)
+    app = make_portal.build(config)
     customer, admin = app.test_client(), app.test_client()
     AuthActions(admin).login("admin")
     customer_page = customer.get("/animals")
     admin_page = admin.get("/animals")
     elsewhere = admin.get("/admin/environment")
-    close_portal(app, caplog)
     assert customer_page.status_code == 502 and "temporarily unavailable" in customer_page.text
     assert "rejected" not in customer_page.text
     assert admin_page.status_code == 502 and "The production API key was rejected" in admin_page.text
@@ -286,36 +280,33 @@ def test_a_rejected_key_is_told_to_admins_and_hidden_from_customers(tmp_path, ca
 # --- getPet's deprecation -------------------------------------------------------------------------
 
 
-def test_after_the_removal_date_animals_are_found_through_list_pets(tmp_path, caplog, production_store, staging_store):
+def test_after_the_removal_date_animals_are_found_through_list_pets(make_portal, tmp_path, production_store, staging_store):
     config = portal_config(tmp_path, production_store.url, staging_store.url,
                            CLOCK=lambda: datetime(2030, 12, 5, 0, 0, 1, tzinfo=UTC))
-    app = build_portal(config, caplog)
+    app = make_portal.build(config)
     rex = production_store.animals()[0]
     page = app.test_client().get(f"/animals/{rex['id']}")
     missing = app.test_client().get("/animals/424242")
-    close_portal(app, caplog)
     assert page.status_code == 200 and "Rex" in page.text
     assert missing.status_code == 404 and "not among the first 100" in missing.text
     assert [r.target for r in production_store.received] == ["/v1/pets?limit=100", "/v1/pets?limit=100"]
 
 
-def test_before_the_removal_date_get_pet_is_used(tmp_path, caplog, production_store, staging_store):
+def test_before_the_removal_date_get_pet_is_used(make_portal, tmp_path, production_store, staging_store):
     config = portal_config(tmp_path, production_store.url, staging_store.url,
                            CLOCK=lambda: datetime(2030, 12, 4, 23, 59, tzinfo=UTC))
-    app = build_portal(config, caplog)
+    app = make_portal.build(config)
     rex = production_store.animals()[0]
     assert app.test_client().get(f"/animals/{rex['id']}").status_code == 200
-    close_portal(app, caplog)
     assert [r.target for r in production_store.received] == [f"/v1/pets/{rex['id']}"]
 
 
-def test_a_store_answering_410_is_read_through_list_pets(tmp_path, caplog, staging_store):
+def test_a_store_answering_410_is_read_through_list_pets(make_portal, staging_store):
     with FaultServer() as store:
         store.script(answer(410, {"code": "gone", "message": "getPet was removed", "status": 410}),
                      answer(200, [{"id": 8, "name": "Fido", "categoryId": 2}]))
-        app = build_portal(portal_config(tmp_path, store.base_url, staging_store.url), caplog)
+        app = make_portal.over(store.base_url, staging_store.url)
         page = app.test_client().get("/animals/8")
-        close_portal(app, caplog)
     assert page.status_code == 200 and "Fido" in page.text
     assert [r.target for r in store.received] == ["/v1/pets/8", "/v1/pets?limit=100"]
 
@@ -331,14 +322,14 @@ def test_healthz_and_readyz_with_a_healthy_store(client):
 
 
 @pytest.mark.parametrize("fault", ["wrong key", "store down", "database down"])
-def test_readyz_names_the_failing_part(tmp_path, caplog, production_store, staging_store, fault):
+def test_readyz_names_the_failing_part(make_portal, tmp_path, production_store, staging_store, fault):
     config = portal_config(tmp_path, production_store.url, staging_store.url)
     if fault == "wrong key":
         config["PETSTORE_ENVIRONMENTS"]["production"]["key"] = "wrong-key"
     elif fault == "store down":
         with FaultServer() as closed:
             config["PETSTORE_ENVIRONMENTS"]["production"]["url"] = closed.base_url
-    app = build_portal(config, caplog)
+    app = make_portal.build(config)
     if fault == "database down":
         with app.app_context():
             db.engine.dispose()
@@ -347,7 +338,6 @@ def test_readyz_names_the_failing_part(tmp_path, caplog, production_store, stagi
         database.mkdir()  # nothing can open it as a database now
     client = app.test_client()
     ready, healthy = client.get("/readyz"), client.get("/healthz")
-    close_portal(app, caplog)
     assert healthy.status_code == 200
     assert ready.status_code == 503
     checks = ready.json["checks"]

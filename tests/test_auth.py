@@ -3,7 +3,8 @@
 from urllib.parse import urljoin, urlsplit
 
 import pytest
-from conftest import FIGURES, PASSWORDS, csrf_token
+from helpers import PASSWORDS, csrf_token
+from scanning import FIGURES
 
 from petportal.extensions import db
 from petportal.models import AuditEntry

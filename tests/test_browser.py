@@ -5,7 +5,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import PASSWORDS, build_portal, close_portal, portal_config
+from helpers import PASSWORDS
 from servers import FaultServer, answer, serve
 
 pytestmark = pytest.mark.slow
@@ -236,22 +236,20 @@ def test_every_page_has_no_serious_or_critical_accessibility_violation(page, ori
     assert_accessible(page)
 
 
-def test_the_502_and_503_pages_are_accessible(page, tmp_path, caplog, staging_store):
+def test_the_502_and_503_pages_are_accessible(make_portal, page, tmp_path, staging_store):
     with FaultServer() as store:
         store.script(answer(200, b"{broken"))
-        app = build_portal(portal_config(tmp_path, store.base_url, staging_store.url), caplog)
+        app = make_portal.over(store.base_url, staging_store.url)
         with serve(app) as url:
             assert page.goto(f"{url}/animals").status == 502
             assert_accessible(page)
-        close_portal(app, caplog)
     with FaultServer() as closed:
         gone = closed.base_url
     (tmp_path / "down").mkdir()
-    app = build_portal(portal_config(tmp_path / "down", gone, staging_store.url), caplog)
+    app = make_portal.over(gone, staging_store.url)
     with serve(app) as url:
         assert page.goto(f"{url}/animals").status == 503
         assert_accessible(page)
-    close_portal(app, caplog)
 
 
 @pytest.mark.parametrize("width", [375, 1280])

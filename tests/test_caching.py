@@ -3,14 +3,12 @@
 import time
 
 import pytest
-from conftest import build_portal, close_portal, csrf_token, portal_config, submission_token
+from helpers import csrf_token, submission_token
 
 
 @pytest.fixture
-def cached_portal(tmp_path, caplog, production_store, staging_store):
-    app = build_portal(portal_config(tmp_path, production_store.url, staging_store.url, CACHE_SECONDS=1), caplog)
-    yield app
-    close_portal(app, caplog)
+def cached_portal(make_portal):
+    return make_portal(CACHE_SECONDS=1)
 
 
 def list_calls(store):
@@ -75,8 +73,8 @@ def test_a_visitor_with_a_flash_message_gets_a_page_of_their_own(cached_portal, 
 
 
 @pytest.mark.parametrize("seconds", [0, 1])
-def test_list_and_detail_pages_answer_if_none_match_with_304(tmp_path, caplog, production_store, staging_store, seconds):
-    app = build_portal(portal_config(tmp_path, production_store.url, staging_store.url, CACHE_SECONDS=seconds), caplog)
+def test_list_and_detail_pages_answer_if_none_match_with_304(make_portal, production_store, staging_store, seconds):
+    app = make_portal(CACHE_SECONDS=seconds)
     client = app.test_client()
     rex = production_store.animals()[0]["id"]
     for path in ("/animals?limit=5", f"/animals/{rex}"):
@@ -84,13 +82,11 @@ def test_list_and_detail_pages_answer_if_none_match_with_304(tmp_path, caplog, p
         assert page.headers["ETag"] and page.headers["Cache-Control"] == "no-cache"
         again = client.get(path, headers={"If-None-Match": page.headers["ETag"]})
         assert again.status_code == 304 and again.data == b""
-    close_portal(app, caplog)
 
 
-def test_with_caching_off_every_visit_asks_the_store(tmp_path, caplog, production_store, staging_store):
-    app = build_portal(portal_config(tmp_path, production_store.url, staging_store.url, CACHE_SECONDS=0), caplog)
+def test_with_caching_off_every_visit_asks_the_store(make_portal, production_store, staging_store):
+    app = make_portal(CACHE_SECONDS=0)
     client = app.test_client()
     for _ in range(3):
         client.get("/animals")
-    close_portal(app, caplog)
     assert len(list_calls(production_store)) == 3

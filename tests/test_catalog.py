@@ -3,7 +3,8 @@
 import re
 
 import pytest
-from conftest import FIGURES, PRODUCTION_KEY, build_portal, close_portal, portal_config
+from helpers import PRODUCTION_KEY
+from scanning import FIGURES
 from servers import FaultServer, answer
 
 
@@ -58,8 +59,8 @@ def test_invalid_filter_values_give_400_next_to_the_field_and_no_upstream_call(c
     page = client.get(f"/animals?{query}")
     assert page.status_code == 400
     # Bootstrap-Flask renders a field's errors right after its input, marked invalid.
-    assert re.search(rf'id="{field}"[^>]*>.*?invalid-feedback[^>]*>[^<]*{message}', page.text, re.S) or re.search(
-        rf'is-invalid[^>]*id="{field}".*?invalid-feedback[^>]*>[^<]*{message}', page.text, re.S
+    assert re.search(rf'id="{field}"[^>]*>.*?invalid-feedback[^>]*>[^<]*{message}', page.text, re.DOTALL) or re.search(
+        rf'is-invalid[^>]*id="{field}".*?invalid-feedback[^>]*>[^<]*{message}', page.text, re.DOTALL
     )
     assert production_store.received == []
 
@@ -75,12 +76,11 @@ def test_fewer_rows_than_limit_shows_no_hint(client):
     assert "may be more" not in client.get("/animals?limit=5").text
 
 
-def test_an_empty_store_shows_the_empty_state(tmp_path, caplog, staging_store):
+def test_an_empty_store_shows_the_empty_state(make_portal, staging_store):
     with FaultServer() as empty:
         empty.script(answer(200, []))
-        app = build_portal(portal_config(tmp_path, empty.base_url, staging_store.url), caplog)
+        app = make_portal.over(empty.base_url, staging_store.url)
         page = app.test_client().get("/animals?status=sold")
-        close_portal(app, caplog)
     assert page.status_code == 200
     assert "No animals here" in page.text
     assert "Show all animals" in page.text
@@ -127,10 +127,9 @@ def test_ids_that_cannot_exist_give_404_without_an_upstream_call(client, product
 
 
 @pytest.fixture
-def faulty_portal(tmp_path, caplog, staging_store, fault_server):
-    app = build_portal(portal_config(tmp_path, fault_server.base_url, staging_store.url), caplog)
+def faulty_portal(make_portal, staging_store, fault_server):
+    app = make_portal.over(fault_server.base_url, staging_store.url)
     yield app.test_client()
-    close_portal(app, caplog)
 
 
 def assert_friendly_page(page, status):
@@ -140,12 +139,11 @@ def assert_friendly_page(page, status):
     assert page.headers["X-Request-ID"] in page.text
 
 
-def test_a_store_that_does_not_answer_gives_the_503_page_with_a_retry_link(tmp_path, caplog, staging_store):
+def test_a_store_that_does_not_answer_gives_the_503_page_with_a_retry_link(make_portal, staging_store):
     with FaultServer() as closed:
         url = closed.base_url
-    app = build_portal(portal_config(tmp_path, url, staging_store.url), caplog)
+    app = make_portal.over(url, staging_store.url)
     page = app.test_client().get("/animals?status=sold")
-    close_portal(app, caplog)
     assert_friendly_page(page, 503)
     assert "The pet store is not answering" in page.text
     assert 'href="/animals?status=sold"' in page.text

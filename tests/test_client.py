@@ -5,7 +5,7 @@ import threading
 import time
 
 import pytest
-from conftest import STORE_KEY
+from helpers import STORE_KEY
 from servers import (
     FaultServer,
     answer,
@@ -17,7 +17,7 @@ from servers import (
     reset_mid_body,
 )
 
-from petportal.petstore.bulkhead import Bulkhead
+from petportal.environments import Health
 from petportal.petstore import (
     Busy,
     InvalidRequest,
@@ -29,6 +29,7 @@ from petportal.petstore import (
     Unavailable,
     UnexpectedResponse,
 )
+from petportal.petstore.bulkhead import Bulkhead
 
 REX = {"id": 1, "name": "Rex", "categoryId": 2, "status": "available"}
 
@@ -94,14 +95,21 @@ def test_unknown_id_becomes_not_found(client):
         client.get_pet(123456)
 
 
-def test_get_pet_records_the_deprecation_notices(client):
+def test_every_answer_reaches_the_health_record_with_its_notices_and_key_verdict(store_url):
+    health = Health()
+    client = PetStoreClient(store_url, STORE_KEY, on_answer=health.record)
     created = client.create_pet("Rex", 1)
-    assert "getPet" not in client.notices
+    assert "getPet" not in health.notices and not health.key_rejected
     client.get_pet(created.id)
-    notice = client.notices["getPet"]
+    notice = health.notices["getPet"]
     assert notice.sunset == "Thu, 05 Dec 2030 00:00:00 GMT"
     assert notice.deprecation
-    assert "listPets" not in client.notices
+    assert "listPets" not in health.notices
+    rejected = Health()
+    with pytest.raises(Unauthorized):
+        PetStoreClient(store_url, "not-the-key", on_answer=rejected.record).list_pets()
+    assert rejected.key_rejected
+    client.close()
 
 
 # --- what is sent ---------------------------------------------------------------------------------

@@ -13,18 +13,16 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import requests
-from conftest import (
-    FIGURES,
+from helpers import (
     PASSWORDS,
     PRODUCTION_KEY,
-    build_portal,
-    close_portal,
     csrf_token,
     dispose_store,
     make_store,
     portal_config,
     submission_token,
 )
+from scanning import FIGURES
 from servers import serve
 
 pytestmark = pytest.mark.slow
@@ -82,7 +80,7 @@ def classify(responses):
     return outcomes
 
 
-def test_two_hundred_submissions_end_honestly_with_no_duplicate_and_none_lost(tmp_path, caplog):
+def test_two_hundred_submissions_end_honestly_with_no_duplicate_and_none_lost(tmp_path, make_portal):
     store_app = make_store(tmp_path / "store.sqlite", [PRODUCTION_KEY])
     injector = FaultInjector(store_app)
     with serve(injector) as store_origin:
@@ -90,7 +88,7 @@ def test_two_hundred_submissions_end_honestly_with_no_duplicate_and_none_lost(tm
         # this test is about the submission protocol, not the login limits or the bulkhead.
         config = portal_config(tmp_path, store_origin + "/v1", None, UPSTREAM_TIMEOUT=TIMEOUT, UPSTREAM_CONCURRENCY=64,
                                LOGIN_LIMIT_PER_ACCOUNT_ADDRESS="1000 per minute", LOGIN_LIMIT_PER_ACCOUNT="1000 per minute")
-        portal = build_portal(config, caplog)
+        portal = make_portal.build(config)
         with serve(portal) as origin:
             local = threading.local()
 
@@ -116,7 +114,6 @@ def test_two_hundred_submissions_end_honestly_with_no_duplicate_and_none_lost(tm
 
             with ThreadPoolExecutor(THREADS) as pool:
                 results = dict(pool.map(submit, range(SUBMISSIONS)))
-        close_portal(portal, caplog)
     dispose_store(store_app)
 
     outcomes = {name: classify(responses) for name, responses in results.items()}

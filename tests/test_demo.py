@@ -8,8 +8,10 @@ import time
 
 import pytest
 import requests
-from conftest import csrf_token
-from servers import PROJECT_ROOT, free_port, is_listening, portal_environment, wait_for_port
+from helpers import csrf_token
+from servers import PROJECT_ROOT, portal_environment
+
+from petportal.processes import free_port, is_listening, wait_for_port
 
 pytestmark = pytest.mark.slow
 

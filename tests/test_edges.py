@@ -9,10 +9,19 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from conftest import PRODUCTION_KEY, REDIS_URL, STAGING_KEY, AuthActions, csrf_token, portal_config, submission_token
+from helpers import (
+    PRODUCTION_KEY,
+    REDIS_URL,
+    STAGING_KEY,
+    AuthActions,
+    csrf_token,
+    portal_config,
+    submission_token,
+)
 from servers import PROJECT_ROOT, EchoingStore, answer, delay, portal_environment, serve
 
 from petportal import create_app
+from petportal.environments import Environments
 from petportal.extensions import db
 from petportal.models import AuditEntry, User
 from petportal.petstore import PetStoreError, Unauthorized
@@ -365,7 +374,7 @@ def break_database(app, tmp_path):
     """Make the portal's SQLite database impossible to open, as a database server that went away."""
     with app.app_context():
         db.engine.dispose()
-    database = tmp_path / "0" / "portal.sqlite"
+    database = tmp_path / "portal-0" / "portal.sqlite"
     database.unlink()
     database.mkdir()
 
@@ -387,6 +396,19 @@ def test_customers_keep_browsing_while_the_portal_database_is_down(make_portal, 
     portal_lines = [r for r in caplog.records if r.name.startswith(("petportal", "flask"))]
     assert len(portal_lines) <= 2, [r.getMessage() for r in portal_lines]
     assert "Traceback" not in caplog.text
+
+
+def test_an_error_page_is_drawn_even_when_nothing_about_the_request_can_be_worked_out(make_portal, monkeypatch):
+    app = make_portal()
+    monkeypatch.setattr(Environments, "active", lambda self: 1 / 0)
+    page = app.test_client().get("/animals")
+    assert page.status_code == 500
+    assert "Something went wrong" in page.text and page.headers["X-Request-ID"] in page.text
+    assert "Serving the <strong>unknown</strong> environment" in page.text
+    monkeypatch.setattr("petportal.errors.render_template", lambda *args, **kwargs: 1 / 0)
+    bare = app.test_client().get("/animals")
+    assert bare.status_code == 500 and "<h1>Something went wrong</h1>" in bare.text
+    assert bare.headers["X-Request-ID"] in bare.text and "Traceback" not in bare.text
 
 
 def test_a_login_while_the_database_is_down_is_a_clear_503(make_portal, tmp_path):

@@ -7,7 +7,8 @@ import re
 import time
 
 import pytest
-from conftest import FIGURES, AuthActions, build_portal, close_portal, csrf_token, portal_config, submission_token
+from helpers import AuthActions, csrf_token, submission_token
+from scanning import FIGURES
 from servers import FaultServer, answer, delay, drip, huge, lying_length, reset_mid_body
 
 TIMEOUT = 0.5
@@ -65,14 +66,14 @@ def expected_page(kind, op):
 
 @pytest.mark.parametrize("op", ["list", "get", "create"])
 @pytest.mark.parametrize("kind", list(FAULTS))
-def test_every_fault_ends_on_a_friendly_page_in_time(tmp_path, caplog, kind, op):
+def test_every_fault_ends_on_a_friendly_page_in_time(make_portal, kind, op):
     with FaultServer() as store, FaultServer(host="127.0.0.2") as foreign:
         if FAULTS[kind] is None:
             with FaultServer() as closed:
                 url = closed.base_url
         else:
             url = store.base_url
-        app = build_portal(portal_config(tmp_path, url, None, UPSTREAM_TIMEOUT=TIMEOUT), caplog)
+        app = make_portal.over(url, None, UPSTREAM_TIMEOUT=TIMEOUT)
         client = app.test_client()
         if op == "create":
             AuthActions(client).login("staff")
@@ -88,7 +89,6 @@ def test_every_fault_ends_on_a_friendly_page_in_time(tmp_path, caplog, kind, op)
             page = client.post("/animals/new", data={"csrf_token": csrf_token(form), "submission_token": submission_token(form),
                                                       "name": "Rex", "category_id": "1"})
         elapsed = time.monotonic() - started
-        close_portal(app, caplog)
         FIGURES["faults_injected"] += 1
         assert foreign.received == []
     status, phrase = expected_page(kind, op)

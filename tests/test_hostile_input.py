@@ -2,10 +2,10 @@
 
 import re
 
+from helpers import csrf_token, submission_token
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-
-from conftest import FIGURES, csrf_token, submission_token
+from scanning import FIGURES
 
 NASTY = [
     "",

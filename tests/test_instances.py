@@ -13,19 +13,26 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import redis
 import requests
-from conftest import (
+from helpers import (
     PRODUCTION_KEY,
     SECRET_KEY,
     STAGING_KEY,
     LiveStore,
     csrf_token,
+    dispose_store,
     drop_postgres_schema,
     make_store,
-    dispose_store,
     postgres_schema_url,
     submission_token,
 )
-from servers import FLASK_PORTAL, PROJECT_ROOT, RecordingMiddleware, portal_environment, portal_processes, serve
+from servers import (
+    FLASK_PORTAL,
+    PROJECT_ROOT,
+    RecordingMiddleware,
+    portal_environment,
+    portal_processes,
+    serve,
+)
 
 pytestmark = pytest.mark.slow
 

@@ -5,7 +5,7 @@ import sys
 
 import flask_migrate
 import sqlalchemy
-from conftest import PASSWORDS, AuthActions, portal_config
+from helpers import PASSWORDS, AuthActions, portal_config
 from servers import PROJECT_ROOT, portal_environment
 from werkzeug.security import generate_password_hash
 

@@ -12,14 +12,14 @@ from datetime import UTC, date, datetime
 
 import pytest
 import requests
-from conftest import PRODUCTION_KEY, SECRET_KEY, AuthActions
+from helpers import PRODUCTION_KEY, SECRET_KEY, AuthActions
 from servers import PROJECT_ROOT, portal_environment
 
 from petportal.admin.status import in_words, stability_in_words
+from petportal.environments import DeprecationNotice
 from petportal.logs import RequestContextFilter
-from petportal.petstore import DeprecationNotice
+from petportal.processes import free_port, stop, wait_for_port
 from petportal.store import create_app as create_store
-from petportal.demo import free_port, wait_for_port
 
 FLASK = [sys.executable, "-m", "flask"]
 
@@ -57,8 +57,7 @@ def test_a_built_wheel_serves_pages_and_stylesheet_from_another_directory(tmp_pa
         stylesheet = re.search(r'href="(/static/css/portal\.css[^"]*)"', page.text).group(1)
         assert requests.get(f"http://127.0.0.1:{port}{stylesheet}", timeout=10).status_code == 200
     finally:
-        portal.terminate()
-        portal.wait(20)
+        stop([portal], seconds=20)
 
 
 # --- metrics ---------------------------------------------------------------------------------------
@@ -97,8 +96,7 @@ def test_metrics_add_up_over_two_gunicorn_workers(tmp_path, production_store):
         workers = {name.rsplit("_", 1)[1] for name in os.listdir(metrics_dir) if name.startswith("counter_")}
         text = requests.get(f"{origin}/metrics", timeout=10).text
     finally:
-        portal.terminate()
-        portal.wait(20)
+        stop([portal], seconds=20)
     assert len(workers) >= 2, "both workers served requests"
     assert metric(text, "petportal_requests_total", endpoint="catalog.list_animals", method="GET", status="200") == 40
     assert metric(text, "petportal_upstream_request_duration_seconds_count",

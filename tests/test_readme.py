@@ -8,10 +8,10 @@ import subprocess
 
 import pytest
 import requests
-from conftest import STAGING_KEY, csrf_token
+from helpers import STAGING_KEY, csrf_token
 from servers import PROJECT_ROOT, portal_environment
 
-from petportal.demo import free_port, wait_for_port
+from petportal.processes import free_port, wait_for_port
 
 pytestmark = pytest.mark.slow
 
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.slow
 def walkthrough():
     """The bash block that follows the `walkthrough` marker in README.md."""
     text = (PROJECT_ROOT / "README.md").read_text()
-    return re.search(r"<!-- walkthrough -->\s*```bash\n(.*?)```", text, re.S).group(1)
+    return re.search(r"<!-- walkthrough -->\s*```bash\n(.*?)```", text, re.DOTALL).group(1)
 
 
 def test_the_readme_walkthrough_works_as_written(tmp_path, production_store, staging_store):

@@ -9,10 +9,10 @@ import time
 from collections import Counter
 
 import pytest
-from conftest import PRODUCTION_KEY, SECRET_KEY
+from helpers import PRODUCTION_KEY, SECRET_KEY
 from servers import PROJECT_ROOT, FaultServer, answer, delay, portal_environment, reset
 
-from petportal.demo import free_port, wait_for_port
+from petportal.processes import free_port, wait_for_port
 
 SOAK_SECONDS = float(os.environ.get("PETPORTAL_SOAK_SECONDS", "60"))
 CONNECTIONS = 32
@@ -91,8 +91,7 @@ def test_a_store_cycling_through_failures_never_delays_healthz_past_a_second(tmp
                 thread.join(30)
             rss_after = sum(worker_rss_kb(portal.pid))
         finally:
-            portal.terminate()
-            portal.wait(30)
+            stop([portal], seconds=30)
     slowest = max(seconds for _, seconds in health)
     print(f"soak: {SOAK_SECONDS:.0f} s, {CONNECTIONS} connections, pages {dict(statuses)}, "
           f"{len(health)} health checks, slowest {slowest * 1000:.0f} ms, "

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 from flask.testing import FlaskClient
-from conftest import PASSWORDS, AuthActions, csrf_token
+from helpers import PASSWORDS, AuthActions, csrf_token
 from servers import PROJECT_ROOT, portal_environment
 
 from petportal.config import from_environment
@@ -202,7 +202,7 @@ def test_pages_have_no_inline_scripts_styles_or_event_handlers(client, path):
     login(client, "admin")
     page = client.get(path).text
     assert not re.search(r"<script(?![^>]*\bsrc=)[^>]*>", page)
-    assert not re.search(r"<style|\sstyle=|\son[a-z]+=", page, re.I)
+    assert not re.search(r"<style|\sstyle=|\son[a-z]+=", page, re.IGNORECASE)
 
 
 # --- rows 5 and 6: hosts, proxies, error pages ----------------------------------------------------

@@ -9,10 +9,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import requests
-from conftest import STORE_KEY
+from helpers import STORE_KEY
 from openapi_spec_validator import validate
-from servers import free_port, serve, wait_for_port
+from servers import serve
 
+from petportal.processes import free_port, stop, wait_for_port
 from petportal.store import create_app as create_store
 from petportal.store.models import db
 
@@ -236,5 +237,4 @@ def test_flask_run_command_serves_the_store_with_keys_from_the_environment(tmp_p
         refused = requests.get(f"http://127.0.0.1:{port}/v1/pets", headers={"Authorization": "Bearer gamma"}, timeout=2)
         assert refused.status_code == 401
     finally:
-        server.terminate()
-        server.wait(10)
+        stop([server])

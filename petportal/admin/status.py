@@ -59,7 +59,7 @@ def probe(registry, environment, deadline):
             status.operations = client.describe(deadline=deadline)
         except PetStoreError:
             status.operations = None
-    status.notices = dict(client.notices)
+    status.notices = dict(registry.health(environment.name).notices)
     return status
 
 

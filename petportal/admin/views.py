@@ -7,17 +7,17 @@ from flask import (
     redirect,
     render_template,
     request,
-    session,
     url_for,
 )
 from flask_login import current_user, login_fresh
 
 from .. import audit
 from ..auth.access import role_required
-from ..environments import PREVIEW_SESSION_KEY, current_environment, environments
+from ..environments import environments
 from ..extensions import db
 from ..models import AuditEntry
 from ..petstore import GET_PET_REMOVAL
+from ..serving import previewed_name, set_preview
 from .forms import PreviewForm, SwitchEnvironmentForm, environment_choices
 from .status import in_words, probe_all, stability_in_words
 
@@ -68,14 +68,14 @@ def preview_environment():
         return _environment_page(_switch_form(), form, 400)
     chosen = environments().get(form.environment.data)
     if chosen is None:
-        session.pop(PREVIEW_SESSION_KEY, None)
+        set_preview(None)
         audit.record("preview_changed", detail="cleared")
         flash(f"Preview cleared: you see the active environment, {environments().active().name}.", "info")
     elif not chosen.configured:
         form.environment.errors.append(f"{chosen.name} is not configured and cannot be previewed.")
         return _environment_page(_switch_form(), form, 400)
     else:
-        session[PREVIEW_SESSION_KEY] = chosen.name
+        set_preview(chosen)
         audit.record("preview_changed", environment=chosen.name, detail=chosen.name)
         flash(f"You alone now see {chosen.name}. Everyone else still sees {environments().active().name}.", "info")
     return redirect(url_for(".environment"), 303)
@@ -122,7 +122,7 @@ def _preview_form():
     form = PreviewForm()
     form.environment.choices = environment_choices(environments().all(), "No preview: see the active environment")
     if not form.is_submitted():
-        form.environment.data = session.get(PREVIEW_SESSION_KEY, "")
+        form.environment.data = previewed_name()
     return form
 
 
@@ -132,8 +132,6 @@ def _environment_page(switch_form, preview_form, status=200):
         "admin/environment.html",
         environments=registry.all(),
         active=registry.active(),
-        serving=current_environment(),
-        preview=session.get(PREVIEW_SESSION_KEY),
         switch_form=switch_form,
         preview_form=preview_form,
         fresh=login_fresh(),

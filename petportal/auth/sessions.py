@@ -16,11 +16,10 @@ from flask_login import login_user, logout_user
 from sqlalchemy import text, update
 from sqlalchemy.exc import SQLAlchemyError
 
+from ..config import SESSION_ABSOLUTE_LIMIT, SESSION_IDLE_LIMIT
 from ..extensions import db, login
 from ..models import LoginSession, User
 
-IDLE_LIMIT = timedelta(minutes=30)
-ABSOLUTE_LIMIT = timedelta(hours=12)
 # A login's "last seen" is written at most this often, so a busy page does not write on every request.
 SEEN_GRANULARITY = timedelta(seconds=60)
 REMEMBER_COOKIE = "remember"
@@ -103,7 +102,7 @@ def _check_login(user_id):
             session.pop(key, None)
         return None
     now = _now()
-    if now - row.last_seen_at > IDLE_LIMIT:
+    if now - row.last_seen_at > SESSION_IDLE_LIMIT:
         session.clear()
         if row.remember_hash is None:
             _end(row)
@@ -196,7 +195,7 @@ def register(app):
             "samesite": app.config["SESSION_COOKIE_SAMESITE"],
         }
         if value:
-            response.set_cookie(REMEMBER_COOKIE, value, max_age=int(ABSOLUTE_LIMIT.total_seconds()), **options)
+            response.set_cookie(REMEMBER_COOKIE, value, max_age=int(SESSION_ABSOLUTE_LIMIT.total_seconds()), **options)
         else:
             response.delete_cookie(REMEMBER_COOKIE, **options)
         return response
@@ -205,7 +204,7 @@ def register(app):
 def _open(row):
     if row.ended_at is not None:
         return False
-    if _now() - row.started_at > ABSOLUTE_LIMIT:
+    if _now() - row.started_at > SESSION_ABSOLUTE_LIMIT:
         _end(row)
         db.session.commit()
         flash("Your session has ended. Please log in again.", "info")

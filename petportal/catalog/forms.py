@@ -12,12 +12,18 @@ from wtforms.validators import (
 )
 
 from ..forms import PortalForm
-from ..petstore import PET_STATUSES
+from ..petstore import (
+    INT64_MAX,
+    INT64_MIN,
+    LIMIT_DEFAULT,
+    LIMIT_MAX,
+    LIMIT_MIN,
+    PET_STATUSES,
+)
 
-INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
-DEFAULT_LIMIT = 20
+# The portal's own rule, not the API's: a name people can read in a list.
 NAME_MAX_LENGTH = 100
-STATUS_LABELS = {"available": "Available", "pending": "Pending", "sold": "Sold"}
+STATUS_LABELS = {status: status.capitalize() for status in PET_STATUSES}
 
 
 def _status_choices(empty_label):
@@ -56,13 +62,16 @@ class AnimalFilterForm(PortalForm):
     )
     limit = IntegerField(
         "Show",
-        default=DEFAULT_LIMIT,
-        validators=[Optional(), WholeNumberRange(1, 100, "Choose a number from 1 to 100.")],
+        default=LIMIT_DEFAULT,
+        validators=[
+            Optional(),
+            WholeNumberRange(LIMIT_MIN, LIMIT_MAX, f"Choose a number from {LIMIT_MIN} to {LIMIT_MAX}."),
+        ],
     )
 
     def query(self):
         """The listPets arguments this filter asks for."""
-        return {"limit": self.limit.data or DEFAULT_LIMIT, "status": self.status.data or None}
+        return {"limit": self.limit.data or LIMIT_DEFAULT, "status": self.status.data or None}
 
 
 class AddAnimalForm(PortalForm):

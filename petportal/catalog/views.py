@@ -12,21 +12,31 @@ from flask import (
 )
 from flask_login import current_user
 
-from .. import audit, metrics, page_cache, submissions
+from .. import audit, metrics, page_cache
 from ..auth.access import role_required
-from ..environments import current_environment, petstore
 from ..errors import render_error
 from ..petstore import (
     GET_PET_REMOVAL,
+    INT64_MAX,
+    LIMIT_MAX,
+    LIMIT_MIN,
     Gone,
     InvalidRequest,
     OutcomeUnknown,
     Unavailable,
     UnexpectedResponse,
 )
-from .forms import INT64_MAX, AddAnimalForm, AnimalFilterForm
+from ..serving import serving
+from . import submissions
+from .forms import NAME_MAX_LENGTH, AddAnimalForm, AnimalFilterForm
 
 bp = Blueprint("catalog", __name__)
+
+
+@bp.record_once
+def share_the_bounds(state):
+    """The API's bounds and the portal's own, for templates to write no number themselves."""
+    state.app.jinja_env.globals.update(LIMIT_MIN=LIMIT_MIN, LIMIT_MAX=LIMIT_MAX, NAME_MAX_LENGTH=NAME_MAX_LENGTH)
 
 
 @bp.get("/")
@@ -43,7 +53,7 @@ def list_animals():
     if not form.validate():
         return render_template("catalog/list.html", form=form, animals=None), 400
     query = form.query()
-    animals = petstore().list_pets(**query)
+    animals = serving().client.list_pets(**query)
     return render_template(
         "catalog/list.html",
         form=form,
@@ -63,7 +73,7 @@ def show_animal(pet_id):
     back_query = back.query() if back.validate() else {}
     animal = find_animal(pet_id)
     if animal is None:
-        message = "The pet store no longer looks up single animals, and this one is not among the first 100 it lists."
+        message = f"The pet store no longer looks up single animals, and this one is not among the first {LIMIT_MAX} it lists."
         return render_error(404, message)
     return render_template("catalog/detail.html", animal=animal, back_query=back_query)
 
@@ -73,41 +83,34 @@ def find_animal(pet_id):
 
     None when listPets does not return it either.
     """
-    client = petstore()
+    client = serving().client
     if current_app.config["CLOCK"]().date() < GET_PET_REMOVAL:
         try:
             return client.get_pet(pet_id)
         except Gone:
             current_app.logger.warning("getPet answered 410 Gone; finding animals through listPets instead")
-    return next((animal for animal in client.list_pets(limit=100) if animal.id == pet_id), None)
+    return next((animal for animal in client.list_pets(limit=LIMIT_MAX) if animal.id == pet_id), None)
 
 
 @bp.route("/animals/new", methods=["GET", "POST"])
 @role_required("staff")
 def add_animal():
     """Staff add an animal to the environment being served, at most once per form."""
-    environment = current_environment()
+    current = serving()
+    environment = current.environment
     form = AddAnimalForm()
     if request.method == "GET":
-        form.submission_token.data = submissions.issue(current_user.id, environment.name)
+        form.submission_token.data = submissions.issue(current_user.id, current)
         return render_template("catalog/new.html", form=form, environment=environment)
     if not form.validate_on_submit():
         return _form_again(form, environment, None, 400)
-    # A repeat waits as long as the first request's createPet can take (connect, read, body) and a margin.
-    wait = petstore().timeout * 3 + 2
     try:
-        pet_id, repeated = submissions.create_once(
-            form.submission_token.data,
-            current_user.id,
-            environment.name,
-            lambda: petstore().create_pet(**form.new_pet()),
-            wait,
-        )
+        pet_id, repeated = submissions.create_once(form.submission_token.data, current_user.id, current, form.new_pet())
     except submissions.FormExpired:
-        form.submission_token.data = submissions.issue(current_user.id, environment.name)
+        form.submission_token.data = submissions.issue(current_user.id, current)
         return _form_again(form, environment, "This form has expired. Check the values and add the animal again.", 400)
     except submissions.EnvironmentChanged as changed:
-        form.submission_token.data = submissions.issue(current_user.id, environment.name)
+        form.submission_token.data = submissions.issue(current_user.id, current)
         message = (
             f"This form was opened for {changed.opened_for}, but the portal now serves {environment.name}. "
             f"Nothing was added. Check the values and add the animal to {environment.name} if that is what you want."

@@ -1,6 +1,6 @@
 """The pet store client: typed records, typed errors, and the one module that talks HTTP to the store."""
 
-from .client import DeprecationNotice, PetStoreClient
+from .client import PetStoreClient
 from .errors import (
     Busy,
     Gone,
@@ -12,18 +12,32 @@ from .errors import (
     Unavailable,
     UnexpectedResponse,
 )
-from .records import GET_PET_REMOVAL, PET_STATUSES, Operation, Pet
+from .records import (
+    GET_PET_REMOVAL,
+    INT64_MAX,
+    INT64_MIN,
+    LIMIT_DEFAULT,
+    LIMIT_MAX,
+    LIMIT_MIN,
+    PET_STATUSES,
+    Operation,
+    Pet,
+)
 
 __all__ = [
-    "Busy",
-    "DeprecationNotice",
     "GET_PET_REMOVAL",
+    "INT64_MAX",
+    "INT64_MIN",
+    "LIMIT_DEFAULT",
+    "LIMIT_MAX",
+    "LIMIT_MIN",
+    "PET_STATUSES",
+    "Busy",
     "Gone",
     "InvalidRequest",
     "NotFound",
     "Operation",
     "OutcomeUnknown",
-    "PET_STATUSES",
     "Pet",
     "PetStoreClient",
     "PetStoreError",

@@ -4,7 +4,6 @@ import json
 import logging
 import threading
 import time
-from dataclasses import dataclass
 from http.cookiejar import DefaultCookiePolicy
 
 import requests
@@ -18,6 +17,9 @@ from .errors import Busy, OutcomeUnknown, PetStoreError, Unavailable, Unexpected
 from .records import (
     INT64_MAX,
     INT64_MIN,
+    LIMIT_DEFAULT,
+    LIMIT_MAX,
+    LIMIT_MIN,
     PET_STATUSES,
     ShapeError,
     parse_operations,
@@ -93,15 +95,6 @@ RETRY = GetOnlyRetry(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class DeprecationNotice:
-    """The `Deprecation` and `Sunset` headers one operation last answered with."""
-
-    deprecation: str | None
-    sunset: str | None
-    seen_at: float
-
-
 class PetStoreClient:
     """Talks to one deployment of the Pet Store v1 API, with that deployment's key and nowhere else."""
 
@@ -118,21 +111,23 @@ class PetStoreClient:
         gate=None,
         secrets=(),
         observe=None,
+        on_answer=None,
     ):
         """`deadline()` may give the `time.monotonic()` by which a call and its retries must end (else
         `timeout` from the call's start); `gate` is a `Bulkhead` bounding how many calls may wait at once;
         `secrets` are further texts (other environments' keys) that no error may repeat; `observe` is
-        told of every call: `observe(operation, outcome, seconds, retries)`."""
+        told of every call: `observe(operation, outcome, seconds, retries)`; `on_answer` of every answer
+        received: `on_answer(operation, status, headers)`. The client only does HTTP: what answers mean for
+        an environment's health is for the caller to keep."""
         self.base_url = base_url.rstrip("/")
         self.timeout = float(timeout)
         self.max_body_bytes = max_body_bytes
-        self.notices = {}
-        self.key_rejected = False
         self._extra_headers = extra_headers
         self._deadline = deadline or (lambda: None)
         self._gate = gate
         self._secrets = (api_key, *secrets)
         self._observe = observe
+        self._on_answer = on_answer
         self._session = requests.Session()
         # No proxy variables, no .netrc credentials and no cookies from the store: only what we set.
         self._session.trust_env = False
@@ -149,9 +144,9 @@ class PetStoreClient:
         """Close the pooled connections."""
         self._session.close()
 
-    def list_pets(self, limit=20, status=None, deadline=None):
-        """listPets: at most `limit` (1..100) animals, optionally only those with `status`."""
-        _check_int(limit, "limit", 1, 100)
+    def list_pets(self, limit=LIMIT_DEFAULT, status=None, deadline=None):
+        """listPets: at most `limit` (LIMIT_MIN..LIMIT_MAX) animals, optionally only those with `status`."""
+        _check_int(limit, "limit", LIMIT_MIN, LIMIT_MAX)
         _check_status(status)
         params = {"limit": limit}
         if status is not None:
@@ -207,10 +202,8 @@ class PetStoreClient:
         finally:
             if self._gate is not None:
                 self._gate.leave()
-        if "Deprecation" in headers or "Sunset" in headers:
-            self.notices[operation] = DeprecationNotice(headers.get("Deprecation"), headers.get("Sunset"), time.time())
-        if status == 401 or 200 <= status < 300:
-            self.key_rejected = status == 401
+        if self._on_answer is not None:
+            self._on_answer(operation, status, headers)
         log.debug("%s %s -> %s in %.1f ms", method, url, status, (time.monotonic() - started) * 1000)
         if status >= 300 or status < 200:
             raise PetStoreError.from_status(
@@ -315,4 +308,4 @@ def _transport_error(exc, method, url):
     return _no_answer(method, url, "The connection to the pet store failed.")
 
 
-__all__ = ["PetStoreClient", "PetStoreError", "DeprecationNotice"]
+__all__ = ["PetStoreClient", "PetStoreError"]

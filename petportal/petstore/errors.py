@@ -16,10 +16,10 @@ MESSAGE_CHARS = 300
 REDACTED = "[redacted]"
 # A header that carries a credential, with its value (a scheme and a token, or a bare token).
 _CREDENTIAL_HEADER = re.compile(
-    r"\b(?:proxy-)?authorization\b[\"']?\s*[:=]\s*[\"']?(?:(?:bearer|basic|token|digest)\s+)?[^\s,;\"']+", re.I
+    r"\b(?:proxy-)?authorization\b[\"']?\s*[:=]\s*[\"']?(?:(?:bearer|basic|token|digest)\s+)?[^\s,;\"']+", re.IGNORECASE
 )
 # A scheme followed by its token, wherever it stands.
-_SCHEME_TOKEN = re.compile(r"\b(?:bearer|basic|token)\s+[^\s,;\"']+", re.I)
+_SCHEME_TOKEN = re.compile(r"\b(?:bearer|basic|token)\s+[^\s,;\"']+", re.IGNORECASE)
 # Anything long and token-shaped (API keys, JWTs, hashes), even without a label.
 _TOKEN_LIKE = re.compile(r"[A-Za-z0-9_\-+/=.~]{24,}")
 _USERINFO = re.compile(r"(?<=://)[^/@\s]+@")

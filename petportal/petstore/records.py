@@ -4,7 +4,9 @@ import re
 from dataclasses import dataclass
 from datetime import date
 
+# The interface's own bounds, exported from this package so that nothing else writes them out.
 PET_STATUSES = ("available", "pending", "sold")
+LIMIT_MIN, LIMIT_MAX, LIMIT_DEFAULT = 1, 100, 20  # listPets' `limit`
 # getPet is deprecated; the interface removes it on this day (replacement: listPets).
 GET_PET_REMOVAL = date(2030, 12, 5)
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1

@@ -75,4 +75,4 @@ def seed(count):
     click.echo(f"Added {added} animals; the store holds {present + added}.")
 
 
-__all__ = ["create_app", "PET_STATUSES"]
+__all__ = ["PET_STATUSES", "create_app"]

@@ -47,7 +47,7 @@ def answer_api_error(error):
 def require_api_key():
     """Refuse every operation without a configured bearer key (the description itself is public)."""
     if request.endpoint == "api.openapi":
-        return None
+        return
     scheme, _, token = request.headers.get("Authorization", "").partition(" ")
     presented = token.strip().encode()
     accepted = False
@@ -56,7 +56,7 @@ def require_api_key():
         accepted |= hmac.compare_digest(presented, key.encode())
     if scheme.lower() != "bearer" or not presented or not accepted:
         raise ApiError(401, "unauthorized", "The API key is missing or invalid.")
-    return None
+    return
 
 
 @bp.after_request

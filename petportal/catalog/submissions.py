@@ -5,15 +5,21 @@ to `sending` in one atomic UPDATE is the only request that calls createPet; any 
 that outcome and lands on the same animal. A call that may have reached the store is never resent.
 """
 
+from __future__ import annotations
+
 import secrets
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import delete, select, update
 
-from .extensions import db
-from .models import SubmissionToken, utcnow
-from .petstore import InvalidRequest, OutcomeUnknown, Unauthorized, Unavailable
+from ..extensions import db
+from ..models import SubmissionToken, utcnow
+from ..petstore import InvalidRequest, OutcomeUnknown, Unauthorized, Unavailable
+
+if TYPE_CHECKING:
+    from ..serving import Serving
 
 TOKEN_LIFETIME = timedelta(hours=12)
 POLL_SECONDS = 0.1
@@ -26,36 +32,40 @@ class FormExpired(Exception):
 class EnvironmentChanged(Exception):
     """The form was opened for another environment than the one now being served."""
 
-    def __init__(self, opened_for):
+    def __init__(self, opened_for: str) -> None:
         super().__init__(opened_for)
         self.opened_for = opened_for
 
 
-def issue(user_id, environment):
-    """A fresh token for one add form shown to `user_id` for `environment`."""
+def issue(user_id: int, serving: Serving) -> str:
+    """A fresh token for one add form shown to `user_id` for the environment being served."""
     db.session.execute(
         delete(SubmissionToken).where(SubmissionToken.created_at < _oldest_valid()),
         execution_options={"synchronize_session": False},
     )
     token = secrets.token_urlsafe(32)
-    db.session.add(SubmissionToken(token=token, user_id=user_id, environment=environment))
+    db.session.add(SubmissionToken(token=token, user_id=user_id, environment=serving.environment.name))
     db.session.commit()
     return token
 
 
-def create_once(token, user_id, environment, create, wait_seconds):
-    """Run `create()` at most once for `token`; return (the new animal's id, whether this was a repeat).
+def create_once(token: str, user_id: int, serving: Serving, new_pet: dict[str, Any]) -> tuple[int, bool]:
+    """Send createPet with `new_pet` at most once for `token`, to the environment being served; return
+    (the new animal's id, whether this was a repeat).
 
-    Raises what `create` raised, `OutcomeUnknown` when an earlier attempt got no answer,
-    `FormExpired` or `EnvironmentChanged`.
+    The call gets the client's timeout as its deadline; a repeat waits as long as that call can take
+    (connect, read and body) and a margin. Raises what createPet raised, `OutcomeUnknown` when an
+    earlier attempt got no answer, `FormExpired` or `EnvironmentChanged`.
     """
-    deadline = time.monotonic() + wait_seconds
+    environment = serving.environment.name
+    timeout = serving.client.timeout
+    wait_until = time.monotonic() + timeout * 3 + 2
     while not _claim(token, user_id, environment):
-        pet_id = _wait_for_outcome(token, user_id, environment, deadline)
+        pet_id = _wait_for_outcome(token, user_id, environment, wait_until)
         if pet_id is not None:
             return pet_id, True
     try:
-        pet = create()
+        pet = serving.client.create_pet(**new_pet, deadline=time.monotonic() + timeout)
     except OutcomeUnknown:
         _settle(token, "unknown")
         raise
@@ -70,7 +80,7 @@ def create_once(token, user_id, environment, create, wait_seconds):
     return pet.id, False
 
 
-def _wait_for_outcome(token, user_id, environment, deadline):
+def _wait_for_outcome(token: str, user_id: int, environment: str, deadline: float) -> int | None:
     """Poll, reading only, until the request holding `token` settles; the animal's id once created.
 
     Returns None when the token was released (the store refused or was unreachable), so the caller
@@ -96,11 +106,11 @@ def _wait_for_outcome(token, user_id, environment, deadline):
         time.sleep(POLL_SECONDS)
 
 
-def _oldest_valid():
+def _oldest_valid() -> datetime:
     return utcnow() - TOKEN_LIFETIME
 
 
-def _claim(token, user_id, environment):
+def _claim(token: str, user_id: int, environment: str) -> bool:
     result = db.session.execute(
         update(SubmissionToken)
         .where(
@@ -117,7 +127,7 @@ def _claim(token, user_id, environment):
     return result.rowcount == 1
 
 
-def _settle(token, state, pet_id=None):
+def _settle(token: str, state: str, pet_id: int | None = None) -> None:
     db.session.rollback()
     db.session.execute(
         update(SubmissionToken)

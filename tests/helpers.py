@@ -1,0 +1,160 @@
+"""What the tests share besides fixtures: the test secrets, the stores' sample data, PostgreSQL schemas, the
+portal's test configuration, a hand-moved clock, and the forms' tokens and logins as a browser sends them."""
+
+import os
+import re
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import pytest
+import requests
+import sqlalchemy
+from servers import RecordingMiddleware
+
+from petportal.store import create_app as create_store
+from petportal.store.models import db as store_db
+
+STORE_KEY = "store-key-" + uuid.uuid4().hex
+PRODUCTION_KEY = "prod-key-" + uuid.uuid4().hex
+STAGING_KEY = "staging-key-" + uuid.uuid4().hex
+SECRET_KEY = "session-secret-" + uuid.uuid4().hex
+PASSWORDS = {"staff": "staff-pass-" + uuid.uuid4().hex[:8], "admin": "admin-pass-" + uuid.uuid4().hex[:8]}
+SECRETS = [STORE_KEY, PRODUCTION_KEY, STAGING_KEY, SECRET_KEY, *PASSWORDS.values()]
+POSTGRES_URL = os.environ.get("PETPORTAL_TEST_DATABASE_URL")
+REDIS_URL = os.environ.get("PETPORTAL_TEST_REDIS_URL")
+SAMPLE = [("Rex", 1, "available"), ("Mittens", 2, "pending"), ("Goldie", 3, "sold"), ("Nibbles", 4, None)]
+
+
+def postgres_schema_url():
+    """A PostgreSQL URL whose search_path is a fresh, empty schema; skips when no server is configured."""
+    if not POSTGRES_URL:
+        pytest.skip("PETPORTAL_TEST_DATABASE_URL is not set: no PostgreSQL to test against")
+    schema = "t_" + uuid.uuid4().hex[:12]
+    engine = sqlalchemy.create_engine(POSTGRES_URL)
+    with engine.begin() as conn:
+        conn.execute(sqlalchemy.text(f"CREATE SCHEMA {schema}"))
+    engine.dispose()
+    separator = "&" if "?" in POSTGRES_URL else "?"
+    return schema, f"{POSTGRES_URL}{separator}options=-csearch_path%3D{schema}"
+
+
+def drop_postgres_schema(schema):
+    """Remove a schema made by `postgres_schema_url`."""
+    engine = sqlalchemy.create_engine(POSTGRES_URL)
+    with engine.begin() as conn:
+        conn.execute(sqlalchemy.text(f"DROP SCHEMA {schema} CASCADE"))
+    engine.dispose()
+
+
+def make_store(path, keys):
+    """A reference store app on a SQLite file at `path`."""
+    return create_store({"PETSTORE_API_KEYS": keys, "SQLALCHEMY_DATABASE_URI": f"sqlite:///{path}"})
+
+
+def dispose_store(app):
+    with app.app_context():
+        store_db.engine.dispose()
+
+
+@dataclass
+class LiveStore:
+    """A reference store on a real port, and every request it received."""
+
+    url: str
+    key: str
+    recorder: RecordingMiddleware
+
+    @property
+    def received(self):
+        return self.recorder.received
+
+    def add(self, name, category_id=1, status=None):
+        """Add an animal directly (not through the portal) and forget that request."""
+        payload = {"name": name, "categoryId": category_id, **({"status": status} if status else {})}
+        response = requests.post(f"{self.url}/pets", json=payload, headers={"Authorization": f"Bearer {self.key}"})
+        assert response.status_code == 201, response.text
+        self.recorder.received.pop()
+        return response.json()
+
+    def animals(self):
+        """Every animal in the store, read directly, without recording the request."""
+        response = requests.get(f"{self.url}/pets?limit=100", headers={"Authorization": f"Bearer {self.key}"})
+        self.recorder.received.pop()
+        return response.json()
+
+
+def live_store(tmp_path, name, key):
+    app = make_store(tmp_path / f"{name}.sqlite", [key])
+    recorder = RecordingMiddleware(app)
+    return app, recorder
+
+
+
+def portal_config(tmp_path, production_url, staging_url, **overrides):
+    """The portal's test configuration over the given environment URLs."""
+    return {
+        "TESTING": True,
+        "SECRET_KEY": SECRET_KEY,
+        "SQLALCHEMY_DATABASE_URI": f"sqlite:///{tmp_path / 'portal.sqlite'}",
+        "PETSTORE_ENVIRONMENTS": {
+            "production": {"url": production_url, "key": PRODUCTION_KEY},
+            "staging": {"url": staging_url, "key": STAGING_KEY},
+        },
+        "UPSTREAM_TIMEOUT": 1.0,
+        "HTTPS": False,
+        # Most tests count upstream calls; the cache's own tests turn it on.
+        "CACHE_SECONDS": 0,
+        **overrides,
+    }
+
+
+class Clock:
+    """A clock the test moves by hand."""
+
+    def __init__(self):
+        self.now = datetime(2026, 1, 1, 9, 0, tzinfo=UTC)
+
+    def __call__(self):
+        return self.now
+
+    def advance(self, **delta):
+        self.now += timedelta(**delta)
+
+
+CSRF_PATTERN = re.compile(r'name="csrf_token" type="hidden" value="([^"]+)"|name="csrf_token" value="([^"]+)"')
+TOKEN_PATTERN = re.compile(r'name="submission_token" type="hidden" value="([^"]*)"')
+
+
+def csrf_token(html):
+    """The CSRF token of the first form on a page."""
+    match = CSRF_PATTERN.search(html)
+    assert match, "no CSRF token on the page"
+    return match.group(1) or match.group(2)
+
+
+def submission_token(html):
+    """The one-time submission token of the add form on a page."""
+    return TOKEN_PATTERN.search(html).group(1)
+
+
+class AuthActions:
+    """Log in and out through the real forms, CSRF tokens included."""
+
+    def __init__(self, client):
+        self._client = client
+
+    def login(self, username="staff", password=None, next_path=None, remember=False, address="127.0.0.1"):
+        """Log in from `address` (the client's IP address as the portal sees it)."""
+        page = self._client.get("/login")
+        data = {"username": username, "password": password or PASSWORDS[username], "csrf_token": csrf_token(page.text)}
+        if remember:
+            data["remember"] = "y"
+        query = {"next": next_path} if next_path is not None else None
+        return self._client.post("/login", data=data, query_string=query, environ_base={"REMOTE_ADDR": address})
+
+    def logout(self):
+        page = self._client.get("/animals")
+        return self._client.post("/logout", data={"csrf_token": csrf_token(page.text)})
+
+
