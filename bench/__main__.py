@@ -40,8 +40,23 @@ CONCURRENCY = (1, 8)
 def gunicorn(app, env, workers, threads, extra=()):
     """One gunicorn server on a free loopback port; yields (origin, master process)."""
     port = free_port()
-    command = [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers", str(workers),
-               "--worker-class", "gthread", "--threads", str(threads), "--keep-alive", "5", *extra, app]
+    command = [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--workers",
+        str(workers),
+        "--worker-class",
+        "gthread",
+        "--threads",
+        str(threads),
+        "--keep-alive",
+        "5",
+        *extra,
+        app,
+    ]
     process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for_port(port, process, seconds=60)
@@ -106,8 +121,13 @@ def run_options(description):
 def seeded_store(folder, name):
     """The environment of a reference store keeping 100 sample animals in `folder`/`name`.sqlite."""
     env = {**os.environ, "PETSTORE_API_KEYS": KEY, "PETSTORE_DATABASE_URL": f"sqlite:///{folder / name}.sqlite"}
-    subprocess.run([sys.executable, "-m", "flask", "--app", "petportal.store", "seed", "--count", "100"],
-                   cwd=ROOT, env=env, check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "flask", "--app", "petportal.store", "seed", "--count", "100"],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
     return env
 
 
@@ -117,26 +137,45 @@ def main():
     store_env, slow_env = seeded_store(folder, "store"), seeded_store(folder, "slow")
 
     with ExitStack() as stack:
-        store, _ = stack.enter_context(gunicorn("petportal.store:create_app()", store_env, STORE_WORKERS, STORE_THREADS))
+        store, _ = stack.enter_context(
+            gunicorn("petportal.store:create_app()", store_env, STORE_WORKERS, STORE_THREADS)
+        )
         slow, _ = stack.enter_context(gunicorn("bench.slow_store:app", slow_env, 1, 32))
         portal_env = {
             **{k: v for k, v in os.environ.items() if not k.startswith(("PETSTORE_", "PETPORTAL_"))},
-            "PETSTORE_PRODUCTION_URL": store + "/v1", "PETSTORE_PRODUCTION_KEY": KEY,
-            "PETSTORE_STAGING_URL": slow + "/v1", "PETSTORE_STAGING_KEY": KEY,
-            "PETPORTAL_SECRET_KEY": secrets.token_urlsafe(32), "PETPORTAL_HTTPS": "0",
-            "PETPORTAL_DATABASE_URL": f"sqlite:///{folder / 'portal.sqlite'}", "PETPORTAL_CACHE_SECONDS": "0",
+            "PETSTORE_PRODUCTION_URL": store + "/v1",
+            "PETSTORE_PRODUCTION_KEY": KEY,
+            "PETSTORE_STAGING_URL": slow + "/v1",
+            "PETSTORE_STAGING_KEY": KEY,
+            "PETPORTAL_SECRET_KEY": secrets.token_urlsafe(32),
+            "PETPORTAL_HTTPS": "0",
+            "PETPORTAL_DATABASE_URL": f"sqlite:///{folder / 'portal.sqlite'}",
+            "PETPORTAL_CACHE_SECONDS": "0",
             "PETPORTAL_UPSTREAM_POOL_SIZE": str(PORTAL_THREADS),
         }
         flask = [sys.executable, "-m", "flask", "--app", "app"]
         subprocess.run([*flask, "init-db"], cwd=ROOT, env=portal_env, check=True, capture_output=True)
-        subprocess.run([*flask, "user", "create", "bench", "--role", "admin", "--password-stdin"], cwd=ROOT,
-                       env=portal_env, input=ADMIN_PASSWORD + "\n", text=True, check=True, capture_output=True)
+        subprocess.run(
+            [*flask, "user", "create", "bench", "--role", "admin", "--password-stdin"],
+            cwd=ROOT,
+            env=portal_env,
+            input=ADMIN_PASSWORD + "\n",
+            text=True,
+            check=True,
+            capture_output=True,
+        )
         portal_config = ["-c", "gunicorn.conf.py"]
         portal, portal_master = stack.enter_context(
-            gunicorn("app:app", portal_env, PORTAL_WORKERS, PORTAL_THREADS, portal_config))
-        bare, _ = stack.enter_context(gunicorn("bench.bare_app:app", portal_env, PORTAL_WORKERS, PORTAL_THREADS, portal_config))
-        cached, cached_master = stack.enter_context(gunicorn(
-            "app:app", {**portal_env, "PETPORTAL_CACHE_SECONDS": "2"}, PORTAL_WORKERS, PORTAL_THREADS, portal_config))
+            gunicorn("app:app", portal_env, PORTAL_WORKERS, PORTAL_THREADS, portal_config)
+        )
+        bare, _ = stack.enter_context(
+            gunicorn("bench.bare_app:app", portal_env, PORTAL_WORKERS, PORTAL_THREADS, portal_config)
+        )
+        cached, cached_master = stack.enter_context(
+            gunicorn(
+                "app:app", {**portal_env, "PETPORTAL_CACHE_SECONDS": "2"}, PORTAL_WORKERS, PORTAL_THREADS, portal_config
+            )
+        )
         urls = {
             "store": lambda limit: f"{store}/v1/pets?limit={limit}",
             "portal": lambda limit: f"{portal}/animals?limit={limit}",
@@ -156,8 +195,10 @@ def main():
                         if measured is None:
                             raise SystemExit(f"discarded: {target} answered something other than 2xx")
                         results.setdefault((target, connections, limit), []).append(measured)
-        medians = {key: (statistics.median(run.rps for run in runs), statistics.median(run.p50_ms for run in runs))
-                   for key, runs in results.items()}
+        medians = {
+            key: (statistics.median(run.rps for run in runs), statistics.median(run.p50_ms for run in runs))
+            for key, runs in results.items()
+        }
         rss = max(worker_peak_rss_mb(portal_master), worker_peak_rss_mb(cached_master))
         slow_effect = slow_environment_effect(portal, args.seconds, medians)
         print_report(medians, rss, slow_effect)
@@ -177,8 +218,11 @@ def slow_environment_effect(portal, seconds, medians):
     token = re.search(r'name="csrf_token" type="hidden" value="([^"]+)"', page).group(1)
     admin.post(f"{portal}/admin/environment/preview", data={"environment": "staging", "csrf_token": token})
     cookie = f"Cookie: session={admin.cookies['session']}"
-    slow_run = subprocess.Popen(["wrk", "-t2", "-c8", f"-d{seconds + 2}s", "--timeout", "10s", f"{portal}/animals?limit=20",
-                                 "-H", cookie], stdout=subprocess.PIPE, text=True)
+    slow_run = subprocess.Popen(
+        ["wrk", "-t2", "-c8", f"-d{seconds + 2}s", "--timeout", "10s", f"{portal}/animals?limit=20", "-H", cookie],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     time.sleep(1)
     during = wrk(f"{portal}/animals?limit=20", 8, seconds)
     slow_output = slow_run.communicate()[0]
@@ -188,36 +232,58 @@ def slow_environment_effect(portal, seconds, medians):
 
 def print_settings(args):
     cpu = re.search(r"model name\s*:\s*(.*)", Path("/proc/cpuinfo").read_text())
-    print(f"machine: {os.cpu_count()} cores, {cpu.group(1) if cpu else platform.processor()}, "
-          f"Python {platform.python_version()}, {platform.system()} {platform.release()}")
+    print(
+        f"machine: {os.cpu_count()} cores, {cpu.group(1) if cpu else platform.processor()}, "
+        f"Python {platform.python_version()}, {platform.system()} {platform.release()}"
+    )
     print(f"store: gunicorn gthread, {STORE_WORKERS} workers x {STORE_THREADS} threads, SQLite, 100 animals")
-    print(f"portal and bare render: gunicorn.conf.py (gthread, preload, keep-alive 5), "
-          f"{PORTAL_WORKERS} workers x {PORTAL_THREADS} threads, upstream pool {PORTAL_THREADS}; cached: 2 s micro-cache")
+    print(
+        f"portal and bare render: gunicorn.conf.py (gthread, preload, keep-alive 5), "
+        f"{PORTAL_WORKERS} workers x {PORTAL_THREADS} threads, upstream pool {PORTAL_THREADS}; cached: 2 s micro-cache"
+    )
     print(f"load: wrk, {args.seconds} s per run, {args.rounds} rounds alternating the order; all on loopback\n")
 
 
 def print_report(medians, rss, slow):
     print("| target | c | limit | req/s (median) | p50 ms (median) |")
     print("|---|---:|---:|---:|---:|")
-    for (target, connections, limit), (rps, p50) in sorted(medians.items(), key=lambda item: (item[0][1], item[0][2], TARGETS.index(item[0][0]))):
+    for (target, connections, limit), (rps, p50) in sorted(
+        medians.items(), key=lambda item: (item[0][1], item[0][2], TARGETS.index(item[0][0]))
+    ):
         print(f"| {target} | {connections} | {limit} | {rps:,.0f} | {p50:.2f} |")
     print("\n| ratio | limit 20 | limit 100 | target |")
     print("|---|---:|---:|---|")
     rows = [
-        ("portal p50 / (store p50 + bare p50), c=1, cache off",
-         lambda l: medians[("portal", 1, l)][1] / (medians[("store", 1, l)][1] + medians[("bare", 1, l)][1]), "<= 1.15"),
-        ("portal rps / (1/(1/store rps + 1/bare rps)), c=8, cache off",
-         lambda l: medians[("portal", 8, l)][0] * (1 / medians[("store", 8, l)][0] + 1 / medians[("bare", 8, l)][0]), ">= 0.8"),
-        ("portal rps cached / store rps direct, c=8",
-         lambda l: medians[("cached", 8, l)][0] / medians[("store", 8, l)][0], ">= 2"),
+        (
+            "portal p50 / (store p50 + bare p50), c=1, cache off",
+            lambda limit: (
+                medians[("portal", 1, limit)][1] / (medians[("store", 1, limit)][1] + medians[("bare", 1, limit)][1])
+            ),
+            "<= 1.15",
+        ),
+        (
+            "portal rps / (1/(1/store rps + 1/bare rps)), c=8, cache off",
+            lambda limit: (
+                medians[("portal", 8, limit)][0]
+                * (1 / medians[("store", 8, limit)][0] + 1 / medians[("bare", 8, limit)][0])
+            ),
+            ">= 0.8",
+        ),
+        (
+            "portal rps cached / store rps direct, c=8",
+            lambda limit: medians[("cached", 8, limit)][0] / medians[("store", 8, limit)][0],
+            ">= 2",
+        ),
     ]
     for label, ratio, target in rows:
         print(f"| {label} | {ratio(20):.2f} | {ratio(100):.2f} | {target} |")
     print(f"| peak RSS per portal worker (MB) | {rss:.0f} | | <= 80 |")
     during = f"{slow['during']:,.0f}" if slow["during"] else "discarded (non-2xx)"
-    print(f"\nslow environment: while an admin previews a staging store that takes 2 s (8 connections, "
-          f"{slow['slow_rps']:.1f} req/s), customers' /animals?limit=20 at c=8 serves {during} req/s "
-          f"(alone: {slow['baseline']:,.0f} req/s)")
+    print(
+        f"\nslow environment: while an admin previews a staging store that takes 2 s (8 connections, "
+        f"{slow['slow_rps']:.1f} req/s), customers' /animals?limit=20 at c=8 serves {during} req/s "
+        f"(alone: {slow['baseline']:,.0f} req/s)"
+    )
 
 
 if __name__ == "__main__":

@@ -24,5 +24,6 @@ def bare():
     form.validate()
     query = form.query()
     animals = ROWS[query["limit"]]
-    return render_template("catalog/list.html", form=form, animals=animals, query=query,
-                           more_may_exist=len(animals) == query["limit"])
+    return render_template(
+        "catalog/list.html", form=form, animals=animals, query=query, more_may_exist=len(animals) == query["limit"]
+    )

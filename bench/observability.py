@@ -55,15 +55,25 @@ def main():
     folder = Path(tempfile.mkdtemp(prefix="petportal-bench-"))
     store_env = seeded_store(folder, "store")
     with ExitStack() as stack:
-        store, _ = stack.enter_context(gunicorn("petportal.store:create_app()", store_env, STORE_WORKERS, STORE_THREADS))
+        store, _ = stack.enter_context(
+            gunicorn("petportal.store:create_app()", store_env, STORE_WORKERS, STORE_THREADS)
+        )
         portal_env = {
             **{k: v for k, v in os.environ.items() if not k.startswith(("PETSTORE_", "PETPORTAL_", "PROMETHEUS_"))},
-            "PETSTORE_PRODUCTION_URL": store + "/v1", "PETSTORE_PRODUCTION_KEY": KEY,
-            "PETPORTAL_SECRET_KEY": secrets.token_urlsafe(32), "PETPORTAL_HTTPS": "0",
-            "PETPORTAL_DATABASE_URL": f"sqlite:///{folder / 'portal.sqlite'}", "PETPORTAL_CACHE_SECONDS": "0",
+            "PETSTORE_PRODUCTION_URL": store + "/v1",
+            "PETSTORE_PRODUCTION_KEY": KEY,
+            "PETPORTAL_SECRET_KEY": secrets.token_urlsafe(32),
+            "PETPORTAL_HTTPS": "0",
+            "PETPORTAL_DATABASE_URL": f"sqlite:///{folder / 'portal.sqlite'}",
+            "PETPORTAL_CACHE_SECONDS": "0",
         }
-        subprocess.run([sys.executable, "-m", "flask", "--app", "app", "init-db"], cwd=ROOT, env=portal_env,
-                       check=True, capture_output=True)
+        subprocess.run(
+            [sys.executable, "-m", "flask", "--app", "app", "init-db"],
+            cwd=ROOT,
+            env=portal_env,
+            check=True,
+            capture_output=True,
+        )
         print_settings(args)
         if shutil.which("valgrind"):
             print_instructions(instructions_per_page(portal_env))
@@ -72,7 +82,8 @@ def main():
         portals = {}
         for name, (app, extra) in VARIANTS.items():
             portals[name] = stack.enter_context(
-                gunicorn(app, {**portal_env, **extra}, PORTAL_WORKERS, PORTAL_THREADS, ["-c", "gunicorn.conf.py"]))
+                gunicorn(app, {**portal_env, **extra}, PORTAL_WORKERS, PORTAL_THREADS, ["-c", "gunicorn.conf.py"])
+            )
         for origin, _ in portals.values():
             wrk(f"{origin}/animals?limit=20", 8, 1)
         rps = {name: [] for name in VARIANTS}
@@ -92,21 +103,30 @@ def main():
 
 def instructions_per_page(portal_env):
     """Instructions per page for each variant: callgrind's count at 45 pages less its count at 5, over 40."""
+
     def count(variant, pages):
         module, extra = VARIANTS[variant]
         env = {**portal_env, **extra, "PYTHONHASHSEED": "0", "PROMETHEUS_MULTIPROC_DIR": tempfile.mkdtemp()}
         # valgrind runs the interpreter itself, not a shim script, and finds the venv through its path.
         python = Path(sys.prefix) / "bin" / "python"
-        command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", str(python),
-                   "-m", "bench.page_instructions", module.removesuffix(":app"), str(pages)]
-        result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+        command = [
+            "valgrind",
+            "--tool=callgrind",
+            "--callgrind-out-file=/dev/null",
+            str(python),
+            "-m",
+            "bench.page_instructions",
+            module.removesuffix(":app"),
+            str(pages),
+        ]
+        result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
         if result.returncode:
             raise SystemExit(f"callgrind run failed: {result.stderr[-500:]}")
         return int(re.search(r"Collected : (\d+)", result.stderr).group(1))
 
     jobs = [(variant, pages) for variant in VARIANTS for pages in PAGES]
     with ThreadPoolExecutor(os.cpu_count()) as pool:
-        counts = dict(zip(jobs, pool.map(lambda job: count(*job), jobs)))
+        counts = dict(zip(jobs, pool.map(lambda job: count(*job), jobs), strict=True))
     few, many = PAGES
     return {variant: (counts[variant, many] - counts[variant, few]) / (many - few) for variant in VARIANTS}
 

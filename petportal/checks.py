@@ -13,11 +13,15 @@ from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 ROWS = [
-    ("Hostile inputs tried: Hypothesis over every form and query parameter, hostile `next` values, XSS names",
-     "hostile_inputs"),
+    (
+        "Hostile inputs tried: Hypothesis over every form and query parameter, hostile `next` values, XSS names",
+        "hostile_inputs",
+    ),
     ("Upstream faults injected: 16 fault kinds x listPets, getPet, createPet", "faults_injected"),
-    ("Responses, redirects, cookies and log lines scanned for API keys, passwords, session secret",
-     "responses_scanned"),
+    (
+        "Responses, redirects, cookies and log lines scanned for API keys, passwords, session secret",
+        "responses_scanned",
+    ),
     ("Secrets found in them", "secrets_found"),
     ("Concurrent submissions (20 threads, double clicks, injected read timeouts)", "submissions"),
     ("Duplicate animals, counted from what the store accepted", "duplicates"),

@@ -89,7 +89,7 @@ def start_stores(instance_path):
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            preexec_fn=_die_with_parent,
+            preexec_fn=_die_with_parent,  # noqa: PLW1509 - before any thread of the portal starts serving
         )
         processes.append(process)
         stores[name] = {"url": f"http://127.0.0.1:{port}/v1", "key": env["PETSTORE_API_KEYS"], "port": port}

@@ -52,7 +52,9 @@ def render_error(status, message=None, *, retry=False, title=None):
         )
     except Exception:
         current_app.logger.exception("the error page could not be drawn")
-        page = BARE_PAGE.format(title=escape(title), message=escape(message), request_id=escape(g.get("request_id", "-")))
+        page = BARE_PAGE.format(
+            title=escape(title), message=escape(message), request_id=escape(g.get("request_id", "-"))
+        )
     return page, status
 
 
@@ -89,7 +91,9 @@ def handle_pet_store_error(error):
         return render_error(404, "No animal has this id in this environment.")
     if isinstance(error, Busy):
         current_app.logger.warning("not waiting on the pet store: %s", error)
-        page, status = render_error(503, "The pet store is slow to answer right now. Try again in a moment.", retry=True)
+        page, status = render_error(
+            503, "The pet store is slow to answer right now. Try again in a moment.", retry=True
+        )
         return page, status, {"Retry-After": "2"}
     if isinstance(error, Unavailable):
         current_app.logger.warning("pet store unavailable: %s", error)

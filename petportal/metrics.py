@@ -22,18 +22,30 @@ from prometheus_client import (
 )
 
 KNOWN_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
-REQUESTS = Counter("petportal_requests", "Requests answered, by endpoint, method and status.", ["endpoint", "method", "status"])
-REQUEST_SECONDS = Histogram("petportal_request_duration_seconds", "Time to answer a request, by endpoint.", ["endpoint"])
+REQUESTS = Counter(
+    "petportal_requests", "Requests answered, by endpoint, method and status.", ["endpoint", "method", "status"]
+)
+REQUEST_SECONDS = Histogram(
+    "petportal_request_duration_seconds", "Time to answer a request, by endpoint.", ["endpoint"]
+)
 UPSTREAM_SECONDS = Histogram(
     "petportal_upstream_request_duration_seconds",
     "Pet store calls, retries included, by environment, operation and outcome "
     "(ok, client_error, server_error, timeout, unusable).",
     ["environment", "operation", "outcome"],
 )
-UPSTREAM_RETRIES = Counter("petportal_upstream_retries", "Pet store calls sent again after a failure.", ["environment", "operation"])
-UPSTREAM_REFUSED = Counter("petportal_upstream_busy", "Pages not sent to the pet store because too many already wait on it.", ["environment"])
+UPSTREAM_RETRIES = Counter(
+    "petportal_upstream_retries", "Pet store calls sent again after a failure.", ["environment", "operation"]
+)
+UPSTREAM_REFUSED = Counter(
+    "petportal_upstream_busy", "Pages not sent to the pet store because too many already wait on it.", ["environment"]
+)
 PAGE_CACHE = Counter("petportal_page_cache", "Anonymous pages looked up in the micro-cache, by result.", ["result"])
-SUBMISSIONS = Counter("petportal_submissions", "Add-animal submissions by outcome (created, repeated, refused, unknown, failed).", ["outcome"])
+SUBMISSIONS = Counter(
+    "petportal_submissions",
+    "Add-animal submissions by outcome (created, repeated, refused, unknown, failed).",
+    ["outcome"],
+)
 LOGINS = Counter("petportal_logins", "Login attempts by outcome (success, failure, limited).", ["outcome"])
 ACTIVE_ENVIRONMENT = Gauge(
     "petportal_active_environment",

@@ -132,7 +132,9 @@ class LoginSession(db.Model):
 
 
 class ServerSession(db.Model):
-    """The data of one browser's session, kept on the server when no Redis is configured; the cookie holds only its id."""
+    """The data of one browser's session, kept on the server when no Redis is configured.
+
+    The cookie holds only its id."""
 
     __tablename__ = "server_sessions"
 

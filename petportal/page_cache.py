@@ -93,6 +93,7 @@ def _safely(operation, *args, **kwargs):
         state["down_until"] = time.monotonic() + RETRY_AFTER_FAILURE_SECONDS
         current_app.logger.warning(
             "the page cache is unavailable (%s); pages are served uncached for %d s",
-            type(error).__name__, RETRY_AFTER_FAILURE_SECONDS,
+            type(error).__name__,
+            RETRY_AFTER_FAILURE_SECONDS,
         )
         return None

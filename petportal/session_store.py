@@ -117,4 +117,3 @@ def register(app):
     else:
         # Expired rows are removed as sessions are written; no cron job is needed.
         app.session_interface = DatabaseSessions(app, cleanup_n_requests=None, **options)
-

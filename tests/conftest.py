@@ -11,6 +11,10 @@ import pytest
 # Before they are imported: their asserts then explain themselves as a test's own do.
 pytest.register_assert_rewrite("helpers", "scanning")
 
+from petportal import create_app  # noqa: E402
+from petportal.extensions import db  # noqa: E402
+from petportal.models import User  # noqa: E402
+
 from helpers import (  # noqa: E402
     PASSWORDS,
     PRODUCTION_KEY,
@@ -29,10 +33,6 @@ from helpers import (  # noqa: E402
 )
 from scanning import SecretScanner, leaks  # noqa: E402
 from servers import FaultServer, serve  # noqa: E402
-
-from petportal import create_app  # noqa: E402
-from petportal.extensions import db  # noqa: E402
-from petportal.models import User  # noqa: E402
 
 pytest_plugins = ["scanning"]
 

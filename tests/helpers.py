@@ -10,10 +10,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import requests
 import sqlalchemy
-from servers import RecordingMiddleware
 
 from petportal.store import create_app as create_store
 from petportal.store.models import db as store_db
+
+from servers import RecordingMiddleware
 
 STORE_KEY = "store-key-" + uuid.uuid4().hex
 PRODUCTION_KEY = "prod-key-" + uuid.uuid4().hex
@@ -90,7 +91,6 @@ def live_store(tmp_path, name, key):
     return app, recorder
 
 
-
 def portal_config(tmp_path, production_url, staging_url, **overrides):
     """The portal's test configuration over the given environment URLs."""
     return {
@@ -156,5 +156,3 @@ class AuthActions:
     def logout(self):
         page = self._client.get("/animals")
         return self._client.post("/logout", data={"csrf_token": csrf_token(page.text)})
-
-

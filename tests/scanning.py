@@ -17,7 +17,10 @@ FIGURES = {
     "duplicates": 0,
     "lost": 0,
 }
-FIGURES_FILE = Path(os.environ.get("PETPORTAL_FIGURES_FILE", Path(__file__).parent.parent / "test-output" / "figures.json"))
+FIGURES_FILE = Path(
+    os.environ.get("PETPORTAL_FIGURES_FILE", Path(__file__).parent.parent / "test-output" / "figures.json")
+)
+
 
 def pytest_sessionfinish(session):
     """Write the suite's reliability and security figures for `python -m petportal.checks`."""
@@ -25,13 +28,17 @@ def pytest_sessionfinish(session):
     skipped = reporter.stats.get("skipped", []) if reporter else []
     reasons = {}
     for report in skipped:
-        reason = report.longrepr[2].removeprefix("Skipped: ") if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        reason = (
+            report.longrepr[2].removeprefix("Skipped: ") if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        )
         reasons[reason] = reasons.get(reason, 0) + 1
     FIGURES_FILE.parent.mkdir(parents=True, exist_ok=True)
-    FIGURES_FILE.write_text(json.dumps(
-        {**FIGURES, "tests_failed": session.testsfailed, "tests_skipped": len(skipped), "skipped_reasons": reasons},
-        indent=2,
-    ))
+    FIGURES_FILE.write_text(
+        json.dumps(
+            {**FIGURES, "tests_failed": session.testsfailed, "tests_skipped": len(skipped), "skipped_reasons": reasons},
+            indent=2,
+        )
+    )
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -41,7 +48,8 @@ def pytest_terminal_summary(terminalreporter):
 
 
 class SecretScanner:
-    """WSGI middleware that looks for any secret in every status line, header, body and session (cookie and stored data)."""
+    """WSGI middleware that looks for any secret in every status line, header, body and session (cookie and
+    stored data)."""
 
     def __init__(self, app):
         self.app = app
@@ -81,7 +89,6 @@ class SecretScanner:
         with self.app.app_context():
             data = interface._retrieve_session_data(interface._get_store_id(match.group(1)))
         return match.group(1) + json.dumps(data, default=str)
-
 
 
 def leaks(app, caplog):

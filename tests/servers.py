@@ -209,7 +209,9 @@ class RecordingMiddleware:
         body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
         environ["wsgi.input"] = io.BytesIO(body)
         target = environ.get("PATH_INFO", "") + ("?" + environ["QUERY_STRING"] if environ.get("QUERY_STRING") else "")
-        headers = {key[5:].replace("_", "-").lower(): value for key, value in environ.items() if key.startswith("HTTP_")}
+        headers = {
+            key[5:].replace("_", "-").lower(): value for key, value in environ.items() if key.startswith("HTTP_")
+        }
         self.received.append(Received(environ["REQUEST_METHOD"], target, headers, body))
         return self.app(environ, start_response)
 
@@ -235,9 +237,24 @@ def portal_processes(env, count=2):
     subprocess.run([*FLASK_PORTAL, "init-db"], cwd=PROJECT_ROOT, env=env, check=True, capture_output=True)
     ports = [free_port() for _ in range(count)]
     processes = [
-        subprocess.Popen([sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "--bind", f"127.0.0.1:{port}",
-                          "--workers", "2", "app:app"], cwd=PROJECT_ROOT, env=env,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "-c",
+                "gunicorn.conf.py",
+                "--bind",
+                f"127.0.0.1:{port}",
+                "--workers",
+                "2",
+                "app:app",
+            ],
+            cwd=PROJECT_ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         for port in ports
     ]
     try:
@@ -268,7 +285,9 @@ class EchoingStore:
             message = {
                 "message": f"Request refused. You sent {quoted}",
                 "code": "bad key",
-                "encoded": f"key {quote(key, safe='')} or {key[:12]} {key[12:]} or {base64.b64encode(sent.encode()).decode()}",
+                "encoded": (
+                    f"key {quote(key, safe='')} or {key[:12]} {key[12:]} or {base64.b64encode(sent.encode()).decode()}"
+                ),
                 "headers": "refused",
             }[self.mode]
             body = {"code": key if self.mode == "code" else "echo", "message": message}

@@ -6,6 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import requests
+
 from helpers import PASSWORDS, AuthActions, csrf_token, submission_token
 from servers import FaultServer, answer, delay, serve
 
@@ -74,7 +75,9 @@ def test_a_chosen_status_is_sent(client, auth, production_store):
         ({"status": "lost"}, "status", "Not a valid choice"),
     ],
 )
-def test_invalid_values_show_the_form_again_with_400_and_send_nothing(client, auth, production_store, fields, field, message):
+def test_invalid_values_show_the_form_again_with_400_and_send_nothing(
+    client, auth, production_store, fields, field, message
+):
     auth.login("staff")
     data = {**open_form(client), "name": "Rex", "category_id": "1", "status": "", **fields}
     page = client.post("/animals/new", data=data)
@@ -86,7 +89,9 @@ def test_invalid_values_show_the_form_again_with_400_and_send_nothing(client, au
 def test_the_form_needs_its_csrf_token(client, auth, production_store):
     auth.login("staff")
     form = open_form(client)
-    page = client.post("/animals/new", data={"submission_token": form["submission_token"], "name": "Rex", "category_id": "1"})
+    page = client.post(
+        "/animals/new", data={"submission_token": form["submission_token"], "name": "Rex", "category_id": "1"}
+    )
     assert page.status_code == 400
     assert posts(production_store) == []
 
@@ -119,10 +124,17 @@ def test_twenty_concurrent_posts_with_one_token_create_exactly_one_animal(make_p
     with serve(portal_app) as origin:
         browser = requests.Session()
         login = browser.get(f"{origin}/login")
-        browser.post(f"{origin}/login", data={"username": "staff", "password": PASSWORDS["staff"], "csrf_token": csrf_token(login.text)})
+        browser.post(
+            f"{origin}/login",
+            data={"username": "staff", "password": PASSWORDS["staff"], "csrf_token": csrf_token(login.text)},
+        )
         form_page = browser.get(f"{origin}/animals/new")
-        data = {"csrf_token": csrf_token(form_page.text), "submission_token": submission_token(form_page.text),
-                "name": "Twenty", "category_id": "7"}
+        data = {
+            "csrf_token": csrf_token(form_page.text),
+            "submission_token": submission_token(form_page.text),
+            "name": "Twenty",
+            "category_id": "7",
+        }
         start = threading.Barrier(20)
 
         def submit(_):
@@ -133,7 +145,7 @@ def test_twenty_concurrent_posts_with_one_token_create_exactly_one_animal(make_p
 
         with ThreadPoolExecutor(20) as pool:
             responses = list(pool.map(submit, range(20)))
-    outcomes = [(r.status_code, r.headers.get("Location") or r.text[r.text.find("<main"):][:300]) for r in responses]
+    outcomes = [(r.status_code, r.headers.get("Location") or r.text[r.text.find("<main") :][:300]) for r in responses]
     assert [status for status, _ in outcomes] == [303] * 20, outcomes
     assert len({r.headers["Location"] for r in responses}) == 1
     assert len(posts(production_store)) == 1
@@ -142,7 +154,9 @@ def test_twenty_concurrent_posts_with_one_token_create_exactly_one_animal(make_p
 
 def test_an_upstream_400_shows_the_apis_message_on_the_form(make_portal, staging_store):
     with FaultServer() as store:
-        store.script(answer(400, {"code": "duplicate", "message": "An animal called Rex already exists.", "status": 400}))
+        store.script(
+            answer(400, {"code": "duplicate", "message": "An animal called Rex already exists.", "status": 400})
+        )
         app = make_portal.over(store.base_url, staging_store.url)
         client = app.test_client()
         AuthActions(client).login("staff")

@@ -4,6 +4,10 @@ import re
 from datetime import UTC, datetime
 
 import pytest
+
+from petportal.extensions import db
+from petportal.models import AuditEntry
+
 from helpers import (
     PASSWORDS,
     PRODUCTION_KEY,
@@ -14,21 +18,24 @@ from helpers import (
 )
 from servers import FaultServer, answer
 
-from petportal.extensions import db
-from petportal.models import AuditEntry
-
 
 def switch(client, environment, confirm=None):
     page = client.get("/admin/environment")
     return client.post(
         "/admin/environment",
-        data={"csrf_token": csrf_token(page.text), "environment": environment, "confirm": environment if confirm is None else confirm},
+        data={
+            "csrf_token": csrf_token(page.text),
+            "environment": environment,
+            "confirm": environment if confirm is None else confirm,
+        },
     )
 
 
 def preview(client, environment):
     page = client.get("/admin/environment")
-    return client.post("/admin/environment/preview", data={"csrf_token": csrf_token(page.text), "environment": environment})
+    return client.post(
+        "/admin/environment/preview", data={"csrf_token": csrf_token(page.text), "environment": environment}
+    )
 
 
 def served_by(client, production_store, staging_store):
@@ -86,7 +93,9 @@ def test_an_environment_without_url_is_not_configured_and_cannot_be_chosen(make_
 # --- switching for everyone -----------------------------------------------------------------------
 
 
-def test_a_switch_serves_everyone_from_the_new_environment_with_its_own_key(portal_app, auth, client, production_store, staging_store):
+def test_a_switch_serves_everyone_from_the_new_environment_with_its_own_key(
+    portal_app, auth, client, production_store, staging_store
+):
     auth.login("admin")
     response = switch(client, "staging")
     assert response.status_code == 303
@@ -116,7 +125,9 @@ def test_a_switch_serves_everyone_from_the_new_environment_with_its_own_key(port
         ("", "", "Not a valid choice"),
     ],
 )
-def test_refused_switches_change_nothing_and_say_why(portal_app, auth, client, production_store, staging_store, environment, confirm, message):
+def test_refused_switches_change_nothing_and_say_why(
+    portal_app, auth, client, production_store, staging_store, environment, confirm, message
+):
     auth.login("admin")
     response = switch(client, environment, confirm)
     assert response.status_code == 400
@@ -128,7 +139,9 @@ def test_refused_switches_change_nothing_and_say_why(portal_app, auth, client, p
 def test_staff_cannot_switch(portal_app, auth, client, production_store, staging_store):
     auth.login("staff")
     token = csrf_token(client.get("/animals").text)
-    response = client.post("/admin/environment", data={"csrf_token": token, "environment": "staging", "confirm": "staging"})
+    response = client.post(
+        "/admin/environment", data={"csrf_token": token, "environment": "staging", "confirm": "staging"}
+    )
     assert response.status_code == 403
     assert served_by(client, production_store, staging_store) == "production"
 
@@ -140,7 +153,9 @@ def test_a_switch_needs_the_csrf_token(portal_app, auth, client, production_stor
     assert served_by(client, production_store, staging_store) == "production"
 
 
-def test_a_session_restored_from_remember_me_must_log_in_again_to_switch(portal_app, auth, client, production_store, staging_store):
+def test_a_session_restored_from_remember_me_must_log_in_again_to_switch(
+    portal_app, auth, client, production_store, staging_store
+):
     auth.login("admin", remember=True)
     client.delete_cookie("session")  # the browser was closed; only the remember-me cookie is left
     assert client.get("/admin/environment").status_code == 200
@@ -171,13 +186,20 @@ def test_a_preview_serves_only_that_admins_session(portal_app, auth, client, pro
     assert_keys_stayed_home(production_store, staging_store)
 
 
-def test_a_form_opened_during_a_preview_is_not_sent_elsewhere_after_it_ends(portal_app, auth, client, production_store, staging_store):
+def test_a_form_opened_during_a_preview_is_not_sent_elsewhere_after_it_ends(
+    portal_app, auth, client, production_store, staging_store
+):
     from helpers import submission_token
 
     auth.login("admin")
     preview(client, "staging")
     page = client.get("/animals/new").text
-    data = {"csrf_token": csrf_token(page), "submission_token": submission_token(page), "name": "Drifter", "category_id": "1"}
+    data = {
+        "csrf_token": csrf_token(page),
+        "submission_token": submission_token(page),
+        "name": "Drifter",
+        "category_id": "1",
+    }
     preview(client, "")
     response = client.post("/animals/new", data=data)
     assert response.status_code == 409
@@ -206,8 +228,11 @@ def test_the_audit_log_shows_every_kind_of_action_newest_first(portal_app, auth,
 def test_the_audit_log_is_paginated_and_survives_a_restart(portal_app, auth, client):
     from petportal import create_app
 
-    portal_app.config.update(LOGIN_LIMIT_PER_ACCOUNT_ADDRESS="100 per minute", LOGIN_LIMIT_PER_ACCOUNT="100 per minute",
-                             LOGIN_LIMIT_PER_ADDRESS="100 per minute")
+    portal_app.config.update(
+        LOGIN_LIMIT_PER_ACCOUNT_ADDRESS="100 per minute",
+        LOGIN_LIMIT_PER_ACCOUNT="100 per minute",
+        LOGIN_LIMIT_PER_ADDRESS="100 per minute",
+    )
     for number in range(30):
         auth.login("staff", password=f"wrong {number}")
     auth.login("admin")
@@ -227,7 +252,9 @@ def test_the_audit_log_never_holds_a_password_or_a_key(portal_app, auth, client)
     auth.login("admin")
     switch(client, "staging")
     with portal_app.app_context():
-        text = " ".join(f"{e.actor} {e.action} {e.environment} {e.detail}" for e in db.session.scalars(db.select(AuditEntry)))
+        text = " ".join(
+            f"{e.actor} {e.action} {e.environment} {e.detail}" for e in db.session.scalars(db.select(AuditEntry))
+        )
     for secret in (*PASSWORDS.values(), PRODUCTION_KEY, STAGING_KEY):
         assert secret not in text
 
@@ -262,7 +289,9 @@ def test_the_status_page_names_a_rejected_key_and_a_store_that_is_down(make_port
     assert "Traceback" not in page.text
 
 
-def test_a_rejected_key_is_told_to_admins_and_hidden_from_customers(make_portal, tmp_path, production_store, staging_store):
+def test_a_rejected_key_is_told_to_admins_and_hidden_from_customers(
+    make_portal, tmp_path, production_store, staging_store
+):
     config = portal_config(tmp_path, production_store.url, staging_store.url)
     config["PETSTORE_ENVIRONMENTS"]["production"]["key"] = "wrong-key"
     app = make_portal.build(config)
@@ -280,9 +309,12 @@ def test_a_rejected_key_is_told_to_admins_and_hidden_from_customers(make_portal,
 # --- getPet's deprecation -------------------------------------------------------------------------
 
 
-def test_after_the_removal_date_animals_are_found_through_list_pets(make_portal, tmp_path, production_store, staging_store):
-    config = portal_config(tmp_path, production_store.url, staging_store.url,
-                           CLOCK=lambda: datetime(2030, 12, 5, 0, 0, 1, tzinfo=UTC))
+def test_after_the_removal_date_animals_are_found_through_list_pets(
+    make_portal, tmp_path, production_store, staging_store
+):
+    config = portal_config(
+        tmp_path, production_store.url, staging_store.url, CLOCK=lambda: datetime(2030, 12, 5, 0, 0, 1, tzinfo=UTC)
+    )
     app = make_portal.build(config)
     rex = production_store.animals()[0]
     page = app.test_client().get(f"/animals/{rex['id']}")
@@ -293,8 +325,9 @@ def test_after_the_removal_date_animals_are_found_through_list_pets(make_portal,
 
 
 def test_before_the_removal_date_get_pet_is_used(make_portal, tmp_path, production_store, staging_store):
-    config = portal_config(tmp_path, production_store.url, staging_store.url,
-                           CLOCK=lambda: datetime(2030, 12, 4, 23, 59, tzinfo=UTC))
+    config = portal_config(
+        tmp_path, production_store.url, staging_store.url, CLOCK=lambda: datetime(2030, 12, 4, 23, 59, tzinfo=UTC)
+    )
     app = make_portal.build(config)
     rex = production_store.animals()[0]
     assert app.test_client().get(f"/animals/{rex['id']}").status_code == 200
@@ -303,8 +336,10 @@ def test_before_the_removal_date_get_pet_is_used(make_portal, tmp_path, producti
 
 def test_a_store_answering_410_is_read_through_list_pets(make_portal, staging_store):
     with FaultServer() as store:
-        store.script(answer(410, {"code": "gone", "message": "getPet was removed", "status": 410}),
-                     answer(200, [{"id": 8, "name": "Fido", "categoryId": 2}]))
+        store.script(
+            answer(410, {"code": "gone", "message": "getPet was removed", "status": 410}),
+            answer(200, [{"id": 8, "name": "Fido", "categoryId": 2}]),
+        )
         app = make_portal.over(store.base_url, staging_store.url)
         page = app.test_client().get("/animals/8")
     assert page.status_code == 200 and "Fido" in page.text

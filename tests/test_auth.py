@@ -3,11 +3,12 @@
 from urllib.parse import urljoin, urlsplit
 
 import pytest
-from helpers import PASSWORDS, csrf_token
-from scanning import FIGURES
 
 from petportal.extensions import db
 from petportal.models import AuditEntry
+
+from helpers import PASSWORDS, csrf_token
+from scanning import FIGURES
 
 HOSTILE_NEXT = [
     "https://evil.example/",

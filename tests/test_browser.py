@@ -5,15 +5,24 @@ import re
 from pathlib import Path
 
 import pytest
+
 from helpers import PASSWORDS
 from servers import FaultServer, answer, serve
 
 pytestmark = pytest.mark.slow
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                  "--disable-sync", "--no-first-run"]
-SCREENSHOTS = Path(os.environ.get("PETPORTAL_SCREENSHOT_DIR", Path(__file__).parent.parent / "test-output" / "screenshots"))
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+SCREENSHOTS = Path(
+    os.environ.get("PETPORTAL_SCREENSHOT_DIR", Path(__file__).parent.parent / "test-output" / "screenshots")
+)
 SERIOUS = {"serious", "critical"}
 
 

@@ -3,6 +3,7 @@
 import time
 
 import pytest
+
 from helpers import csrf_token, submission_token
 
 
@@ -29,10 +30,19 @@ def test_anonymous_pages_are_served_from_the_cache_for_at_most_the_configured_se
 def test_each_query_and_each_animal_is_cached_on_its_own(cached_portal, production_store):
     client = cached_portal.test_client()
     rex = production_store.animals()[0]["id"]
-    for path in ("/animals?status=sold", "/animals?status=sold", "/animals?status=pending", f"/animals/{rex}", f"/animals/{rex}"):
+    for path in (
+        "/animals?status=sold",
+        "/animals?status=sold",
+        "/animals?status=pending",
+        f"/animals/{rex}",
+        f"/animals/{rex}",
+    ):
         assert client.get(path).status_code == 200
     assert [r.target for r in production_store.received] == [
-        "/v1/pets?limit=20&status=sold", "/v1/pets?limit=20&status=pending", f"/v1/pets/{rex}"]
+        "/v1/pets?limit=20&status=sold",
+        "/v1/pets?limit=20&status=pending",
+        f"/v1/pets/{rex}",
+    ]
 
 
 def test_an_animal_added_through_the_portal_shows_at_once(cached_portal, production_store, auth_for):
@@ -40,7 +50,15 @@ def test_an_animal_added_through_the_portal_shows_at_once(cached_portal, product
     assert "Fresh" not in visitor.get("/animals").text
     staff = auth_for(cached_portal, "staff")
     form = staff.get("/animals/new").text
-    staff.post("/animals/new", data={"csrf_token": csrf_token(form), "submission_token": submission_token(form), "name": "Fresh", "category_id": "1"})
+    staff.post(
+        "/animals/new",
+        data={
+            "csrf_token": csrf_token(form),
+            "submission_token": submission_token(form),
+            "name": "Fresh",
+            "category_id": "1",
+        },
+    )
     assert "Fresh" in visitor.get("/animals").text
 
 
@@ -49,7 +67,9 @@ def test_switching_environments_never_serves_the_other_environments_page(cached_
     assert "Staging Sam" not in visitor.get("/animals").text
     admin = auth_for(cached_portal, "admin")
     page = admin.get("/admin/environment").text
-    admin.post("/admin/environment", data={"csrf_token": csrf_token(page), "environment": "staging", "confirm": "staging"})
+    admin.post(
+        "/admin/environment", data={"csrf_token": csrf_token(page), "environment": "staging", "confirm": "staging"}
+    )
     assert "Staging Sam" in visitor.get("/animals").text
 
 

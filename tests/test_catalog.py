@@ -3,6 +3,7 @@
 import re
 
 import pytest
+
 from helpers import PRODUCTION_KEY
 from scanning import FIGURES
 from servers import FaultServer, answer
@@ -55,7 +56,9 @@ def test_empty_status_means_all_animals(client, production_store):
         ("status=foo", "status", "Not a valid choice"),
     ],
 )
-def test_invalid_filter_values_give_400_next_to_the_field_and_no_upstream_call(client, production_store, query, field, message):
+def test_invalid_filter_values_give_400_next_to_the_field_and_no_upstream_call(
+    client, production_store, query, field, message
+):
     page = client.get(f"/animals?{query}")
     assert page.status_code == 400
     # Bootstrap-Flask renders a field's errors right after its input, marked invalid.
@@ -167,9 +170,16 @@ def test_a_rejected_key_tells_customers_only_that_the_store_is_unavailable(fault
 
 @pytest.mark.parametrize(
     "body",
-    [b"{not json", b'[{"id": 1, "name": null, "categoryId": 1}]', b'{"id": 1}', b'[{"id": "1", "name": "x", "categoryId": 1}]'],
+    [
+        b"{not json",
+        b'[{"id": 1, "name": null, "categoryId": 1}]',
+        b'{"id": 1}',
+        b'[{"id": "1", "name": "x", "categoryId": 1}]',
+    ],
 )
-def test_malformed_or_misshapen_answers_give_502_and_are_logged_with_the_request_id(faulty_portal, fault_server, caplog, body):
+def test_malformed_or_misshapen_answers_give_502_and_are_logged_with_the_request_id(
+    faulty_portal, fault_server, caplog, body
+):
     fault_server.script(answer(200, body))
     page = faulty_portal.get("/animals")
     assert_friendly_page(page, 502)

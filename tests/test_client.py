@@ -5,17 +5,6 @@ import threading
 import time
 
 import pytest
-from helpers import STORE_KEY
-from servers import (
-    FaultServer,
-    answer,
-    delay,
-    drip,
-    huge,
-    lying_length,
-    reset,
-    reset_mid_body,
-)
 
 from petportal.environments import Health
 from petportal.petstore import (
@@ -30,6 +19,18 @@ from petportal.petstore import (
     UnexpectedResponse,
 )
 from petportal.petstore.bulkhead import Bulkhead
+
+from helpers import STORE_KEY
+from servers import (
+    FaultServer,
+    answer,
+    delay,
+    drip,
+    huge,
+    lying_length,
+    reset,
+    reset_mid_body,
+)
 
 REX = {"id": 1, "name": "Rex", "categoryId": 2, "status": "available"}
 
@@ -338,7 +339,9 @@ def test_the_wrong_shape_is_an_unexpected_response(faulty, fault_server, records
 
 
 def test_records_read_past_2_to_the_53_and_without_status(faulty, fault_server):
-    fault_server.script(answer(200, b'[{"id": 9007199254740993, "name": "Big", "categoryId": 9223372036854775807, "extra": 1}]'))
+    fault_server.script(
+        answer(200, b'[{"id": 9007199254740993, "name": "Big", "categoryId": 9223372036854775807, "extra": 1}]')
+    )
     assert faulty.list_pets() == [Pet(id=2**53 + 1, name="Big", category_id=2**63 - 1, status=None)]
 
 

@@ -12,16 +12,24 @@ def users(app):
 
 
 def test_user_create_reads_the_password_from_stdin(portal_app, runner):
-    result = runner.invoke(args=["user", "create", "carol", "--role", "admin", "--password-stdin"], input="correct horse battery\n")
+    result = runner.invoke(
+        args=["user", "create", "carol", "--role", "admin", "--password-stdin"], input="correct horse battery\n"
+    )
     assert result.exit_code == 0, result.output
     assert users(portal_app)["carol"] == "admin"
     with portal_app.app_context():
-        assert db.session.scalars(db.select(User).filter_by(username="carol")).one().check_password("correct horse battery")
+        assert (
+            db.session.scalars(db.select(User).filter_by(username="carol"))
+            .one()
+            .check_password("correct horse battery")
+        )
     assert "correct horse battery" not in result.output
 
 
 def test_user_create_prompts_twice_for_the_password(portal_app, runner):
-    result = runner.invoke(args=["user", "create", "dave", "--role", "staff"], input="battery staple fix\nbattery staple fix\n")
+    result = runner.invoke(
+        args=["user", "create", "dave", "--role", "staff"], input="battery staple fix\nbattery staple fix\n"
+    )
     assert result.exit_code == 0, result.output
     assert users(portal_app)["dave"] == "staff"
 
@@ -29,7 +37,11 @@ def test_user_create_prompts_twice_for_the_password(portal_app, runner):
 @pytest.mark.parametrize(
     "args, stdin, message",
     [
-        (["user", "create", "staff", "--role", "staff", "--password-stdin"], "long enough password\n", "already exists"),
+        (
+            ["user", "create", "staff", "--role", "staff", "--password-stdin"],
+            "long enough password\n",
+            "already exists",
+        ),
         (["user", "create", "erin", "--role", "staff", "--password-stdin"], "short\n", "at least 12"),
         (["user", "create", "erin", "--role", "staff", "--password-stdin"], "password\n", "at least 12"),
         (["user", "create", "erin", "--role", "staff", "--password-stdin"], "12345678\n", "at least 12"),

@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import requests
+
 from helpers import (
     PASSWORDS,
     PRODUCTION_KEY,
@@ -86,8 +87,15 @@ def test_two_hundred_submissions_end_honestly_with_no_duplicate_and_none_lost(tm
     with serve(injector) as store_origin:
         # Twenty browsers log in as staff at once from one address, and every one may reach the store:
         # this test is about the submission protocol, not the login limits or the bulkhead.
-        config = portal_config(tmp_path, store_origin + "/v1", None, UPSTREAM_TIMEOUT=TIMEOUT, UPSTREAM_CONCURRENCY=64,
-                               LOGIN_LIMIT_PER_ACCOUNT_ADDRESS="1000 per minute", LOGIN_LIMIT_PER_ACCOUNT="1000 per minute")
+        config = portal_config(
+            tmp_path,
+            store_origin + "/v1",
+            None,
+            UPSTREAM_TIMEOUT=TIMEOUT,
+            UPSTREAM_CONCURRENCY=64,
+            LOGIN_LIMIT_PER_ACCOUNT_ADDRESS="1000 per minute",
+            LOGIN_LIMIT_PER_ACCOUNT="1000 per minute",
+        )
         portal = make_portal.build(config)
         with serve(portal) as origin:
             local = threading.local()
@@ -96,7 +104,10 @@ def test_two_hundred_submissions_end_honestly_with_no_duplicate_and_none_lost(tm
                 if not hasattr(local, "session"):
                     local.session = requests.Session()
                     token = csrf_token(local.session.get(f"{origin}/login").text)
-                    local.session.post(f"{origin}/login", data={"username": "staff", "password": PASSWORDS["staff"], "csrf_token": token})
+                    local.session.post(
+                        f"{origin}/login",
+                        data={"username": "staff", "password": PASSWORDS["staff"], "csrf_token": token},
+                    )
                 return local.session
 
             def submit(number):
@@ -104,13 +115,21 @@ def test_two_hundred_submissions_end_honestly_with_no_duplicate_and_none_lost(tm
                 name = f"{kind}-{number}"
                 session = browser()
                 form = session.get(f"{origin}/animals/new").text
-                data = {"csrf_token": csrf_token(form), "submission_token": submission_token(form), "name": name, "category_id": "1"}
+                data = {
+                    "csrf_token": csrf_token(form),
+                    "submission_token": submission_token(form),
+                    "name": name,
+                    "category_id": "1",
+                }
                 clicks = 2 if number % 4 == 0 else 1
                 if clicks == 1:
                     return name, [session.post(f"{origin}/animals/new", data=data, allow_redirects=False)]
                 with ThreadPoolExecutor(2) as double_click:
-                    return name, list(double_click.map(
-                        lambda _: session.post(f"{origin}/animals/new", data=data, allow_redirects=False), range(2)))
+                    return name, list(
+                        double_click.map(
+                            lambda _: session.post(f"{origin}/animals/new", data=data, allow_redirects=False), range(2)
+                        )
+                    )
 
             with ThreadPoolExecutor(THREADS) as pool:
                 results = dict(pool.map(submit, range(SUBMISSIONS)))
@@ -119,7 +138,11 @@ def test_two_hundred_submissions_end_honestly_with_no_duplicate_and_none_lost(tm
     outcomes = {name: classify(responses) for name, responses in results.items()}
     FIGURES["submissions"] += len(outcomes)
     duplicates = sum(count - 1 for count in injector.accepted.values() if count > 1)
-    lost = [name for name, seen in outcomes.items() if {kind for kind, _ in seen} == {"created"} and injector.accepted[name] != 1]
+    lost = [
+        name
+        for name, seen in outcomes.items()
+        if {kind for kind, _ in seen} == {"created"} and injector.accepted[name] != 1
+    ]
     FIGURES["duplicates"] += duplicates
     FIGURES["lost"] += len(lost)
     assert all(len(seen) == 1 for seen in outcomes.values()), "a submission told the user two different things"

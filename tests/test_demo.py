@@ -8,10 +8,11 @@ import time
 
 import pytest
 import requests
-from helpers import csrf_token
-from servers import PROJECT_ROOT, portal_environment
 
 from petportal.processes import free_port, is_listening, wait_for_port
+
+from helpers import csrf_token
+from servers import PROJECT_ROOT, portal_environment
 
 pytestmark = pytest.mark.slow
 
@@ -19,10 +20,14 @@ pytestmark = pytest.mark.slow
 def start_demo(command, port):
     """Start a demo portal; return the process, the stores' ports and the printed passwords."""
     portal = subprocess.Popen(
-        command, cwd=PROJECT_ROOT, env=portal_environment(FLASK_RUN_PORT=str(port)),
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        command,
+        cwd=PROJECT_ROOT,
+        env=portal_environment(FLASK_RUN_PORT=str(port)),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
         # As in a terminal: a shell's background job (CI) would otherwise start with Ctrl-C ignored.
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # noqa: PLW1509 - the test runs no threads
     )
     banner = "".join(portal.stdout.readline() for _ in range(5))
     store_ports = [int(p) for p in re.findall(r"store: http://127\.0\.0\.1:(\d+)/v1", banner)]
@@ -53,7 +58,11 @@ def test_python_app_py_serves_seeded_animals_and_each_stop_signal_stops_its_stor
         browser = requests.Session()
         login = browser.post(
             f"{origin}/login",
-            data={"username": "admin", "password": passwords["admin"], "csrf_token": csrf_token(browser.get(f"{origin}/login").text)},
+            data={
+                "username": "admin",
+                "password": passwords["admin"],
+                "csrf_token": csrf_token(browser.get(f"{origin}/login").text),
+            },
             allow_redirects=False,
         )
         assert login.status_code == 303
@@ -73,8 +82,12 @@ def test_debug_mode_starts_the_stores_once_and_keeps_them_across_a_reload(tmp_pa
         assert requests.get(f"{origin}/animals", timeout=10).status_code == 200
         assert time.monotonic() - started < 5
         for store_port in store_ports:
-            processes = subprocess.run(["pgrep", "-f", f"petportal.store run .*--port {store_port}$"],
-                                       capture_output=True, text=True).stdout.split()
+            processes = subprocess.run(
+                ["pgrep", "-f", f"petportal.store run .*--port {store_port}$"],
+                capture_output=True,
+                text=True,
+                check=False,
+            ).stdout.split()
             assert len(processes) == 1, "each store runs once, with no reloader of its own"
         (PROJECT_ROOT / "petportal" / "ops.py").touch()  # the reloader restarts the portal
         time.sleep(3)
@@ -82,7 +95,11 @@ def test_debug_mode_starts_the_stores_once_and_keeps_them_across_a_reload(tmp_pa
         browser = requests.Session()
         login = browser.post(
             f"{origin}/login",
-            data={"username": "staff", "password": passwords["staff"], "csrf_token": csrf_token(browser.get(f"{origin}/login").text)},
+            data={
+                "username": "staff",
+                "password": passwords["staff"],
+                "csrf_token": csrf_token(browser.get(f"{origin}/login").text),
+            },
             allow_redirects=False,
         )
         assert login.status_code == 303, "the printed passwords still work after the reload"

@@ -9,6 +9,14 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+
+from petportal import create_app
+from petportal.environments import Environments
+from petportal.extensions import db
+from petportal.models import AuditEntry, User
+from petportal.petstore import PetStoreError, Unauthorized
+from petportal.petstore.errors import WITHHELD, clean
+
 from helpers import (
     PRODUCTION_KEY,
     REDIS_URL,
@@ -20,18 +28,14 @@ from helpers import (
 )
 from servers import PROJECT_ROOT, EchoingStore, answer, delay, portal_environment, serve
 
-from petportal import create_app
-from petportal.environments import Environments
-from petportal.extensions import db
-from petportal.models import AuditEntry, User
-from petportal.petstore import PetStoreError, Unauthorized
-from petportal.petstore.errors import WITHHELD, clean
-
 ECHO_STATUSES = [400, 401, 404, 410, 429, 500, 502, 503]
 
 
-ECHOES = [(status, "message") for status in ECHO_STATUSES] + [
-    (status, mode) for status in (400, 503) for mode in ("code", "encoded", "headers")] + [(200, "names")]
+ECHOES = (
+    [(status, "message") for status in ECHO_STATUSES]
+    + [(status, mode) for status in (400, 503) for mode in ("code", "encoded", "headers")]
+    + [(200, "names")]
+)
 
 
 @pytest.fixture(params=ECHOES, ids=[f"{status}-{mode}" for status, mode in ECHOES])
@@ -57,13 +61,21 @@ def test_a_store_quoting_the_key_back_never_gets_it_onto_a_page_or_into_a_log(ec
     form = staff.get("/animals/new").text
     added = staff.post(
         "/animals/new",
-        data={"name": "Rex", "category_id": "1", "status": "available",
-              "csrf_token": csrf_token(form), "submission_token": submission_token(form)},
+        data={
+            "name": "Rex",
+            "category_id": "1",
+            "status": "available",
+            "csrf_token": csrf_token(form),
+            "submission_token": submission_token(form),
+        },
     )
     assert added.status_code >= 400
     admin = app.test_client()
     AuthActions(admin).login("admin")
-    admin.post("/admin/environment/preview", data={"environment": "staging", "csrf_token": csrf_token(admin.get("/admin/environment").text)})
+    admin.post(
+        "/admin/environment/preview",
+        data={"environment": "staging", "csrf_token": csrf_token(admin.get("/admin/environment").text)},
+    )
     status_page = admin.get("/admin/status")
     assert status_page.status_code == 200
     assert admin.get("/animals").status_code >= 400
@@ -105,8 +117,9 @@ def test_cleaning_removes_keys_and_anything_shaped_like_a_credential(text):
 
 def test_an_error_built_from_a_status_is_cleaned_and_keeps_status_and_code():
     body = f'{{"code": "unauthorized", "message": "bad key\\nAuthorization: Bearer {STAGING_KEY}"}}'.encode()
-    error = PetStoreError.from_status(401, body, operation="listPets", method="GET", url="http://u:p@store/v1/pets",
-                                      secrets=[STAGING_KEY])
+    error = PetStoreError.from_status(
+        401, body, operation="listPets", method="GET", url="http://u:p@store/v1/pets", secrets=[STAGING_KEY]
+    )
     assert isinstance(error, Unauthorized)
     assert (error.status, error.code) == (401, "unauthorized")
     for text in (str(error), repr(error), error.message):
@@ -115,15 +128,25 @@ def test_an_error_built_from_a_status_is_cleaned_and_keeps_status_and_code():
 
 
 def test_a_credential_that_is_no_configured_key_is_cut_out_and_the_rest_kept():
-    error = PetStoreError.from_status(400, b'{"message": "name is empty; you sent Authorization: Bearer abc.def"}',
-                                      operation="createPet", method="POST", url="http://store/v1/pets",
-                                      secrets=[PRODUCTION_KEY])
+    error = PetStoreError.from_status(
+        400,
+        b'{"message": "name is empty; you sent Authorization: Bearer abc.def"}',
+        operation="createPet",
+        method="POST",
+        url="http://store/v1/pets",
+        secrets=[PRODUCTION_KEY],
+    )
     assert error.message == "name is empty; you sent Authorization: [redacted]"
 
 
 def test_an_api_code_that_is_not_a_plain_word_is_dropped():
-    error = PetStoreError.from_status(400, b'{"code": "<script>x</script>", "message": "no"}', operation="createPet",
-                                      method="POST", url="http://store/v1/pets")
+    error = PetStoreError.from_status(
+        400,
+        b'{"code": "<script>x</script>", "message": "no"}',
+        operation="createPet",
+        method="POST",
+        url="http://store/v1/pets",
+    )
     assert error.code is None
 
 
@@ -230,17 +253,22 @@ class NeverEndingBody(io.RawIOBase):
 
 def test_a_body_over_the_limit_gets_413_before_it_is_read(client):
     body = NeverEndingBody()
-    response = client.post("/login", content_type="application/x-www-form-urlencoded",
-                           environ_overrides={"wsgi.input": body, "CONTENT_LENGTH": str(200 * 1024 * 1024)})
+    response = client.post(
+        "/login",
+        content_type="application/x-www-form-urlencoded",
+        environ_overrides={"wsgi.input": body, "CONTENT_LENGTH": str(200 * 1024 * 1024)},
+    )
     assert response.status_code == 413
     assert "larger than the portal accepts" in response.text
     assert body.read_bytes == 0
 
 
 def test_a_page_has_one_deadline_for_all_its_upstream_calls_and_retries(make_portal, fault_server):
-    """A store that answers 503 with Retry-After just before the timeout holds a page for the timeout, not 3 times it."""
-    environments = {"production": {"url": fault_server.base_url, "key": PRODUCTION_KEY},
-                    "staging": {"url": None, "key": None}}
+    """A store answering 503 with Retry-After just before the timeout holds a page for the timeout, not 3 times it."""
+    environments = {
+        "production": {"url": fault_server.base_url, "key": PRODUCTION_KEY},
+        "staging": {"url": None, "key": None},
+    }
     app = make_portal(PETSTORE_ENVIRONMENTS=environments, UPSTREAM_TIMEOUT=1.0)
     fault_server.script(delay(0.8, answer(503, {}, {"Retry-After": "2"})))
     started = time.monotonic()
@@ -296,8 +324,14 @@ def test_a_forwarded_scheme_counts_only_from_trusted_proxies(make_portal, proxie
 def test_demo_mode_refuses_a_configured_database_and_changes_no_account(tmp_path):
     database = f"sqlite:///{tmp_path / 'real.sqlite'}"
     elsewhere = {"url": "http://127.0.0.1:9/v1", "key": "k"}
-    app = create_app({"TESTING": True, "SECRET_KEY": "x", "SQLALCHEMY_DATABASE_URI": database,
-                      "PETSTORE_ENVIRONMENTS": {"production": elsewhere, "staging": elsewhere}})
+    app = create_app(
+        {
+            "TESTING": True,
+            "SECRET_KEY": "x",
+            "SQLALCHEMY_DATABASE_URI": database,
+            "PETSTORE_ENVIRONMENTS": {"production": elsewhere, "staging": elsewhere},
+        }
+    )
     with app.app_context():
         db.create_all()
         admin = User(username="admin", role="admin")
@@ -306,8 +340,15 @@ def test_demo_mode_refuses_a_configured_database_and_changes_no_account(tmp_path
         db.session.commit()
         db.engine.dispose()
     app.extensions["petportal.environments"].close()
-    started = subprocess.run([sys.executable, "app.py"], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=60,
-                             env=portal_environment(PETPORTAL_DATABASE_URL=database))
+    started = subprocess.run(
+        [sys.executable, "app.py"],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=portal_environment(PETPORTAL_DATABASE_URL=database),
+        check=False,
+    )
     assert started.returncode != 0
     assert "PETPORTAL_DATABASE_URL" in started.stderr
     with app.app_context():
@@ -343,8 +384,11 @@ def test_simultaneous_wrong_passwords_are_counted_before_they_are_checked(portal
 
     def guess(index):
         barrier.wait()
-        return clients[index].post("/login", data={"username": "staff", "password": "wrong",
-                                                   "csrf_token": forms[index]}).status_code
+        return (
+            clients[index]
+            .post("/login", data={"username": "staff", "password": "wrong", "csrf_token": forms[index]})
+            .status_code
+        )
 
     with ThreadPoolExecutor(len(clients)) as pool:
         statuses = list(pool.map(guess, range(len(clients))))
@@ -480,14 +524,18 @@ def test_a_text_field_sent_as_a_file_is_an_error_on_the_form_not_a_500(client, f
 
 
 def test_an_answer_nested_too_deep_to_decode_is_a_502(make_portal, fault_server):
-    environments = {"production": {"url": fault_server.base_url, "key": PRODUCTION_KEY},
-                    "staging": {"url": None, "key": None}}
+    environments = {
+        "production": {"url": fault_server.base_url, "key": PRODUCTION_KEY},
+        "staging": {"url": None, "key": None},
+    }
     app = make_portal(PETSTORE_ENVIRONMENTS=environments)
     fault_server.script(answer(200, b"[" * 200_000 + b"]" * 200_000))
     assert app.test_client().get("/animals").status_code == 502
 
 
-@pytest.mark.parametrize("host", ["localhost@evil.example", "evil.example/x", "a b", "evil.example:abc", "evil.example"])
+@pytest.mark.parametrize(
+    "host", ["localhost@evil.example", "evil.example/x", "a b", "evil.example:abc", "evil.example"]
+)
 def test_no_host_header_makes_an_absolute_location(make_portal, host):
     client = make_portal().test_client()
     for path in ("/static//css/portal.css", "/animals/new", "/"):
@@ -518,8 +566,10 @@ def test_a_remember_token_used_by_many_requests_at_once_restores_one_login(make_
 
 
 def test_the_status_page_has_one_deadline_for_all_its_probes(make_portal, fault_server):
-    environments = {"production": {"url": fault_server.base_url, "key": PRODUCTION_KEY},
-                    "staging": {"url": fault_server.base_url, "key": STAGING_KEY}}
+    environments = {
+        "production": {"url": fault_server.base_url, "key": PRODUCTION_KEY},
+        "staging": {"url": fault_server.base_url, "key": STAGING_KEY},
+    }
     app = make_portal(PETSTORE_ENVIRONMENTS=environments, UPSTREAM_TIMEOUT=1.0)
     admin = app.test_client()
     AuthActions(admin).login("admin")
@@ -527,4 +577,3 @@ def test_the_status_page_has_one_deadline_for_all_its_probes(make_portal, fault_
     started = time.monotonic()
     assert admin.get("/admin/status").status_code == 200
     assert time.monotonic() - started < 1.6
-

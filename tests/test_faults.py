@@ -7,6 +7,7 @@ import re
 import time
 
 import pytest
+
 from helpers import AuthActions, csrf_token, submission_token
 from scanning import FIGURES
 from servers import FaultServer, answer, delay, drip, huge, lying_length, reset_mid_body
@@ -22,11 +23,15 @@ NULL_NAME = {"list": [{**PET, "name": None}], "get": {**PET, "name": None}, "cre
 ERROR = {"code": "fault", "message": SECRET_BODY, "status": 0}
 
 FAULTS = {
-    "latency past the timeout": lambda op, foreign: delay(TIMEOUT * 4, answer(200 if op != "create" else 201, VALID[op])),
+    "latency past the timeout": lambda op, foreign: delay(
+        TIMEOUT * 4, answer(200 if op != "create" else 201, VALID[op])
+    ),
     "connection refused": None,
     "reset mid-response": lambda op, foreign: reset_mid_body,
     "slow drip of bytes": lambda op, foreign: drip(0.05, total=2000),
-    "500 with an HTML body": lambda op, foreign: answer(500, f"<h1>{SECRET_BODY}</h1>".encode(), content_type="text/html"),
+    "500 with an HTML body": lambda op, foreign: answer(
+        500, f"<h1>{SECRET_BODY}</h1>".encode(), content_type="text/html"
+    ),
     "502": lambda op, foreign: answer(502, {**ERROR, "status": 502}),
     "503 with Retry-After": lambda op, foreign: answer(503, {**ERROR, "status": 503}, {"Retry-After": "1"}),
     "429": lambda op, foreign: answer(429, {**ERROR, "status": 429}, {"Retry-After": "1"}),
@@ -40,8 +45,17 @@ FAULTS = {
     "a redirect to a foreign host": lambda op, foreign: answer(302, b"", {"Location": f"{foreign}/pets"}),
 }
 # Faults where no usable answer arrived at all: the store "is not answering" (503).
-NO_ANSWER = {"latency past the timeout", "connection refused", "reset mid-response", "slow drip of bytes",
-             "a lying Content-Length", "500 with an HTML body", "502", "503 with Retry-After", "429"}
+NO_ANSWER = {
+    "latency past the timeout",
+    "connection refused",
+    "reset mid-response",
+    "slow drip of bytes",
+    "a lying Content-Length",
+    "500 with an HTML body",
+    "502",
+    "503 with Retry-After",
+    "429",
+}
 # For createPet, only these prove nothing was added (503, the form again); a rejected key adds nothing
 # either (502, temporarily unavailable); every other fault may have added it (502, outcome unknown).
 NOTHING_ADDED = {"connection refused", "503 with Retry-After", "429"}
@@ -86,8 +100,15 @@ def test_every_fault_ends_on_a_friendly_page_in_time(make_portal, kind, op):
         elif op == "get":
             page = client.get("/animals/7")
         else:
-            page = client.post("/animals/new", data={"csrf_token": csrf_token(form), "submission_token": submission_token(form),
-                                                      "name": "Rex", "category_id": "1"})
+            page = client.post(
+                "/animals/new",
+                data={
+                    "csrf_token": csrf_token(form),
+                    "submission_token": submission_token(form),
+                    "name": "Rex",
+                    "category_id": "1",
+                },
+            )
         elapsed = time.monotonic() - started
         FIGURES["faults_injected"] += 1
         assert foreign.received == []

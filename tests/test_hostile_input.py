@@ -2,9 +2,10 @@
 
 import re
 
-from helpers import csrf_token, submission_token
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+
+from helpers import csrf_token, submission_token
 from scanning import FIGURES
 
 NASTY = [
@@ -70,8 +71,13 @@ def test_the_add_form_survives_anything(client, auth, name, category_id, status)
     if not client.get_cookie("session"):
         auth.login("staff")
     form = client.get("/animals/new").text
-    data = {"csrf_token": csrf_token(form), "submission_token": submission_token(form),
-            "name": name, "category_id": category_id, "status": status}
+    data = {
+        "csrf_token": csrf_token(form),
+        "submission_token": submission_token(form),
+        "name": name,
+        "category_id": category_id,
+        "status": status,
+    }
     page = client.post("/animals/new", data=data)
     assert_safe(page, name, category_id, status, neutral=form + client.get("/animals/1").text)
     assert page.status_code in (303, 400)
@@ -83,8 +89,9 @@ def test_the_add_form_survives_anything(client, auth, name, category_id, status)
 @example(username=PROBES[1], password=PROBES[1], target=PROBES[1])
 def test_the_login_form_survives_anything(client, username, password, target):
     token = csrf_token(client.get("/login").text)
-    page = client.post("/login", data={"username": username, "password": password, "csrf_token": token},
-                       query_string={"next": target})
+    page = client.post(
+        "/login", data={"username": username, "password": password, "csrf_token": token}, query_string={"next": target}
+    )
     assert_safe(page, username, target, neutral=client.get("/login").text)
     assert page.status_code in (400, 401, 429)
 
@@ -97,7 +104,9 @@ def test_the_admin_forms_survive_anything(client, auth, environment, confirm, pr
     if not client.get_cookie("session"):
         auth.login("admin")
     token = csrf_token(client.get("/admin/environment").text)
-    switched = client.post("/admin/environment", data={"csrf_token": token, "environment": environment, "confirm": confirm})
+    switched = client.post(
+        "/admin/environment", data={"csrf_token": token, "environment": environment, "confirm": confirm}
+    )
     previewed_page = client.post("/admin/environment/preview", data={"csrf_token": token, "environment": previewed})
     neutral = client.get("/admin/environment").text
     assert_safe(switched, environment, confirm, neutral=neutral)

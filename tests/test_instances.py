@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import redis
 import requests
+
 from helpers import (
     PRODUCTION_KEY,
     SECRET_KEY,
@@ -58,15 +59,27 @@ def instances(tmp_path_factory):
     try:
         with serve(production_recorder) as production, serve(RecordingMiddleware(staging_app)) as staging:
             env = portal_environment(
-                PETSTORE_PRODUCTION_URL=production + "/v1", PETSTORE_PRODUCTION_KEY=PRODUCTION_KEY,
-                PETSTORE_STAGING_URL=staging + "/v1", PETSTORE_STAGING_KEY=STAGING_KEY,
-                PETPORTAL_SECRET_KEY=SECRET_KEY, PETPORTAL_DATABASE_URL=database_url, PETPORTAL_HTTPS="0",
-                PETPORTAL_REDIS_URL=redis_url, PETPORTAL_CACHE_SECONDS="30",
+                PETSTORE_PRODUCTION_URL=production + "/v1",
+                PETSTORE_PRODUCTION_KEY=PRODUCTION_KEY,
+                PETSTORE_STAGING_URL=staging + "/v1",
+                PETSTORE_STAGING_KEY=STAGING_KEY,
+                PETPORTAL_SECRET_KEY=SECRET_KEY,
+                PETPORTAL_DATABASE_URL=database_url,
+                PETPORTAL_HTTPS="0",
+                PETPORTAL_REDIS_URL=redis_url,
+                PETPORTAL_CACHE_SECONDS="30",
             )
             subprocess.run([*FLASK_PORTAL, "init-db"], cwd=PROJECT_ROOT, env=env, check=True, capture_output=True)
             for name, role, password in (("root", "admin", ADMIN_PASSWORD), ("kim", "staff", STAFF_PASSWORD)):
-                subprocess.run([*FLASK_PORTAL, "user", "create", name, "--role", role, "--password-stdin"],
-                               cwd=PROJECT_ROOT, env=env, input=password + "\n", text=True, check=True, capture_output=True)
+                subprocess.run(
+                    [*FLASK_PORTAL, "user", "create", name, "--role", role, "--password-stdin"],
+                    cwd=PROJECT_ROOT,
+                    env=env,
+                    input=password + "\n",
+                    text=True,
+                    check=True,
+                    capture_output=True,
+                )
             with portal_processes(env) as origins:
                 yield origins, LiveStore(production + "/v1", PRODUCTION_KEY, production_recorder)
     finally:
@@ -84,13 +97,21 @@ def logged_in(origin, username, password):
 
 
 def test_a_cache_invalidation_on_one_instance_is_seen_by_the_other(instances):
-    (first, second), store = instances
+    (first, second), _store = instances
     name = "Cached-" + uuid.uuid4().hex[:6]
     assert name not in requests.get(f"{second}/animals?limit=100").text
     staff = logged_in(first, "kim", STAFF_PASSWORD)
     form = staff.get(f"{first}/animals/new").text
-    added = staff.post(f"{first}/animals/new", allow_redirects=False,
-                       data={"csrf_token": csrf_token(form), "submission_token": submission_token(form), "name": name, "category_id": "1"})
+    added = staff.post(
+        f"{first}/animals/new",
+        allow_redirects=False,
+        data={
+            "csrf_token": csrf_token(form),
+            "submission_token": submission_token(form),
+            "name": name,
+            "category_id": "1",
+        },
+    )
     assert added.status_code == 303
     assert name in requests.get(f"{second}/animals?limit=100").text
 
@@ -100,10 +121,19 @@ def test_one_submission_token_used_on_both_instances_creates_one_animal(instance
     name = "Both-" + uuid.uuid4().hex[:6]
     staff = logged_in(first, "kim", STAFF_PASSWORD)
     form = staff.get(f"{first}/animals/new").text
-    data = {"csrf_token": csrf_token(form), "submission_token": submission_token(form), "name": name, "category_id": "2"}
+    data = {
+        "csrf_token": csrf_token(form),
+        "submission_token": submission_token(form),
+        "name": name,
+        "category_id": "2",
+    }
     with ThreadPoolExecutor(4) as pool:
-        responses = list(pool.map(lambda origin: staff.post(f"{origin}/animals/new", data=data, allow_redirects=False),
-                                  [first, second, first, second]))
+        responses = list(
+            pool.map(
+                lambda origin: staff.post(f"{origin}/animals/new", data=data, allow_redirects=False),
+                [first, second, first, second],
+            )
+        )
     assert [r.status_code for r in responses] == [303] * 4
     assert len({r.headers["Location"] for r in responses}) == 1
     assert [a["name"] for a in store.animals()].count(name) == 1
@@ -117,14 +147,21 @@ def test_the_login_limit_is_counted_across_both_instances(instances):
         origin = (first, second)[attempt % 2]
         browser = requests.Session()
         token = csrf_token(browser.get(f"{origin}/login").text)
-        statuses.append(browser.post(f"{origin}/login", data={"username": username, "password": "wrong", "csrf_token": token}).status_code)
+        statuses.append(
+            browser.post(
+                f"{origin}/login", data={"username": username, "password": "wrong", "csrf_token": token}
+            ).status_code
+        )
     assert statuses == [401, 401, 401, 401, 401, 429]
 
 
 def switch(browser, origin, environment):
     page = browser.get(f"{origin}/admin/environment")
-    response = browser.post(f"{origin}/admin/environment", allow_redirects=False,
-                            data={"csrf_token": csrf_token(page.text), "environment": environment, "confirm": environment})
+    response = browser.post(
+        f"{origin}/admin/environment",
+        allow_redirects=False,
+        data={"csrf_token": csrf_token(page.text), "environment": environment, "confirm": environment},
+    )
     assert response.status_code == 303
 
 

@@ -5,12 +5,13 @@ import sys
 
 import flask_migrate
 import sqlalchemy
-from helpers import PASSWORDS, AuthActions, portal_config
-from servers import PROJECT_ROOT, portal_environment
 from werkzeug.security import generate_password_hash
 
 from petportal import create_app
 from petportal.extensions import db
+
+from helpers import PASSWORDS, AuthActions, portal_config
+from servers import PROJECT_ROOT, portal_environment
 
 
 def make_0_1_0_database(app):
@@ -21,14 +22,18 @@ def make_0_1_0_database(app):
             connection.execute(sqlalchemy.text("DROP TABLE alembic_version"))
             for role, password in PASSWORDS.items():
                 connection.execute(
-                    sqlalchemy.text("INSERT INTO users (username, password_hash, role, created_at) "
-                                    "VALUES (:name, :hash, :role, CURRENT_TIMESTAMP)"),
+                    sqlalchemy.text(
+                        "INSERT INTO users (username, password_hash, role, created_at) "
+                        "VALUES (:name, :hash, :role, CURRENT_TIMESTAMP)"
+                    ),
                     {"name": role, "hash": generate_password_hash(password), "role": role},
                 )
             for number in range(3):
                 connection.execute(
-                    sqlalchemy.text("INSERT INTO audit_log (at, actor, action, detail) "
-                                    "VALUES (CURRENT_TIMESTAMP, 'staff', 'login_failed', :detail)"),
+                    sqlalchemy.text(
+                        "INSERT INTO audit_log (at, actor, action, detail) "
+                        "VALUES (CURRENT_TIMESTAMP, 'staff', 'login_failed', :detail)"
+                    ),
                     {"detail": f"old row {number}"},
                 )
         db.engine.dispose()
@@ -41,7 +46,9 @@ def init_db(app):
 
 
 def test_init_db_creates_a_new_database_and_is_idempotent(tmp_path, database_url, production_store, staging_store):
-    app = create_app(portal_config(tmp_path, production_store.url, staging_store.url, SQLALCHEMY_DATABASE_URI=database_url))
+    app = create_app(
+        portal_config(tmp_path, production_store.url, staging_store.url, SQLALCHEMY_DATABASE_URI=database_url)
+    )
     init_db(app)
     init_db(app)
     with app.app_context():
@@ -52,7 +59,9 @@ def test_init_db_creates_a_new_database_and_is_idempotent(tmp_path, database_url
 
 
 def test_a_0_1_0_database_is_upgraded_and_its_accounts_log_in(tmp_path, database_url, production_store, staging_store):
-    app = create_app(portal_config(tmp_path, production_store.url, staging_store.url, SQLALCHEMY_DATABASE_URI=database_url))
+    app = create_app(
+        portal_config(tmp_path, production_store.url, staging_store.url, SQLALCHEMY_DATABASE_URI=database_url)
+    )
     make_0_1_0_database(app)
     init_db(app)
     init_db(app)
@@ -70,20 +79,35 @@ def test_a_0_1_0_database_is_upgraded_and_its_accounts_log_in(tmp_path, database
 
 def test_the_models_and_the_migrations_agree(tmp_path):
     """`flask db check`, as CI runs it: after upgrading, autogenerate finds nothing to add."""
-    env = portal_environment(PETSTORE_PRODUCTION_URL="http://127.0.0.1:9/v1", PETPORTAL_SECRET_KEY="x" * 32,
-                             PETPORTAL_DATABASE_URL=f"sqlite:///{tmp_path / 'check.sqlite'}")
+    env = portal_environment(
+        PETSTORE_PRODUCTION_URL="http://127.0.0.1:9/v1",
+        PETPORTAL_SECRET_KEY="x" * 32,
+        PETPORTAL_DATABASE_URL=f"sqlite:///{tmp_path / 'check.sqlite'}",
+    )
     flask = [sys.executable, "-m", "flask", "--app", "app"]
     subprocess.run([*flask, "init-db"], cwd=PROJECT_ROOT, env=env, check=True, capture_output=True)
-    check = subprocess.run([*flask, "db", "check"], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True)
+    check = subprocess.run(
+        [*flask, "db", "check"], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, check=False
+    )
     assert check.returncode == 0, check.stdout + check.stderr
     assert "No new upgrade operations detected" in check.stdout + check.stderr
 
 
 def test_an_unreachable_database_is_named_with_its_password_hidden(tmp_path):
-    env = portal_environment(PETSTORE_PRODUCTION_URL="http://127.0.0.1:9/v1", PETPORTAL_SECRET_KEY="x" * 32,
-                             PETPORTAL_DATABASE_URL="postgresql+psycopg://portal:s3cret-pw@127.0.0.1:1/portal")
-    result = subprocess.run([sys.executable, "-m", "flask", "--app", "app", "init-db"], cwd=PROJECT_ROOT, env=env,
-                            capture_output=True, text=True, timeout=60)
+    env = portal_environment(
+        PETSTORE_PRODUCTION_URL="http://127.0.0.1:9/v1",
+        PETPORTAL_SECRET_KEY="x" * 32,
+        PETPORTAL_DATABASE_URL="postgresql+psycopg://portal:s3cret-pw@127.0.0.1:1/portal",
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "flask", "--app", "app", "init-db"],
+        cwd=PROJECT_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert result.returncode != 0
     assert "Cannot reach the portal's database at postgresql+psycopg://portal:***@127.0.0.1:1/portal" in result.stderr
     assert "s3cret-pw" not in result.stderr and "Traceback" not in result.stderr

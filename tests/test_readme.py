@@ -8,10 +8,11 @@ import subprocess
 
 import pytest
 import requests
-from helpers import STAGING_KEY, csrf_token
-from servers import PROJECT_ROOT, portal_environment
 
 from petportal.processes import free_port, wait_for_port
+
+from helpers import STAGING_KEY, csrf_token
+from servers import PROJECT_ROOT, portal_environment
 
 pytestmark = pytest.mark.slow
 
@@ -25,23 +26,39 @@ def walkthrough():
 def test_the_readme_walkthrough_works_as_written(tmp_path, production_store, staging_store):
     script = walkthrough()
     # The example URLs and keys stand for the reader's own pet store: here, two local reference stores.
-    script = (script.replace("https://petstore.example/v1", production_store.url)
-              .replace("https://staging.petstore.example/v1", staging_store.url)
-              .replace("your-production-key", production_store.key)
-              .replace("your-staging-key", STAGING_KEY))
+    script = (
+        script.replace("https://petstore.example/v1", production_store.url)
+        .replace("https://staging.petstore.example/v1", staging_store.url)
+        .replace("your-production-key", production_store.key)
+        .replace("your-staging-key", STAGING_KEY)
+    )
     assert "example" not in script.split("#")[0]
     shutil.copy(PROJECT_ROOT / "app.py", tmp_path / "app.py")  # the reader's checkout, without its instance/
     port = free_port()
     env = portal_environment(FLASK_RUN_PORT=str(port), PATH=os.environ["PATH"])
-    portal = subprocess.Popen(["bash", "-euc", script], cwd=tmp_path, env=env, start_new_session=True,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    portal = subprocess.Popen(
+        ["bash", "-euc", script],
+        cwd=tmp_path,
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         wait_for_port(port, portal, seconds=60)
         browser = requests.Session()
         origin = f"http://127.0.0.1:{port}"
         password = re.search(r'echo "([^"]+)" \| flask --app app user create alice', script).group(1)
-        login = browser.post(f"{origin}/login", allow_redirects=False, data={
-            "username": "alice", "password": password, "csrf_token": csrf_token(browser.get(f"{origin}/login").text)})
+        login = browser.post(
+            f"{origin}/login",
+            allow_redirects=False,
+            data={
+                "username": "alice",
+                "password": password,
+                "csrf_token": csrf_token(browser.get(f"{origin}/login").text),
+            },
+        )
         assert login.status_code == 303
         page = browser.get(f"{origin}/animals")
         assert page.status_code == 200 and "Rex" in page.text

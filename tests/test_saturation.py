@@ -9,10 +9,11 @@ import time
 from collections import Counter
 
 import pytest
-from helpers import PRODUCTION_KEY, SECRET_KEY
-from servers import PROJECT_ROOT, FaultServer, answer, delay, portal_environment, reset
 
 from petportal.processes import free_port, wait_for_port
+
+from helpers import PRODUCTION_KEY, SECRET_KEY
+from servers import PROJECT_ROOT, FaultServer, answer, delay, portal_environment, reset
 
 SOAK_SECONDS = float(os.environ.get("PETPORTAL_SOAK_SECONDS", "60"))
 CONNECTIONS = 32
@@ -44,25 +45,37 @@ def test_a_store_cycling_through_failures_never_delays_healthz_past_a_second(tmp
             delay(0.3, answer(200, [])),
         )
         env = portal_environment(
-            PETSTORE_PRODUCTION_URL=store.base_url, PETSTORE_PRODUCTION_KEY=PRODUCTION_KEY,
-            PETPORTAL_SECRET_KEY=SECRET_KEY, PETPORTAL_HTTPS="0", PETPORTAL_UPSTREAM_TIMEOUT="2",
-            PETPORTAL_CACHE_SECONDS="0", PETPORTAL_DATABASE_URL=f"sqlite:///{tmp_path / 'portal.sqlite'}",
+            PETSTORE_PRODUCTION_URL=store.base_url,
+            PETSTORE_PRODUCTION_KEY=PRODUCTION_KEY,
+            PETPORTAL_SECRET_KEY=SECRET_KEY,
+            PETPORTAL_HTTPS="0",
+            PETPORTAL_UPSTREAM_TIMEOUT="2",
+            PETPORTAL_CACHE_SECONDS="0",
+            PETPORTAL_DATABASE_URL=f"sqlite:///{tmp_path / 'portal.sqlite'}",
         )
-        subprocess.run([sys.executable, "-m", "flask", "--app", "app", "init-db"], cwd=PROJECT_ROOT, env=env,
-                       check=True, capture_output=True)
+        subprocess.run(
+            [sys.executable, "-m", "flask", "--app", "app", "init-db"],
+            cwd=PROJECT_ROOT,
+            env=env,
+            check=True,
+            capture_output=True,
+        )
         port = free_port()
         portal = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "--bind", f"127.0.0.1:{port}", "app:app"],
-            cwd=PROJECT_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            cwd=PROJECT_ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         try:
             wait_for_port(port, portal)
             statuses, health = Counter(), []
-            stop = time.monotonic() + SOAK_SECONDS
+            until = time.monotonic() + SOAK_SECONDS
 
             def load():
                 connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-                while time.monotonic() < stop:
+                while time.monotonic() < until:
                     try:
                         connection.request("GET", "/animals")
                         response = connection.getresponse()
@@ -79,7 +92,7 @@ def test_a_store_cycling_through_failures_never_delays_healthz_past_a_second(tmp
                 thread.start()
             time.sleep(min(5, SOAK_SECONDS / 4))
             rss_before = sum(worker_rss_kb(portal.pid))
-            while time.monotonic() < stop:
+            while time.monotonic() < until:
                 started = time.monotonic()
                 connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
                 connection.request("GET", "/healthz")
@@ -93,9 +106,11 @@ def test_a_store_cycling_through_failures_never_delays_healthz_past_a_second(tmp
         finally:
             stop([portal], seconds=30)
     slowest = max(seconds for _, seconds in health)
-    print(f"soak: {SOAK_SECONDS:.0f} s, {CONNECTIONS} connections, pages {dict(statuses)}, "
-          f"{len(health)} health checks, slowest {slowest * 1000:.0f} ms, "
-          f"worker memory {rss_before // 1024} -> {rss_after // 1024} MB")
+    print(
+        f"soak: {SOAK_SECONDS:.0f} s, {CONNECTIONS} connections, pages {dict(statuses)}, "
+        f"{len(health)} health checks, slowest {slowest * 1000:.0f} ms, "
+        f"worker memory {rss_before // 1024} -> {rss_after // 1024} MB"
+    )
     assert statuses[500] == 0 and statuses["dropped"] == 0
     assert set(statuses) <= {200, 502, 503}
     assert all(status == 200 for status, _ in health)

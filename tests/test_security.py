@@ -6,12 +6,13 @@ import sys
 
 import pytest
 from flask.testing import FlaskClient
-from helpers import PASSWORDS, AuthActions, csrf_token
-from servers import PROJECT_ROOT, portal_environment
 
 from petportal.config import from_environment
 from petportal.extensions import db
 from petportal.models import AuditEntry
+
+from helpers import PASSWORDS, AuthActions, csrf_token
+from servers import PROJECT_ROOT, portal_environment
 
 POST_ROUTES = ["/login", "/logout", "/animals/new", "/admin/environment", "/admin/environment/preview"]
 
@@ -56,7 +57,7 @@ def test_cookies_are_secure_httponly_and_lax_over_https(make_portal):
 def test_over_plain_http_cookies_are_not_marked_secure_and_no_hsts_is_sent(client):
     response = login(client, remember=True)
     for name in ("session", "remember"):
-        attributes, header = cookie_attributes(response, name)
+        attributes, _header = cookie_attributes(response, name)
         assert "secure" not in attributes and {"httponly", "samesite"} <= attributes
     assert "Strict-Transport-Security" not in response.headers
 
@@ -109,12 +110,21 @@ def test_every_post_route_is_in_the_csrf_table(portal_app):
 
 
 @pytest.mark.parametrize("path", POST_ROUTES)
-def test_a_post_without_csrf_token_is_refused_and_changes_nothing(portal_app, client, production_store, staging_store, path):
+def test_a_post_without_csrf_token_is_refused_and_changes_nothing(
+    portal_app, client, production_store, staging_store, path
+):
     login(client, "admin")
     token = csrf_token(client.get("/animals/new").text)
     form = re.search(r'name="submission_token" type="hidden" value="([^"]*)"', client.get("/animals/new").text).group(1)
-    fields = {"username": "admin", "password": PASSWORDS["admin"], "name": "Sneaky", "category_id": "1",
-              "environment": "staging", "confirm": "staging", "submission_token": form}
+    fields = {
+        "username": "admin",
+        "password": PASSWORDS["admin"],
+        "name": "Sneaky",
+        "category_id": "1",
+        "environment": "staging",
+        "confirm": "staging",
+        "submission_token": form,
+    }
     response = client.post(path, data=fields)
     assert response.status_code == 400
     assert "expired or was not sent from this site" in response.text
@@ -197,7 +207,9 @@ def test_every_response_carries_the_security_headers(headers_portal, method, pat
     assert response.headers["X-Frame-Options"] == "DENY"
 
 
-@pytest.mark.parametrize("path", ["/animals", "/animals/new", "/login", "/admin/environment", "/admin/audit", "/admin/status", "/nowhere"])
+@pytest.mark.parametrize(
+    "path", ["/animals", "/animals/new", "/login", "/admin/environment", "/admin/audit", "/admin/status", "/nowhere"]
+)
 def test_pages_have_no_inline_scripts_styles_or_event_handlers(client, path):
     login(client, "admin")
     page = client.get(path).text
@@ -217,7 +229,9 @@ def test_only_trusted_host_names_are_answered(make_portal):
 
 
 def test_trusted_hosts_and_proxies_come_from_the_environment():
-    config = from_environment({"PETPORTAL_TRUSTED_HOSTS": "a.example, b.example", "PETPORTAL_TRUSTED_PROXIES": "2"}, read_dotenv=False)
+    config = from_environment(
+        {"PETPORTAL_TRUSTED_HOSTS": "a.example, b.example", "PETPORTAL_TRUSTED_PROXIES": "2"}, read_dotenv=False
+    )
     assert config["TRUSTED_HOSTS"] == ["a.example", "b.example"]
     assert config["TRUSTED_PROXIES"] == 2
     assert from_environment({}, read_dotenv=False)["TRUSTED_HOSTS"] is None
@@ -228,8 +242,11 @@ def test_the_client_address_is_taken_from_trusted_proxies_only(make_portal, prox
     app = make_portal(TRUSTED_PROXIES=proxies)
     client = app.test_client()
     page = client.get("/login")
-    client.post("/login", data={"username": "staff", "password": "wrong", "csrf_token": csrf_token(page.text)},
-                headers={"X-Forwarded-For": "203.0.113.9"})
+    client.post(
+        "/login",
+        data={"username": "staff", "password": "wrong", "csrf_token": csrf_token(page.text)},
+        headers={"X-Forwarded-For": "203.0.113.9"},
+    )
     with app.app_context():
         entry = db.session.scalars(db.select(AuditEntry).filter_by(action="login_failed")).one()
     assert entry.remote_addr == recorded
@@ -250,25 +267,40 @@ def test_a_dotenv_file_in_the_working_directory_is_read(tmp_path, monkeypatch):
     for name in ("PETPORTAL_CACHE_SECONDS", "PETPORTAL_TRUSTED_PROXIES"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)
-    script = "import os; from petportal.config import from_environment; c = from_environment(os.environ); " \
-             "print(c['CACHE_SECONDS'], c['TRUSTED_PROXIES'])"
+    script = (
+        "import os; from petportal.config import from_environment; c = from_environment(os.environ); "
+        "print(c['CACHE_SECONDS'], c['TRUSTED_PROXIES'])"
+    )
     (tmp_path / "show.py").write_text(script)
-    result = subprocess.run([sys.executable, "show.py"], cwd=tmp_path, capture_output=True, text=True,
-                            env=portal_environment())
+    result = subprocess.run(
+        [sys.executable, "show.py"], cwd=tmp_path, capture_output=True, text=True, env=portal_environment(), check=False
+    )
     assert result.stdout.split() == ["7.0", "1"], result.stderr
 
 
 def test_a_default_environment_without_url_is_refused_at_start():
     env = portal_environment(PETSTORE_STAGING_URL="http://127.0.0.1:9/v1", PETPORTAL_SECRET_KEY="x" * 32)
-    result = subprocess.run([sys.executable, "-m", "flask", "--app", "app", "init-db"], cwd=PROJECT_ROOT, env=env,
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "flask", "--app", "app", "init-db"],
+        cwd=PROJECT_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert result.returncode != 0
     assert "PETPORTAL_DEFAULT_ENVIRONMENT is production, but PETSTORE_PRODUCTION_URL is not set." in result.stderr
 
 
 def test_outside_demo_mode_the_portal_refuses_to_start_without_a_secret_key(tmp_path):
     env = portal_environment(PETSTORE_PRODUCTION_URL="http://127.0.0.1:9/v1")
-    result = subprocess.run([sys.executable, "-m", "flask", "--app", "app", "init-db"], cwd=PROJECT_ROOT, env=env,
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "flask", "--app", "app", "init-db"],
+        cwd=PROJECT_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert result.returncode != 0
     assert "PETPORTAL_SECRET_KEY is not set" in result.stderr

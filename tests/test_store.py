@@ -9,13 +9,14 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import requests
-from helpers import STORE_KEY
 from openapi_spec_validator import validate
-from servers import serve
 
 from petportal.processes import free_port, stop, wait_for_port
 from petportal.store import create_app as create_store
 from petportal.store.models import db
+
+from helpers import STORE_KEY
+from servers import serve
 
 AUTH = {"Authorization": f"Bearer {STORE_KEY}"}
 
@@ -78,7 +79,9 @@ def test_int64_extremes_survive_a_round_trip(api):
         assert api.get(f"/v1/pets/{created['id']}").json["categoryId"] == category
 
 
-@pytest.mark.parametrize("query", ["limit=0", "limit=101", "limit=abc", "limit=-1", "limit=1.5", "limit=", "status=foo", "status="])
+@pytest.mark.parametrize(
+    "query", ["limit=0", "limit=101", "limit=abc", "limit=-1", "limit=1.5", "limit=", "status=foo", "status="]
+)
 def test_list_rejects_values_outside_the_interface(api, query):
     assert_error(api.get(f"/v1/pets?{query}"), 400)
 
@@ -162,9 +165,7 @@ def test_openapi_description_is_valid_and_marks_deprecation_and_stability(store_
     document = store_app.test_client().get("/v1/openapi.json").json
     validate(document)
     operations = {
-        operation["operationId"]: operation
-        for path in document["paths"].values()
-        for operation in path.values()
+        operation["operationId"]: operation for path in document["paths"].values() for operation in path.values()
     }
     assert set(operations) == {"listPets", "createPet", "getPet"}
     assert operations["getPet"]["deprecated"] is True
@@ -175,10 +176,27 @@ def test_openapi_description_is_valid_and_marks_deprecation_and_stability(store_
 def test_schemathesis_finds_nothing_with_all_checks(store_url, tmp_path):
     command = shutil.which("schemathesis", path=os.path.dirname(sys.executable)) or shutil.which("schemathesis")
     result = subprocess.run(
-        [command, "run", f"{store_url}/openapi.json", "--checks", "all", "--max-examples", "30",
-         "--workers", "1", "--header", f"Authorization: Bearer {STORE_KEY}", "--seed", "1"],
-        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+        [
+            command,
+            "run",
+            f"{store_url}/openapi.json",
+            "--checks",
+            "all",
+            "--max-examples",
+            "30",
+            "--workers",
+            "1",
+            "--header",
+            f"Authorization: Bearer {STORE_KEY}",
+            "--seed",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
         env={**os.environ, "SCHEMATHESIS_HOOKS": "", "NO_COLOR": "1"},
+        check=False,
     )
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-2000:]
     assert "No issues found" in result.stdout
@@ -193,7 +211,9 @@ def test_concurrent_creates_lose_nothing(database_url):
                 session.headers.update(AUTH)
                 ids = []
                 for number in range(50):
-                    response = session.post(f"{origin}/v1/pets", json={"name": f"T{thread}-{number}", "categoryId": thread})
+                    response = session.post(
+                        f"{origin}/v1/pets", json={"name": f"T{thread}-{number}", "categoryId": thread}
+                    )
                     assert response.status_code == 201, response.text
                     ids.append(response.json()["id"])
                 return ids
@@ -225,10 +245,17 @@ def test_flask_run_command_serves_the_store_with_keys_from_the_environment(tmp_p
         "PETSTORE_DATABASE_URL": f"sqlite:///{tmp_path / 'run.sqlite'}",
     }
     flask = [sys.executable, "-m", "flask", "--app", "petportal.store"]
-    seeded = subprocess.run([*flask, "seed"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    seeded = subprocess.run(
+        [*flask, "seed"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False
+    )
     assert seeded.returncode == 0, seeded.stderr
-    server = subprocess.Popen([*flask, "run", "--port", str(port)], env=env, cwd=tmp_path,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [*flask, "run", "--port", str(port)],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         wait_for_port(port, server)
         response = requests.get(f"http://127.0.0.1:{port}/v1/pets", headers={"Authorization": "Bearer beta"}, timeout=2)

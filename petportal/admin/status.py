@@ -87,7 +87,9 @@ def in_words(notice, today):
     elif notice.deprecation and notice.deprecation.strip().lower() in ("true", "?1"):
         deprecated = "deprecated"
     else:
-        deprecated = "no Deprecation header" if not notice.deprecation else "a Deprecation header the portal cannot read"
+        deprecated = (
+            "no Deprecation header" if not notice.deprecation else "a Deprecation header the portal cannot read"
+        )
     removal_date = _header_date(notice.sunset)
     if removal_date is None:
         removal = "no removal date announced" if not notice.sunset else "a Sunset header the portal cannot read"

@@ -129,7 +129,12 @@ def restore_from_remember_cookie(request):
 
 def _restore(login_id, token):
     row = db.session.get(LoginSession, login_id)
-    if row is None or not _open(row) or not row.remember_hash or not hmac.compare_digest(row.remember_hash, _hash(token)):
+    if (
+        row is None
+        or not _open(row)
+        or not row.remember_hash
+        or not hmac.compare_digest(row.remember_hash, _hash(token))
+    ):
         g.remember_cookie = ""
         return None
     user = db.session.get(User, row.user_id)

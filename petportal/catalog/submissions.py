@@ -12,7 +12,7 @@ import time
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import CursorResult, delete, select, update
 
 from ..extensions import db
 from ..models import SubmissionToken, utcnow
@@ -111,7 +111,7 @@ def _oldest_valid() -> datetime:
 
 
 def _claim(token: str, user_id: int, environment: str) -> bool:
-    result = db.session.execute(
+    result: CursorResult[Any] = db.session.execute(  # type: ignore[assignment]  # an UPDATE's result has a rowcount
         update(SubmissionToken)
         .where(
             SubmissionToken.token == token,

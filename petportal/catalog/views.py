@@ -73,7 +73,10 @@ def show_animal(pet_id):
     back_query = back.query() if back.validate() else {}
     animal = find_animal(pet_id)
     if animal is None:
-        message = f"The pet store no longer looks up single animals, and this one is not among the first {LIMIT_MAX} it lists."
+        message = (
+            "The pet store no longer looks up single animals, "
+            f"and this one is not among the first {LIMIT_MAX} it lists."
+        )
         return render_error(404, message)
     return render_template("catalog/detail.html", animal=animal, back_query=back_query)
 

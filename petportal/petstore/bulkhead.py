@@ -15,14 +15,14 @@ SLOW_CALL_SECONDS = 0.5
 class Bulkhead:
     """At most `size` calls at once; a call waits for a place only while the calls under way are quick."""
 
-    def __init__(self, size, patience=SLOW_CALL_SECONDS):
+    def __init__(self, size: int, patience: float = SLOW_CALL_SECONDS) -> None:
         self.size = size
         self._places = threading.BoundedSemaphore(size)
         self._patience = patience
         self._lock = threading.Lock()
-        self._started = {}
+        self._started: dict[int, float] = {}
 
-    def enter(self, deadline):
+    def enter(self, deadline: float) -> bool:
         """Take a place; False when none is free before `deadline` or the store is slow (then nothing was taken)."""
         taken = self._places.acquire(blocking=False)
         if not taken and self._oldest_call_age() < self._patience:
@@ -32,12 +32,12 @@ class Bulkhead:
                 self._started[threading.get_ident()] = time.monotonic()
         return taken
 
-    def leave(self):
+    def leave(self) -> None:
         """Give back the place this thread took."""
         with self._lock:
             self._started.pop(threading.get_ident(), None)
         self._places.release()
 
-    def _oldest_call_age(self):
+    def _oldest_call_age(self) -> float:
         with self._lock:
             return time.monotonic() - min(self._started.values(), default=time.monotonic())

@@ -1,18 +1,26 @@
 """The portal's only HTTP client of the Pet Store v1 API."""
 
+from __future__ import annotations
+
 import json
 import logging
 import threading
 import time
+from collections.abc import Callable, Iterable, Mapping
 from http.cookiejar import DefaultCookiePolicy
+from types import TracebackType
+from typing import Any, Self, TypeVar
 
 import requests
 from requests.adapters import HTTPAdapter
+from urllib3.connectionpool import ConnectionPool
 from urllib3.exceptions import ConnectTimeoutError, DecodeError, MaxRetryError
 from urllib3.exceptions import HTTPError as TransportError
+from urllib3.response import BaseHTTPResponse
 from urllib3.util.retry import Retry
 from urllib3.util.timeout import Timeout
 
+from .bulkhead import Bulkhead
 from .errors import Busy, OutcomeUnknown, PetStoreError, Unavailable, UnexpectedResponse
 from .records import (
     INT64_MAX,
@@ -21,6 +29,8 @@ from .records import (
     LIMIT_MAX,
     LIMIT_MIN,
     PET_STATUSES,
+    Operation,
+    Pet,
     ShapeError,
     parse_operations,
     parse_pet,
@@ -28,6 +38,11 @@ from .records import (
 )
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
+# observe(operation, outcome, seconds, retries), told of every call.
+Observer = Callable[[str, str, float, int], None]
+# on_answer(operation, status, headers), told of every answer received.
+AnswerHook = Callable[[str, int, Mapping[str, str]], None]
 
 MAX_BODY_BYTES = 4 * 1024 * 1024
 READ_CHUNK_BYTES = 64 * 1024
@@ -37,7 +52,7 @@ MIN_ATTEMPT_SECONDS = 0.2
 _call = threading.local()
 
 
-def _time_left():
+def _time_left() -> float:
     return _call.deadline - time.monotonic()
 
 
@@ -49,35 +64,47 @@ class GetOnlyRetry(Retry):
 
     RETRY_AFTER_STATUS_CODES = frozenset({502, 503, 504})
 
-    def increment(self, method=None, url=None, *args, **kwargs):
+    def increment(
+        self,
+        method: str | None = None,
+        url: str | None = None,
+        response: BaseHTTPResponse | None = None,
+        error: Exception | None = None,
+        _pool: ConnectionPool | None = None,
+        _stacktrace: TracebackType | None = None,
+    ) -> Self:
         """Count one more failure; a POST is never sent twice, not even after a refused connect."""
+        failure: dict[str, Any] = {"response": response, "error": error, "_pool": _pool, "_stacktrace": _stacktrace}
         if method is not None and not self._is_method_retryable(method):
-            return Retry.increment(self.new(total=0), method, url, *args, **kwargs)
-        retry = super().increment(method, url, *args, **kwargs)
-        response = kwargs.get("response")
+            return self.new(total=0).increment_as_retry(method, url, failure)
+        retry = super().increment(method, url, **failure)
         wait = (retry.get_retry_after(response) if response is not None else None) or retry.get_backoff_time()
         if _time_left() - min(wait, self.retry_after_max) < MIN_ATTEMPT_SECONDS:
-            return Retry.increment(self.new(total=0), method, url, *args, **kwargs)
+            return self.new(total=0).increment_as_retry(method, url, failure)
         _call.retries += 1
         return retry
+
+    def increment_as_retry(self, method: str | None, url: str | None, failure: dict[str, Any]) -> Self:
+        """urllib3's own count, without this class's rules: with no retries left, it raises MaxRetryError."""
+        return Retry.increment(self, method, url, **failure)
 
 
 class DeadlineTimeout(Timeout):
     """Each attempt's connect and read timeouts: the client's timeout, cut to what is left of the deadline."""
 
-    def __init__(self, limit, deadline):
+    def __init__(self, limit: float, deadline: float) -> None:
         super().__init__(connect=limit, read=limit)
         self._limit, self._deadline = limit, deadline
 
-    def clone(self):
+    def clone(self) -> DeadlineTimeout:
         return DeadlineTimeout(self._limit, self._deadline)
 
     @property
-    def connect_timeout(self):
+    def connect_timeout(self) -> float:
         return max(0.001, min(self._limit, self._deadline - time.monotonic()))
 
     @property
-    def read_timeout(self):
+    def read_timeout(self) -> float:
         return self.connect_timeout
 
 
@@ -100,19 +127,19 @@ class PetStoreClient:
 
     def __init__(
         self,
-        base_url,
-        api_key,
+        base_url: str,
+        api_key: str,
         *,
-        timeout=5.0,
-        pool_size=10,
-        max_body_bytes=MAX_BODY_BYTES,
-        extra_headers=dict,
-        deadline=None,
-        gate=None,
-        secrets=(),
-        observe=None,
-        on_answer=None,
-    ):
+        timeout: float = 5.0,
+        pool_size: int = 10,
+        max_body_bytes: int = MAX_BODY_BYTES,
+        extra_headers: Callable[[], dict[str, str]] = dict,
+        deadline: Callable[[], float | None] | None = None,
+        gate: Bulkhead | None = None,
+        secrets: Iterable[str] = (),
+        observe: Observer | None = None,
+        on_answer: AnswerHook | None = None,
+    ) -> None:
         """`deadline()` may give the `time.monotonic()` by which a call and its retries must end (else
         `timeout` from the call's start); `gate` is a `Bulkhead` bounding how many calls may wait at once;
         `secrets` are further texts (other environments' keys) that no error may repeat; `observe` is
@@ -137,23 +164,25 @@ class PetStoreClient:
         self._session.mount("http://", adapter)
         self._session.mount("https://", adapter)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"PetStoreClient({self.base_url!r})"
 
-    def close(self):
+    def close(self) -> None:
         """Close the pooled connections."""
         self._session.close()
 
-    def list_pets(self, limit=LIMIT_DEFAULT, status=None, deadline=None):
+    def list_pets(
+        self, limit: int = LIMIT_DEFAULT, status: str | None = None, deadline: float | None = None
+    ) -> list[Pet]:
         """listPets: at most `limit` (LIMIT_MIN..LIMIT_MAX) animals, optionally only those with `status`."""
         _check_int(limit, "limit", LIMIT_MIN, LIMIT_MAX)
         _check_status(status)
-        params = {"limit": limit}
+        params: dict[str, Any] = {"limit": limit}
         if status is not None:
             params["status"] = status
         return self._call("GET", "/pets", "listPets", parse_pets, deadline, params=params)
 
-    def create_pet(self, name, category_id, status=None, deadline=None):
+    def create_pet(self, name: str, category_id: int, status: str | None = None, deadline: float | None = None) -> Pet:
         """createPet: add one animal and return it with its new id. Sent at most once."""
         if not isinstance(name, str) or not name.strip():
             raise ValueError("name must be a non-blank string")
@@ -164,16 +193,18 @@ class PetStoreClient:
             payload["status"] = status
         return self._call("POST", "/pets", "createPet", parse_pet, deadline, json=payload)
 
-    def get_pet(self, pet_id, deadline=None):
+    def get_pet(self, pet_id: int, deadline: float | None = None) -> Pet:
         """getPet (deprecated): one animal by id."""
         _check_int(pet_id, "pet_id", INT64_MIN, INT64_MAX)
         return self._call("GET", f"/pets/{pet_id}", "getPet", parse_pet, deadline)
 
-    def describe(self, deadline=None):
+    def describe(self, deadline: float | None = None) -> dict[str, Operation]:
         """The operations the store's own OpenAPI description (`<base>/openapi.json`) lists."""
         return self._call("GET", "/openapi.json", "describe", parse_operations, deadline)
 
-    def _call(self, method, path, operation, parse, deadline, **kwargs):
+    def _call(
+        self, method: str, path: str, operation: str, parse: Callable[[Any], T], deadline: float | None, **kwargs: Any
+    ) -> T:
         """One operation, ended by `deadline` (a `time.monotonic()`) when given, else by the client's own."""
         started = time.monotonic()
         _call.retries = 0
@@ -185,11 +216,20 @@ class PetStoreClient:
         self._report(operation, "ok", started)
         return result
 
-    def _report(self, operation, outcome, started):
+    def _report(self, operation: str, outcome: str, started: float) -> None:
         if self._observe is not None:
             self._observe(operation, outcome, time.monotonic() - started, _call.retries)
 
-    def _call_once(self, method, path, operation, parse, started, deadline, **kwargs):
+    def _call_once(
+        self,
+        method: str,
+        path: str,
+        operation: str,
+        parse: Callable[[Any], T],
+        started: float,
+        deadline: float | None,
+        **kwargs: Any,
+    ) -> T:
         url = self.base_url + path
         deadline = deadline or self._deadline() or started + self.timeout
         if deadline - started < MIN_ATTEMPT_SECONDS:
@@ -221,14 +261,15 @@ class PetStoreClient:
                 f"The store's answer is unusable: {reason}.", status=status, method=method, url=url
             ) from exc
 
-    def _send(self, method, url, deadline, **kwargs):
+    def _send(self, method: str, url: str, deadline: float, **kwargs: Any) -> tuple[int, Mapping[str, str], bytes]:
         """One request, with its retries, all of it before `deadline`: (status, headers, whole body)."""
         try:
             response = self._session.request(
                 method,
                 url,
                 headers=self._extra_headers(),
-                timeout=DeadlineTimeout(self.timeout, deadline),
+                # requests hands a urllib3 Timeout on as it is; its type hints know only numbers.
+                timeout=DeadlineTimeout(self.timeout, deadline),  # type: ignore[arg-type]
                 allow_redirects=False,
                 stream=True,
                 **kwargs,
@@ -241,7 +282,7 @@ class PetStoreClient:
             body = self._read_body(response, method, url, deadline)
         return response.status_code, response.headers, body
 
-    def _read_body(self, response, method, url, deadline):
+    def _read_body(self, response: requests.Response, method: str, url: str, deadline: float) -> bytes:
         """The whole body, refusing one over `max_body_bytes` or one still arriving at `deadline`."""
         declared = response.headers.get("Content-Length", "")
         if declared.isdigit() and int(declared) > self.max_body_bytes:
@@ -264,7 +305,7 @@ class PetStoreClient:
         return b"".join(chunks)
 
 
-def _outcome(error):
+def _outcome(error: PetStoreError) -> str:
     """The metrics' word for how a call failed."""
     if isinstance(error, Busy):
         return "busy"
@@ -275,29 +316,29 @@ def _outcome(error):
     return "client_error" if error.status < 500 else "server_error"
 
 
-def _check_int(value, name, low, high):
+def _check_int(value: object, name: str, low: int, high: int) -> None:
     if type(value) is not int or not low <= value <= high:
         raise ValueError(f"{name} must be an integer from {low} to {high}")
 
 
-def _check_status(status):
+def _check_status(status: str | None) -> None:
     if status is not None and status not in PET_STATUSES:
         raise ValueError(f"status must be one of {', '.join(PET_STATUSES)}")
 
 
-def _no_answer(method, url, message):
+def _no_answer(method: str, url: str, message: str) -> Unavailable:
     """The store stopped answering: for a POST it may have acted, so the outcome is unknown."""
     error_class = OutcomeUnknown if method == "POST" else Unavailable
     return error_class(message, method=method, url=url)
 
 
-def _too_large(status, method, url):
+def _too_large(status: int, method: str, url: str) -> UnexpectedResponse:
     return UnexpectedResponse(
         "The store's answer is larger than the portal accepts.", status=status, method=method, url=url
     )
 
 
-def _transport_error(exc, method, url):
+def _transport_error(exc: requests.RequestException, method: str, url: str) -> Unavailable:
     """The typed error for a request that got no answer at all."""
     reason = exc.args[0].reason if exc.args and isinstance(exc.args[0], MaxRetryError) else exc
     if isinstance(exc, requests.ConnectTimeout) or isinstance(reason, ConnectTimeoutError):

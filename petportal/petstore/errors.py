@@ -10,6 +10,7 @@ import html
 import json
 import re
 import unicodedata
+from collections.abc import Iterable
 from urllib.parse import unquote
 
 MESSAGE_CHARS = 300
@@ -30,7 +31,7 @@ WITHHELD = "The pet store's message was withheld: it quoted a credential."
 FRAGMENT_CHARS = 10
 
 
-def quotes_secret(text, secrets):
+def quotes_secret(text: str, secrets: Iterable[str]) -> bool:
     """Whether any part of a secret can be read back from `text`: split, spaced, URL- or HTML-encoded,
     hex, base64, or with invisible characters inside."""
     fragments = {fragment for secret in secrets if secret for fragment in _fragments(secret)}
@@ -42,20 +43,20 @@ def quotes_secret(text, secrets):
     return any(f in text or f in squeezed or f.lower() in hexless or f in squeezed.replace("-", "") for f in fragments)
 
 
-def _fragments(secret):
+def _fragments(secret: str) -> set[str]:
     """Every run of FRAGMENT_CHARS characters of the secret, its hex and its three base64 alignments."""
     forms = [secret, secret.encode().hex()]
     for offset in range(3):
-        forms.append(base64.b64encode(b"x" * offset + secret.encode()).decode().rstrip("=")[4 if offset else 0:])
+        forms.append(base64.b64encode(b"x" * offset + secret.encode()).decode().rstrip("=")[4 if offset else 0 :])
         forms.append(base64.b64encode(b"Bearer " + secret.encode()).decode().rstrip("="))
-    runs = set()
+    runs: set[str] = set()
     for form in forms:
         step = FRAGMENT_CHARS if len(form) > 4 * FRAGMENT_CHARS else 1
-        runs.update(form[i:i + FRAGMENT_CHARS] for i in range(0, max(len(form) - FRAGMENT_CHARS, 0) + 1, step))
+        runs.update(form[i : i + FRAGMENT_CHARS] for i in range(0, max(len(form) - FRAGMENT_CHARS, 0) + 1, step))
     return {run for run in runs if len(run) == FRAGMENT_CHARS}
 
 
-def clean(text, secrets=()):
+def clean(text: str, secrets: Iterable[str] = ()) -> str:
     """`text` with every secret and credential-shaped part replaced, control characters removed, cut short.
 
     A text from which any part of a secret could be read back is withheld whole. Safe to show to people
@@ -83,25 +84,39 @@ class PetStoreError(Exception):
     `clean` with the calling client's secrets, so it never holds a key.
     """
 
-    def __init__(self, message, *, status=None, code=None, method=None, url=None, secrets=()):
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        code: object = None,
+        method: str | None = None,
+        url: str | None = None,
+        secrets: Iterable[str] = (),
+    ) -> None:
         message = clean(message, secrets)
         super().__init__(message)
         self.message = message
         self.status = status
-        self.code = code if isinstance(code, str) and _API_CODE.fullmatch(code) and clean(code, secrets) == code else None
+        self.code: str | None
+        self.code = (
+            code if isinstance(code, str) and _API_CODE.fullmatch(code) and clean(code, secrets) == code else None
+        )
         self.method = method
         self.url = _USERINFO.sub("", url) if url else url
 
-    def __str__(self):
+    def __str__(self) -> str:
         where = f" ({self.method} {self.url})" if self.method else ""
         status = f" [{self.status}{' ' + self.code if self.code else ''}]" if self.status else ""
         return f"{self.message}{status}{where}"
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"{type(self).__name__}({self.message!r}, status={self.status!r}, code={self.code!r})"
 
     @staticmethod
-    def from_status(status, body, *, operation, method, url, secrets=()):
+    def from_status(
+        status: int, body: bytes, *, operation: str, method: str, url: str, secrets: Iterable[str] = ()
+    ) -> "PetStoreError":
         """The typed error for a non-2xx answer, with the API's own code and message when it sent an Error."""
         code, message = None, f"The store answered with status {status}."
         try:
@@ -111,6 +126,7 @@ class PetStoreError(Exception):
                 message = record["message"]
         except (ValueError, RecursionError):
             pass
+        error_class: type[PetStoreError]
         if status == 404 and operation != "getPet":
             error_class = UnexpectedResponse
         elif status in STATUS_ERRORS:
@@ -157,4 +173,4 @@ class UnexpectedResponse(PetStoreError):
     """The store answered something outside the interface: bad JSON, wrong shape, too large, a redirect."""
 
 
-STATUS_ERRORS = {400: InvalidRequest, 401: Unauthorized, 404: NotFound, 410: Gone}
+STATUS_ERRORS: dict[int, type[PetStoreError]] = {400: InvalidRequest, 401: Unauthorized, 404: NotFound, 410: Gone}

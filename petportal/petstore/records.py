@@ -3,6 +3,7 @@
 import re
 from dataclasses import dataclass
 from datetime import date
+from typing import Any
 
 # The interface's own bounds, exported from this package so that nothing else writes them out.
 PET_STATUSES = ("available", "pending", "sold")
@@ -26,7 +27,7 @@ class Pet:
     status: str | None = None
 
 
-def _int64(record, field):
+def _int64(record: dict[str, Any], field: str) -> int:
     value = record.get(field)
     # bool is an int in Python but not an integer in JSON.
     if type(value) is not int or not INT64_MIN <= value <= INT64_MAX:
@@ -34,7 +35,7 @@ def _int64(record, field):
     return value
 
 
-def parse_pet(record):
+def parse_pet(record: object) -> Pet:
     """A `Pet` from one decoded JSON record, or `ShapeError`."""
     if not isinstance(record, dict):
         raise ShapeError("a record is not a JSON object")
@@ -52,7 +53,7 @@ def parse_pet(record):
     return Pet(id=_int64(record, "id"), name=name, category_id=_int64(record, "categoryId"), status=status)
 
 
-def parse_pets(value):
+def parse_pets(value: object) -> list[Pet]:
     """A list of `Pet` from a decoded JSON array, or `ShapeError`."""
     if not isinstance(value, list):
         raise ShapeError("the answer is not a JSON array")
@@ -71,12 +72,12 @@ class Operation:
 _OPERATION_ID = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
 
 
-def parse_operations(document):
+def parse_operations(document: object) -> dict[str, Operation]:
     """The operations of an OpenAPI description, by operationId, or `ShapeError`."""
     paths = document.get("paths") if isinstance(document, dict) else None
     if not isinstance(paths, dict):
         raise ShapeError("the description has no paths")
-    operations = {}
+    operations: dict[str, Operation] = {}
     for path_item in paths.values():
         for operation in path_item.values() if isinstance(path_item, dict) else ():
             # Only plain identifiers: the description is the store's text, shown to admins.

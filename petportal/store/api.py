@@ -153,4 +153,3 @@ def internal_error(error):
     """A failure of the store itself, answered as an `Error` record without details."""
     current_app.logger.exception("unhandled error", exc_info=error)
     return error_response(500, "internal_error", "The store failed to answer this request.")
-

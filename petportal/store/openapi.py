@@ -1,5 +1,7 @@
 """The reference store's own OpenAPI 3 description, which also drives its request validation."""
 
+from typing import Any
+
 INT64 = {"type": "integer", "format": "int64", "minimum": -(2**63), "maximum": 2**63 - 1}
 PET_STATUSES = ("available", "pending", "sold")
 NAME_MAX_LENGTH = 200
@@ -24,7 +26,7 @@ def _error(description, headers=None):
     return response
 
 
-SCHEMAS = {
+SCHEMAS: dict[str, dict[str, Any]] = {
     "PetStatus": {"type": "string", "enum": list(PET_STATUSES)},
     "NewPet": {
         "type": "object",
