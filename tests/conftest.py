@@ -16,7 +16,7 @@ from petportal.extensions import db  # noqa: E402
 from petportal.models import User  # noqa: E402
 
 from helpers import (  # noqa: E402
-    PASSWORDS,
+    PASSWORD_HASHES,
     PRODUCTION_KEY,
     SAMPLE,
     STAGING_KEY,
@@ -99,10 +99,8 @@ def build_portal(config, caplog):
     app = create_app(config)
     with app.app_context():
         db.create_all()
-        for role, password in PASSWORDS.items():
-            user = User(username=role, role=role)
-            user.set_password(password)
-            db.session.add(user)
+        for role, password_hash in PASSWORD_HASHES.items():
+            db.session.add(User(username=role, role=role, password_hash=password_hash))
         db.session.commit()
     app.wsgi_app = SecretScanner(app)
     return app

@@ -10,7 +10,7 @@ from collections import Counter
 
 import pytest
 
-from petportal.processes import free_port, wait_for_port
+from petportal.processes import free_port, stop, wait_for_port
 
 from helpers import PRODUCTION_KEY, SECRET_KEY
 from servers import PROJECT_ROOT, FaultServer, answer, delay, portal_environment, reset
