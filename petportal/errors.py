@@ -6,6 +6,7 @@ from flask_wtf.csrf import CSRFError
 from markupsafe import escape
 from sqlalchemy.exc import SQLAlchemyError
 from werkzeug.exceptions import (
+    BadHost,
     HTTPException,
     InternalServerError,
     MethodNotAllowed,
@@ -60,8 +61,8 @@ def render_error(status, message=None, *, retry=False, title=None):
 
 def handle_http_error(error):
     """Any HTTP error Flask raises (404, 405, 413, ...)."""
-    if isinstance(error, SecurityError):
-        # An untrusted Host: no URLs can be built for it, so the page stands alone.
+    if isinstance(error, SecurityError | BadHost):
+        # An untrusted or malformed Host: no URLs can be built for it, so the page stands alone.
         return render_template("errors/bad_host.html", request_id=g.get("request_id")), 400
     if isinstance(error, CSRFError):
         if not logins_available(probe=True):

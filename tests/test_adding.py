@@ -119,8 +119,11 @@ def test_a_token_from_another_user_or_made_up_is_refused(client, auth, productio
 
 def test_twenty_concurrent_posts_with_one_token_create_exactly_one_animal(make_portal, production_store, staging_store):
     # Everything here shares one interpreter; a generous timeout keeps a busy machine from turning
-    # the one createPet into an (honest, but here irrelevant) unknown outcome.
-    portal_app = make_portal(UPSTREAM_TIMEOUT=10)
+    # the one createPet into an (honest, but here irrelevant) unknown outcome. Three database
+    # connections for twenty requests: the waiting requests must not hold one while they wait, or the
+    # request that sent createPet could never record the animal it created.
+    pool = {"pool_size": 3, "max_overflow": 0, "connect_args": {"timeout": 30}}
+    portal_app = make_portal(UPSTREAM_TIMEOUT=10, SQLALCHEMY_ENGINE_OPTIONS=pool)
     with serve(portal_app) as origin:
         browser = requests.Session()
         login = browser.get(f"{origin}/login")

@@ -228,6 +228,14 @@ def test_only_trusted_host_names_are_answered(make_portal):
     assert "Request id" in refused.text
 
 
+def test_a_host_name_that_cannot_be_encoded_gets_the_bad_host_page_and_no_traceback(make_portal, caplog):
+    client = make_portal().test_client()
+    refused = client.get("/animals", headers={"Host": "a" * 70})  # a DNS label holds at most 63
+    assert refused.status_code == 400
+    assert "does not answer to that host name" in refused.text and refused.headers["X-Request-ID"] in refused.text
+    assert "Traceback" not in caplog.text
+
+
 def test_trusted_hosts_and_proxies_come_from_the_environment():
     config = from_environment(
         {"PETPORTAL_TRUSTED_HOSTS": "a.example, b.example", "PETPORTAL_TRUSTED_PROXIES": "2"}, read_dotenv=False

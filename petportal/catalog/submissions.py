@@ -87,12 +87,15 @@ def _wait_for_outcome(token: str, user_id: int, environment: str, deadline: floa
     may claim it again. Only reads here: a write per poll would starve the holder's own update.
     """
     while True:
-        row = db.session.scalars(
-            select(SubmissionToken)
-            .where(SubmissionToken.token == token, SubmissionToken.created_at >= _oldest_valid())
-            .execution_options(populate_existing=True)
+        # Plain columns, not an ORM object: an object would reload itself after the commit below and
+        # hold a pooled connection through the sleep, and enough waiters could then starve the one
+        # request that needs a connection to settle the token.
+        row = db.session.execute(
+            select(
+                SubmissionToken.user_id, SubmissionToken.environment, SubmissionToken.state, SubmissionToken.pet_id
+            ).where(SubmissionToken.token == token, SubmissionToken.created_at >= _oldest_valid())
         ).one_or_none()
-        db.session.commit()  # end the read at once: SQLite writers wait for open readers
+        db.session.commit()  # end the read at once, and give the connection back to the pool
         if row is None or row.user_id != user_id:
             raise FormExpired()
         if row.environment != environment:
