@@ -233,7 +233,8 @@ def portal_environment(**variables):
 
 @contextmanager
 def portal_processes(env, count=2):
-    """Run `count` portal instances under gunicorn, as in production, on one database; yields their origins."""
+    """Run `count` portal instances under gunicorn (2 workers each), as in production, on one database;
+    yields their origins."""
     subprocess.run([*FLASK_PORTAL, "init-db"], cwd=PROJECT_ROOT, env=env, check=True, capture_output=True)
     ports = [free_port() for _ in range(count)]
     processes = [

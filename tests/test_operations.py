@@ -20,7 +20,7 @@ from petportal.processes import free_port, stop, wait_for_port
 from petportal.store import create_app as create_store
 
 from helpers import PRODUCTION_KEY, SECRET_KEY, AuthActions
-from servers import PROJECT_ROOT, portal_environment
+from servers import PROJECT_ROOT, portal_environment, portal_processes
 
 FLASK = [sys.executable, "-m", "flask"]
 
@@ -110,35 +110,11 @@ def test_metrics_add_up_over_two_gunicorn_workers(tmp_path, production_store):
         PETPORTAL_DATABASE_URL=f"sqlite:///{tmp_path / 'portal.sqlite'}",
         PROMETHEUS_MULTIPROC_DIR=str(metrics_dir),
     )
-    subprocess.run([*FLASK, "--app", "app", "init-db"], cwd=PROJECT_ROOT, env=env, check=True, capture_output=True)
-    port = free_port()
-    portal = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "gunicorn",
-            "-c",
-            "gunicorn.conf.py",
-            "--bind",
-            f"127.0.0.1:{port}",
-            "--workers",
-            "2",
-            "app:app",
-        ],
-        cwd=PROJECT_ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        wait_for_port(port, portal)
-        origin = f"http://127.0.0.1:{port}"
+    with portal_processes(env, count=1) as [origin]:
         for _ in range(40):
             requests.get(f"{origin}/animals", headers={"Connection": "close"}, timeout=10)
         workers = {name.rsplit("_", 1)[1] for name in os.listdir(metrics_dir) if name.startswith("counter_")}
         text = requests.get(f"{origin}/metrics", timeout=10).text
-    finally:
-        stop([portal], seconds=20)
     assert len(workers) >= 2, "both workers served requests"
     assert metric(text, "petportal_requests_total", endpoint="catalog.list_animals", method="GET", status="200") == 40
     assert (
