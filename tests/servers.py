@@ -231,6 +231,13 @@ def portal_environment(**variables):
     return env
 
 
+def run_init_db(env):
+    """`flask --app app init-db` with `env`, as an operator runs it; the finished process, never raised."""
+    return subprocess.run(
+        [*FLASK_PORTAL, "init-db"], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+
+
 @contextmanager
 def portal_processes(env, count=2):
     """Run `count` portal instances under gunicorn (2 workers each), as in production, on one database;

@@ -11,7 +11,7 @@ from petportal import create_app
 from petportal.extensions import db
 
 from helpers import PASSWORDS, AuthActions, portal_config
-from servers import PROJECT_ROOT, portal_environment
+from servers import PROJECT_ROOT, portal_environment, run_init_db
 
 
 def make_0_1_0_database(app):
@@ -99,15 +99,7 @@ def test_an_unreachable_database_is_named_with_its_password_hidden(tmp_path):
         PETPORTAL_SECRET_KEY="x" * 32,
         PETPORTAL_DATABASE_URL="postgresql+psycopg://portal:s3cret-pw@127.0.0.1:1/portal",
     )
-    result = subprocess.run(
-        [sys.executable, "-m", "flask", "--app", "app", "init-db"],
-        cwd=PROJECT_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    result = run_init_db(env)
     assert result.returncode != 0
     assert "Cannot reach the portal's database at postgresql+psycopg://portal:***@127.0.0.1:1/portal" in result.stderr
     assert "s3cret-pw" not in result.stderr and "Traceback" not in result.stderr

@@ -12,7 +12,7 @@ from petportal.extensions import db
 from petportal.models import AuditEntry
 
 from helpers import PASSWORDS, AuthActions, csrf_token
-from servers import PROJECT_ROOT, portal_environment
+from servers import portal_environment, run_init_db
 
 POST_ROUTES = ["/login", "/logout", "/animals/new", "/admin/environment", "/admin/environment/preview"]
 
@@ -288,27 +288,13 @@ def test_a_dotenv_file_in_the_working_directory_is_read(tmp_path, monkeypatch):
 
 def test_a_default_environment_without_url_is_refused_at_start():
     env = portal_environment(PETSTORE_STAGING_URL="http://127.0.0.1:9/v1", PETPORTAL_SECRET_KEY="x" * 32)
-    result = subprocess.run(
-        [sys.executable, "-m", "flask", "--app", "app", "init-db"],
-        cwd=PROJECT_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    result = run_init_db(env)
     assert result.returncode != 0
     assert "PETPORTAL_DEFAULT_ENVIRONMENT is production, but PETSTORE_PRODUCTION_URL is not set." in result.stderr
 
 
 def test_outside_demo_mode_the_portal_refuses_to_start_without_a_secret_key(tmp_path):
     env = portal_environment(PETSTORE_PRODUCTION_URL="http://127.0.0.1:9/v1")
-    result = subprocess.run(
-        [sys.executable, "-m", "flask", "--app", "app", "init-db"],
-        cwd=PROJECT_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    result = run_init_db(env)
     assert result.returncode != 0
     assert "PETPORTAL_SECRET_KEY is not set" in result.stderr
