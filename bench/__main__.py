@@ -152,6 +152,8 @@ def main():
             "PETPORTAL_DATABASE_URL": f"sqlite:///{folder / 'portal.sqlite'}",
             "PETPORTAL_CACHE_SECONDS": "0",
             "PETPORTAL_UPSTREAM_POOL_SIZE": str(PORTAL_THREADS),
+            # The bench's admin previews staging; it measures pages, not the second factor.
+            "PETPORTAL_REQUIRE_ADMIN_MFA": "0",
         }
         flask = [sys.executable, "-m", "flask", "--app", "app"]
         subprocess.run([*flask, "init-db"], cwd=ROOT, env=portal_env, check=True, capture_output=True)

@@ -22,7 +22,9 @@ from . import (
     security,
     session_store,
 )
+from .account import bp as account_bp
 from .admin import bp as admin_bp
+from .admin import users_bp
 from .auth import bp as auth_bp
 from .auth import sessions
 from .catalog import bp as catalog_bp
@@ -103,5 +105,7 @@ def register_blueprints(app: Flask) -> None:
     """One blueprint per area a user recognises."""
     app.register_blueprint(catalog_bp)
     app.register_blueprint(auth_bp)
+    app.register_blueprint(account_bp)
     app.register_blueprint(admin_bp)
+    app.register_blueprint(users_bp)
     app.register_blueprint(ops.bp)

@@ -7,14 +7,15 @@ from .extensions import db
 from .models import AuditEntry
 
 
-def record(action, *, actor=None, environment=None, detail=""):
-    """Add one audit entry for the current request and commit it."""
+def record(action, *, actor=None, target=None, environment=None, detail=""):
+    """Add one audit entry for the current request (or command) and commit it; `target` is the account changed."""
     if actor is None:
         actor = current_user.username if current_user.is_authenticated else "anonymous"
     db.session.add(
         AuditEntry(
             actor=actor[:80],
             action=action,
+            target=target,
             environment=environment,
             detail=detail,
             remote_addr=request.remote_addr if request else None,

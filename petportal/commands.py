@@ -1,4 +1,4 @@
-"""Operator commands: `flask --app app init-db` and `flask --app app user create`."""
+"""Operator commands: `flask --app app init-db`, `user create` and `user reset-mfa`."""
 
 import sys
 
@@ -9,13 +9,16 @@ from flask.cli import AppGroup, with_appcontext
 from sqlalchemy import inspect
 from sqlalchemy.exc import OperationalError
 
-from .auth import passwords
+from . import audit
+from .auth import accounts
 from .extensions import db
-from .models import ROLES, User
+from .models import ROLES
 
 user_commands = AppGroup("user", help="Manage staff and admin accounts.")
 # The first migration: the schema 0.1.0's init-db made with create_all, before there were migrations.
 BASELINE_REVISION = "0001"
+# The audit log's actor for changes made with these commands.
+COMMAND_LINE = "command line"
 
 
 @click.command("init-db")
@@ -47,23 +50,34 @@ def _first_line(error):
 @click.option("--role", type=click.Choice(ROLES), required=True, help="staff adds animals; admin also runs the portal.")
 @click.option("--password-stdin", is_flag=True, help="Read the password from standard input instead of prompting.")
 def create_user(name, role, password_stdin):
-    """Add an account called NAME."""
-    name = name.strip()
-    if not name or len(name) > 80:
-        raise click.BadParameter("must be 1 to 80 characters long", param_hint="NAME")
-    if db.session.scalar(db.select(User).filter_by(username=name)) is not None:
-        raise click.ClickException(f"An account called {name!r} already exists.")
+    """Add an account called NAME, ready to use."""
+    if accounts.find(name.strip()) is not None:
+        raise click.ClickException(f"An account called {name.strip()!r} already exists.")
     if password_stdin:
         password = sys.stdin.readline().rstrip("\r\n")
     else:
         password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
-    if problem := passwords.problem(password):
-        raise click.ClickException(problem)
-    user = User(username=name, role=role)
-    user.set_password(password)
-    db.session.add(user)
-    db.session.commit()
-    click.echo(f"Added {role} {name!r}.")
+    try:
+        user = accounts.create(name, role, password, must_change_password=False)
+    except accounts.AccountError as error:
+        raise click.ClickException(str(error)) from None
+    audit.record("user_created", actor=COMMAND_LINE, target=user.username, detail=f"role {role}; from the command line")
+    click.echo(f"Added {role} {user.username!r}.")
+
+
+@user_commands.command("reset-mfa")
+@click.argument("name")
+def reset_mfa(name):
+    """Remove the second factor of the account called NAME (a lost device, and no other admin to reset it)."""
+    user = accounts.find(name)
+    if user is None:
+        raise click.ClickException(f"There is no account called {name!r}.")
+    try:
+        accounts.reset_mfa(user)
+    except accounts.AccountError as error:
+        raise click.ClickException(str(error)) from None
+    audit.record("mfa_reset", actor=COMMAND_LINE, target=user.username, detail="from the command line")
+    click.echo(f"Removed {user.username!r}'s second factor; they set up a new one at their next admin page.")
 
 
 def register(app: Flask):

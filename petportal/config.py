@@ -36,6 +36,8 @@ def defaults(instance_path: str) -> dict[str, Any]:
         "LOGIN_LIMIT_PER_ACCOUNT_ADDRESS": "5 per minute; 20 per hour",
         "LOGIN_LIMIT_PER_ADDRESS": "20 per minute; 100 per hour",
         "LOGIN_LIMIT_PER_ACCOUNT": "30 per minute; 100 per hour",
+        # Second-factor codes, per account from anywhere: a million codes, three valid at a time.
+        "MFA_LIMIT_PER_ACCOUNT": "5 per minute; 20 per hour",
         "MAX_CONTENT_LENGTH": MAX_REQUEST_BYTES,
     }
 
@@ -48,6 +50,8 @@ def load(instance_path: str, environ: Mapping[str, str], overrides: Mapping[str,
     settings["DEMO"] = not any(environment["url"] for environment in settings["PETSTORE_ENVIRONMENTS"].values())
     if settings["DEMO"] and not settings.get("SECRET_KEY"):
         settings["SECRET_KEY"] = secrets.token_urlsafe(32)  # demo sessions last as long as the process
+    if settings["REQUIRE_ADMIN_MFA"] is None:
+        settings["REQUIRE_ADMIN_MFA"] = not settings["DEMO"]
     check(settings)
     for name, value in derived(settings).items():
         settings.setdefault(name, value)
@@ -113,7 +117,7 @@ def _number(environ: Mapping[str, str], name: str, default: Any, kind: type = fl
     return value
 
 
-def _flag(environ: Mapping[str, str], name: str, default: bool) -> bool:
+def _flag(environ: Mapping[str, str], name: str, default: bool | None) -> bool | None:
     raw = environ.get(name, "").strip().lower()
     if not raw:
         return default
@@ -149,6 +153,8 @@ def from_environment(environ: Mapping[str, str], read_dotenv: bool = True) -> di
         "CACHE_SECONDS": _number(environ, "PETPORTAL_CACHE_SECONDS", 2.0),
         "REDIS_URL": environ.get("PETPORTAL_REDIS_URL", "").strip() or None,
         "DATABASE_CONFIGURED": bool(environ.get("PETPORTAL_DATABASE_URL", "").strip()),
+        # None until `load` knows whether this is demo mode (a test's overrides may decide that).
+        "REQUIRE_ADMIN_MFA": _flag(environ, "PETPORTAL_REQUIRE_ADMIN_MFA", None),
         "METRICS_TOKEN": environ.get("PETPORTAL_METRICS_TOKEN", "").strip() or None,
         "LOG_FORMAT": environ.get("PETPORTAL_LOG_FORMAT", "").strip().lower() or "text",
     }

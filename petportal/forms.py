@@ -18,3 +18,7 @@ class PortalForm(FlaskForm):
         if not args and "formdata" not in kwargs and request.method in SUBMIT_METHODS:
             kwargs["formdata"] = request.form
         super().__init__(*args, **kwargs)
+
+
+class ButtonForm(PortalForm):
+    """An empty form: a button that makes a CSRF-protected POST (log out, end sessions, disable...)."""

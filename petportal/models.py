@@ -1,17 +1,22 @@
-"""The portal's own data: accounts, their logins and sessions, settings, the audit log and submission tokens."""
+"""The portal's own data: accounts and their second factors, logins and sessions, settings, the audit log and
+submission tokens."""
 
 from datetime import UTC, datetime
 
 from flask_login import UserMixin
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     DateTime,
+    ForeignKey,
     Integer,
     LargeBinary,
     String,
     Text,
     TypeDecorator,
 )
+from sqlalchemy import false as sa_false
+from sqlalchemy import true as sa_true
 from sqlalchemy.orm import Mapped, mapped_column
 from werkzeug.security import check_password_hash, generate_password_hash
 
@@ -51,6 +56,15 @@ class User(UserMixin, db.Model):
     role: Mapped[str] = mapped_column(String(16))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     last_login_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # A disabled account cannot log in, and its open logins end on their next request.
+    enabled: Mapped[bool] = mapped_column(Boolean, default=True, server_default=sa_true())
+    # Set by an admin's initial or reset password: the account reaches no page but the change until it is done.
+    must_change_password: Mapped[bool] = mapped_column(Boolean, default=False, server_default=sa_false())
+    # The TOTP secret, encrypted (auth.mfa); None while the account has no second factor.
+    mfa_secret: Mapped[str | None] = mapped_column(Text)
+    mfa_enabled_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # The time step of the last accepted code, so no code is accepted twice.
+    mfa_last_step: Mapped[int | None] = mapped_column(BigInteger)
 
     def set_password(self, password):
         """Store a salted scrypt hash of `password` (werkzeug's default)."""
@@ -67,6 +81,29 @@ class User(UserMixin, db.Model):
     @property
     def is_admin(self):
         return self.role == "admin"
+
+    @property
+    def mfa_enabled(self):
+        return self.mfa_secret is not None
+
+    @property
+    def is_active(self):
+        """Flask-Login's word for an account that may log in."""
+        return self.enabled
+
+
+class RecoveryCode(db.Model):
+    """One of an account's single-use recovery codes, for a lost second-factor device.
+
+    Only the SHA-256 of the code is kept: the codes are random (50 bits), so a slow hash adds nothing.
+    """
+
+    __tablename__ = "recovery_codes"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), index=True)
+    code_hash: Mapped[str] = mapped_column(String(64))
+    used_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
 
 class Setting(db.Model):
@@ -88,6 +125,8 @@ class AuditEntry(db.Model):
     at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, index=True)
     actor: Mapped[str] = mapped_column(String(80))
     action: Mapped[str] = mapped_column(String(32))
+    # The account an admin's change was made to, when it was made to one.
+    target: Mapped[str | None] = mapped_column(String(80))
     environment: Mapped[str | None] = mapped_column(String(32))
     detail: Mapped[str] = mapped_column(Text, default="")
     remote_addr: Mapped[str | None] = mapped_column(String(64))

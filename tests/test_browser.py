@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import PASSWORDS
+from helpers import PASSWORDS, totp
 from servers import FaultServer, answer, serve
 
 pytestmark = pytest.mark.slow
@@ -174,6 +174,47 @@ def test_an_admin_switches_to_staging_and_back_and_the_audit_lists_both(browser,
     assert "from staging to production" in rows[0] and "from production to staging" in rows[1]
 
 
+# --- accounts and the second factor ---------------------------------------------------------------
+
+
+@pytest.fixture
+def strict_origin(make_portal, clock):
+    """A portal that requires admins to have a second factor, on a clock the test moves."""
+    with serve(make_portal(CLOCK=clock, REQUIRE_ADMIN_MFA=True)) as url:
+        yield url
+
+
+def test_an_admin_enrols_a_second_factor_and_logs_in_with_it(page, strict_origin, clock):
+    origin = strict_origin
+    log_in(page, origin, "admin")
+    page.goto(f"{origin}/admin/users")
+    page.wait_for_url(re.compile(r"/account/mfa$"))
+    assert "This portal requires admins to use a second factor" in page.inner_text("main")
+    assert page.locator(".mfa-qr svg").is_visible()
+    assert_accessible(page)
+    secret = page.inner_text("#mfa-secret")
+    page.fill("#code", totp(secret, clock))
+    page.click("text=Turn on the second factor")
+    page.wait_for_selector("code.recovery-code")
+    assert len(page.locator("code.recovery-code").all_inner_texts()) == 10
+    assert_accessible(page)
+    page.goto(f"{origin}/admin/users")
+    assert page.inner_text("tr:has(a[href='/admin/users/admin']) td[data-label='Second factor']") == "on"
+    page.click("button:has-text('Log out')")
+    clock.advance(seconds=30)
+    page.goto(f"{origin}/login")
+    page.fill("#username", "admin")
+    page.fill("#password", PASSWORDS["admin"])
+    page.click("main button[type=submit]")
+    page.wait_for_url(re.compile(r"/login/mfa$"))
+    assert_accessible(page)
+    page.fill("#code", totp(secret, clock))
+    page.click("main button[type=submit]")
+    page.wait_for_selector("text=Logged in as admin.")
+    page.goto(f"{origin}/admin/environment")
+    assert page.url == f"{origin}/admin/environment"
+
+
 # --- keyboard only --------------------------------------------------------------------------------
 
 
@@ -236,7 +277,18 @@ def test_every_page_has_no_serious_or_critical_accessibility_violation(page, ori
         page.goto(origin + path)
         assert_accessible(page)
     log_in(page, origin, "admin")
-    for path in ("/animals/new", "/admin/environment", "/admin/status", "/admin/audit"):
+    for path in (
+        "/animals/new",
+        "/admin/environment",
+        "/admin/status",
+        "/admin/audit",
+        "/admin/users",
+        "/admin/users/new",
+        "/admin/users/staff",
+        "/account/password",
+        "/account/sessions",
+        "/account/mfa",
+    ):
         page.goto(origin + path)
         assert_accessible(page)
     page.goto(f"{origin}/animals/new")
@@ -267,7 +319,18 @@ def test_screenshots_and_no_horizontal_scroll_on_a_phone(browser, origin, width)
     context = browser.new_context(viewport={"width": width, "height": 900})
     page = context.new_page()
     log_in(page, origin, "admin")
-    for name, path in (("list", "/animals"), ("add", "/animals/new"), ("admin-switch", "/admin/environment")):
+    pages = (
+        ("list", "/animals"),
+        ("add", "/animals/new"),
+        ("admin-switch", "/admin/environment"),
+        ("admin-users", "/admin/users"),
+        ("admin-user", "/admin/users/staff"),
+        ("admin-new-user", "/admin/users/new"),
+        ("account-password", "/account/password"),
+        ("account-sessions", "/account/sessions"),
+        ("account-mfa", "/account/mfa"),
+    )
+    for name, path in pages:
         page.goto(origin + path)
         page.screenshot(path=str(SCREENSHOTS / f"{name}-{width}.png"), full_page=True)
         overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")

@@ -1,7 +1,8 @@
 """Several portal instances: two gunicorn instances on different ports share PostgreSQL and Redis.
 
 Within 2 s a switch made on one is served by the other; the login limit is counted across both;
-one submission token used on both creates one animal; a cache invalidation on one is seen by the other.
+one submission token used on both creates one animal; a cache invalidation on one is seen by the other;
+a password changed on one logs the account's sessions on the other out.
 """
 
 import os
@@ -15,6 +16,7 @@ import redis
 import requests
 
 from helpers import (
+    NEW_PASSWORDS,
     PRODUCTION_KEY,
     SECRET_KEY,
     STAGING_KEY,
@@ -68,6 +70,8 @@ def instances(tmp_path_factory):
                 PETPORTAL_HTTPS="0",
                 PETPORTAL_REDIS_URL=redis_url,
                 PETPORTAL_CACHE_SECONDS="30",
+                # The admin here switches environments; the second factor has its own tests.
+                PETPORTAL_REQUIRE_ADMIN_MFA="0",
             )
             subprocess.run([*FLASK_PORTAL, "init-db"], cwd=PROJECT_ROOT, env=env, check=True, capture_output=True)
             for name, role, password in (("root", "admin", ADMIN_PASSWORD), ("kim", "staff", STAFF_PASSWORD)):
@@ -177,3 +181,38 @@ def test_a_switch_on_one_instance_is_served_by_the_other_within_2_seconds(instan
             time.sleep(0.05)
     finally:
         switch(admin, first, "production")
+
+
+def change_password(browser, origin, current, new):
+    page = browser.get(f"{origin}/account/password")
+    return browser.post(
+        f"{origin}/account/password",
+        allow_redirects=False,
+        data={
+            "csrf_token": csrf_token(page.text),
+            "current_password": current,
+            "new_password": new,
+            "confirm": new,
+        },
+    )
+
+
+def test_a_password_changed_on_one_instance_logs_the_accounts_sessions_on_the_other_out(instances):
+    (first, second), _ = instances
+    admin = logged_in(first, "root", ADMIN_PASSWORD)
+    name = "pat" + uuid.uuid4().hex[:6]
+    page = admin.get(f"{first}/admin/users/new")
+    created = admin.post(
+        f"{first}/admin/users/new",
+        allow_redirects=False,
+        data={"csrf_token": csrf_token(page.text), "username": name, "role": "staff", "password": NEW_PASSWORDS[0]},
+    )
+    assert created.status_code == 303
+    here = logged_in(first, name, NEW_PASSWORDS[0])
+    assert here.get(f"{first}/animals", allow_redirects=False).headers["Location"] == "/account/password"
+    assert change_password(here, first, NEW_PASSWORDS[0], NEW_PASSWORDS[1]).status_code == 303
+    there = logged_in(second, name, NEW_PASSWORDS[1])
+    assert there.get(f"{second}/animals/new", allow_redirects=False).status_code == 200
+    assert change_password(here, first, NEW_PASSWORDS[1], NEW_PASSWORDS[2]).status_code == 303
+    assert there.get(f"{second}/animals/new", allow_redirects=False).status_code == 302
+    assert here.get(f"{first}/animals/new", allow_redirects=False).status_code == 200

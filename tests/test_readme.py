@@ -6,12 +6,13 @@ import shutil
 import signal
 import subprocess
 
+import pyotp
 import pytest
 import requests
 
 from petportal.processes import free_port, wait_for_port
 
-from helpers import STAGING_KEY, csrf_token
+from helpers import SECRET_PATTERN, STAGING_KEY, csrf_token
 from servers import PROJECT_ROOT, portal_environment
 
 pytestmark = pytest.mark.slow
@@ -62,7 +63,13 @@ def test_the_readme_walkthrough_works_as_written(tmp_path, production_store, sta
         assert login.status_code == 303
         page = browser.get(f"{origin}/animals")
         assert page.status_code == 200 and "Rex" in page.text
-        assert browser.get(f"{origin}/admin/environment").status_code == 200
+        # As the README says, alice first sets up a second factor (codes from the real clock here).
+        enrolment = browser.get(f"{origin}/admin/environment")
+        assert enrolment.url == f"{origin}/account/mfa"
+        secret = SECRET_PATTERN.search(enrolment.text).group(1)
+        token = csrf_token(enrolment.text)
+        browser.post(f"{origin}/account/mfa", data={"csrf_token": token, "code": pyotp.TOTP(secret).now()})
+        assert browser.get(f"{origin}/admin/environment").url == f"{origin}/admin/environment"
     finally:
         os.killpg(portal.pid, signal.SIGTERM)
         output = portal.communicate(timeout=20)[0]

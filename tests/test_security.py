@@ -9,12 +9,29 @@ from flask.testing import FlaskClient
 
 from petportal.config import from_environment
 from petportal.extensions import db
-from petportal.models import AuditEntry
+from petportal.models import AuditEntry, User
 
-from helpers import PASSWORDS, AuthActions, csrf_token
+from helpers import NEW_PASSWORDS, PASSWORDS, AuthActions, csrf_token
 from servers import portal_environment, run_init_db
 
-POST_ROUTES = ["/login", "/logout", "/animals/new", "/admin/environment", "/admin/environment/preview"]
+POST_ROUTES = [
+    "/login",
+    "/login/mfa",
+    "/logout",
+    "/animals/new",
+    "/admin/environment",
+    "/admin/environment/preview",
+    "/admin/users/new",
+    "/admin/users/<name>/role",
+    "/admin/users/<name>/disable",
+    "/admin/users/<name>/enable",
+    "/admin/users/<name>/sessions/end",
+    "/admin/users/<name>/password",
+    "/admin/users/<name>/mfa/reset",
+    "/account/password",
+    "/account/sessions/end-others",
+    "/account/mfa",
+]
 
 
 def login(client, username="staff", **options):
@@ -124,17 +141,33 @@ def test_a_post_without_csrf_token_is_refused_and_changes_nothing(
         "environment": "staging",
         "confirm": "staging",
         "submission_token": form,
+        "role": "admin",
+        "current_password": PASSWORDS["admin"],
+        "new_password": NEW_PASSWORDS[0],
+        "code": "123456",
     }
-    response = client.post(path, data=fields)
+    other = portal_app.test_client()
+    login(other, "staff")
+    response = client.post(path.replace("<name>", "staff"), data=fields)
     assert response.status_code == 400
     assert "expired or was not sent from this site" in response.text
     assert [r for r in production_store.received + staging_store.received if r.method == "POST"] == []
     assert client.get("/animals/new").status_code == 200, "the user was logged out"
+    assert other.get("/animals/new").status_code == 200, "the staff member was logged out"
     assert "You are using" not in client.get("/animals").text
+    with portal_app.app_context():
+        accounts = {user.username: user for user in db.session.scalars(db.select(User))}
+    assert sorted(accounts) == ["admin", "staff"]
+    assert [(user.role, user.enabled, user.mfa_enabled) for user in accounts.values()] == [
+        (user.username, True, False) for user in accounts.values()
+    ]
+    assert accounts["admin"].check_password(PASSWORDS["admin"]) and accounts["staff"].check_password(PASSWORDS["staff"])
     assert token
 
 
-@pytest.mark.parametrize("path", ["/logout", "/admin/environment/preview"])
+@pytest.mark.parametrize(
+    "path", ["/logout", "/admin/environment/preview", "/admin/users/staff/disable", "/account/sessions/end-others"]
+)
 def test_get_on_a_post_only_route_is_405(client, path):
     login(client, "admin")
     assert client.get(path).status_code == 405

@@ -1,5 +1,6 @@
-"""Running the portal: the active environment, previews, the audit log and the status page."""
+"""Running the portal: the active environment, previews, the audit log, the status page and the accounts."""
 
+from .users import bp as users_bp
 from .views import bp
 
-__all__ = ["bp"]
+__all__ = ["bp", "users_bp"]

@@ -1,9 +1,13 @@
-"""The admin forms: switch the environment for everyone, or preview one for yourself."""
+"""The admin forms: switch the environment for everyone, preview one for yourself, and manage accounts."""
 
 from wtforms import SelectChoice, SelectField, StringField
-from wtforms.validators import DataRequired, ValidationError
+from wtforms.validators import DataRequired, Length, ValidationError
 
+from ..auth.accounts import USERNAME_MAX_LENGTH
+from ..auth.forms import new_password_field
 from ..forms import PortalForm
+
+ROLE_CHOICES = [SelectChoice("staff", "Staff: adds animals"), SelectChoice("admin", "Admin: also runs the portal")]
 
 
 def environment_choices(environments, empty_label=None):
@@ -34,3 +38,27 @@ class PreviewForm(PortalForm):
     """Serve one environment to this admin's session only; empty clears the preview."""
 
     environment = SelectField("Preview for yourself")
+
+
+class NewUserForm(PortalForm):
+    """A new staff member or admin, with an initial password they must change at their first login."""
+
+    username = StringField(
+        "User name",
+        validators=[DataRequired("Enter a user name."), Length(max=USERNAME_MAX_LENGTH)],
+        description="Letters, digits and . _ @ - only.",
+    )
+    role = SelectField("Role", choices=ROLE_CHOICES, default="staff")
+    password = new_password_field("Initial password")
+
+
+class RoleForm(PortalForm):
+    """Another role for an account."""
+
+    role = SelectField("Role", choices=ROLE_CHOICES)
+
+
+class ResetPasswordForm(PortalForm):
+    """A new password set by an admin; the account must change it at its next login."""
+
+    password = new_password_field("New password")

@@ -12,7 +12,7 @@ from flask import (
 from flask_login import current_user, login_fresh
 
 from .. import audit
-from ..auth.access import role_required
+from ..auth.access import log_in_again, role_required
 from ..environments import environments
 from ..extensions import db
 from ..models import AuditEntry
@@ -39,8 +39,7 @@ def environment():
 def switch_environment():
     """Switch the active environment for every user and every portal process."""
     if not login_fresh():
-        flash("Log in again to switch the environment for everyone.", "warning")
-        return redirect(url_for("auth.login", next=url_for(".environment")), 303)
+        return log_in_again(url_for(".environment"), "switch the environment for everyone")
     form = _switch_form()
     registry = environments()
     if not form.validate_on_submit():

@@ -3,7 +3,7 @@
 from functools import wraps
 from urllib.parse import urlsplit
 
-from flask import abort, redirect, request, url_for
+from flask import abort, current_app, flash, redirect, request, url_for
 from flask_login import current_user
 
 from ..extensions import login
@@ -17,16 +17,38 @@ def send_to_login():
     return redirect(url_for("auth.login", next=request.full_path.rstrip("?")))
 
 
+# What an account that must choose its own password may still open: that page, logging out, and files.
+OPEN_BEFORE_PASSWORD_CHANGE = frozenset({"account.password", "auth.logout", "static", "bootstrap.static"})
+
+
+def require_own_password():
+    """An account given a password by an admin reaches no page but the password change until it has chosen its own."""
+    if request.endpoint in OPEN_BEFORE_PASSWORD_CHANGE or request.blueprint == "ops":
+        return None
+    if current_user.is_authenticated and current_user.must_change_password:
+        return redirect(url_for("account.password"), 303)
+    return None
+
+
+def login_required(view):
+    """Let in any logged-in user; send anonymous users to log in."""
+    return role_required(None)(view)
+
+
 def role_required(role):
-    """Let in users who have `role` (admins have every role); send anonymous users to log in; 403 others."""
+    """Let in users who have `role` (admins have every role; None: any account); send anonymous users to log in;
+    403 others. An admin page first needs a second factor where PETPORTAL_REQUIRE_ADMIN_MFA asks for one."""
 
     def decorator(view):
         @wraps(view)
         def guarded(*args, **kwargs):
             if not current_user.is_authenticated:
                 return send_to_login()
-            if not current_user.has_role(role):
+            if role is not None and not current_user.has_role(role):
                 abort(403)
+            if role == "admin" and current_app.config["REQUIRE_ADMIN_MFA"] and not current_user.mfa_enabled:
+                flash("This portal requires admins to use a second factor. Set yours up first.", "warning")
+                return redirect(url_for("account.mfa_page"), 303)
             return view(*args, **kwargs)
 
         return guarded
@@ -44,3 +66,9 @@ def safe_next(target, default):
     if parts.scheme or parts.netloc:
         return default
     return target
+
+
+def log_in_again(back_to, why):
+    """Send a login that is not fresh to log in again (its password, and code) before a sensitive change."""
+    flash(f"Log in again to {why}.", "warning")
+    return redirect(url_for("auth.login", next=back_to), 303)

@@ -1,9 +1,25 @@
-"""The login and logout forms."""
+"""The login forms, and the rules every new password and second-factor code must meet."""
 
 from wtforms import BooleanField, PasswordField, StringField
-from wtforms.validators import DataRequired, Length
+from wtforms.validators import DataRequired, Length, ValidationError
 
 from ..forms import PortalForm
+from . import passwords
+
+
+def good_password(form, field):
+    """A new password must meet the password policy (auth.passwords)."""
+    if problem := passwords.problem(field.data or ""):
+        raise ValidationError(problem)
+
+
+def new_password_field(label):
+    """A field for a new password, checked against the policy."""
+    return PasswordField(
+        label,
+        validators=[DataRequired("Enter the new password."), good_password],
+        description=f"At least {passwords.MIN_LENGTH} characters; a few words in a row make a good password.",
+    )
 
 
 class LoginForm(PortalForm):
@@ -14,5 +30,10 @@ class LoginForm(PortalForm):
     remember = BooleanField("Keep me logged in on this browser")
 
 
-class LogoutForm(PortalForm):
-    """An empty form: logging out is a CSRF-protected POST."""
+class CodeForm(PortalForm):
+    """A code from the authenticator app (or, when logging in, a recovery code)."""
+
+    code = StringField(
+        "Code",
+        validators=[DataRequired("Enter the code."), Length(max=32, message="A code is at most 32 characters.")],
+    )

@@ -4,17 +4,22 @@ Each login is a `LoginSession` row. The browser's server-side session names it; 
 checks it, so logout, "end every session of this account" and the idle (30 min) and absolute (12 h)
 limits take effect on the next request in every process. "Keep me logged in" is a random token
 stored hashed on the row, replaced at every use and dropped when the login ends.
+
+An account with a second factor is logged in in two steps: the password leaves the session waiting
+for a code (for 5 minutes, and not logged in); the code starts the login.
 """
 
 import hashlib
 import hmac
 import secrets
+from dataclasses import dataclass
 from datetime import timedelta
 
 from flask import abort, current_app, flash, g, request, session
 from flask_login import login_user, logout_user
-from sqlalchemy import text, update
+from sqlalchemy import func, or_, select, text, update
 from sqlalchemy.exc import SQLAlchemyError
+from ua_parser import parse as parse_user_agent
 
 from ..config import SESSION_ABSOLUTE_LIMIT, SESSION_IDLE_LIMIT
 from ..extensions import db, login
@@ -24,6 +29,9 @@ from ..models import LoginSession, User
 SEEN_GRANULARITY = timedelta(seconds=60)
 REMEMBER_COOKIE = "remember"
 LOGIN_KEY = "login_id"
+SECOND_FACTOR_KEY = "awaiting_second_factor"
+# The password step of a login with a second factor stays good this long.
+SECOND_FACTOR_LIMIT = timedelta(minutes=5)
 LOGINS_UNAVAILABLE = "Logging in is unavailable for the moment. Customers' pages still work; try again shortly."
 
 
@@ -57,6 +65,49 @@ def start(user, remember):
     session[LOGIN_KEY] = row.id
 
 
+@dataclass(frozen=True)
+class AwaitingLogin:
+    """A login whose password was right and whose second factor is still to come."""
+
+    user: User
+    remember: bool
+    destination: str
+
+
+def await_second_factor(user, remember, destination):
+    """The password was right: a new session that waits for `user`'s code, and is not logged in.
+
+    A login this browser already had ends here, with its remember-me cookie, which would otherwise
+    restore it over the waiting session on the next request.
+    """
+    row = db.session.get(LoginSession, session.get(LOGIN_KEY, ""))
+    if row is not None:
+        _end(row)
+        db.session.commit()
+    g.remember_cookie = ""
+    _new_session_id()
+    session.clear()
+    session[SECOND_FACTOR_KEY] = {
+        "user_id": user.id,
+        "remember": bool(remember),
+        "next": destination,
+        "at": _now().timestamp(),
+    }
+
+
+def awaiting_second_factor():
+    """The login waiting for its code in this session, or None (none, expired, or the account changed)."""
+    waiting = session.get(SECOND_FACTOR_KEY)
+    if not isinstance(waiting, dict):
+        return None
+    user = db.session.get(User, waiting["user_id"])
+    expired = _now().timestamp() - waiting["at"] > SECOND_FACTOR_LIMIT.total_seconds()
+    if expired or user is None or not user.enabled or not user.mfa_enabled:
+        session.pop(SECOND_FACTOR_KEY, None)
+        return None
+    return AwaitingLogin(user, waiting["remember"], waiting["next"])
+
+
 def end():
     """Log the current browser out: its login ends for good, with its session and remember token."""
     row = db.session.get(LoginSession, session.get(LOGIN_KEY, ""))
@@ -84,6 +135,37 @@ def current_login_id():
     return session.get(LOGIN_KEY)
 
 
+def open_logins(user_id):
+    """The account's logins that are still open, most recently used first."""
+    query = select(LoginSession).where(LoginSession.user_id == user_id, *_still_open(_now()))
+    return db.session.scalars(query.order_by(LoginSession.last_seen_at.desc())).all()
+
+
+def open_login_counts():
+    """How many open logins each account has, by user id (accounts without any are absent)."""
+    query = select(LoginSession.user_id, func.count()).where(*_still_open(_now())).group_by(LoginSession.user_id)
+    return {user_id: count for user_id, count in db.session.execute(query)}
+
+
+def browser_in_words(user_agent):
+    """A login's browser and system as people name them ("Firefox on Ubuntu"), from its User-Agent."""
+    parsed = parse_user_agent(user_agent or "")
+    browser = parsed.user_agent.family if parsed.user_agent else None
+    system = parsed.os.family if parsed.os else None
+    if browser and system:
+        return f"{browser} on {system}"
+    return browser or system or "an unknown browser"
+
+
+def _still_open(now):
+    """Not ended, within the absolute limit, and either used within the idle limit or remembered."""
+    return (
+        LoginSession.ended_at.is_(None),
+        LoginSession.started_at > now - SESSION_ABSOLUTE_LIMIT,
+        or_(LoginSession.last_seen_at > now - SESSION_IDLE_LIMIT, LoginSession.remember_hash.is_not(None)),
+    )
+
+
 @login.user_loader
 def load_user(user_id):
     """The account of this browser's login, while that login is open and within its limits."""
@@ -97,7 +179,7 @@ def load_user(user_id):
 def _check_login(user_id):
     row = db.session.get(LoginSession, session.get(LOGIN_KEY, ""))
     user = db.session.get(User, int(user_id)) if user_id.isdigit() else None
-    if row is None or user is None or row.user_id != user.id or not _open(row):
+    if row is None or user is None or row.user_id != user.id or not user.enabled or not _open(row):
         for key in ("_user_id", "_fresh", "_id", LOGIN_KEY):
             session.pop(key, None)
         return None
@@ -138,7 +220,8 @@ def _restore(login_id, token):
         g.remember_cookie = ""
         return None
     user = db.session.get(User, row.user_id)
-    if user is None:
+    if user is None or not user.enabled:
+        g.remember_cookie = ""
         return None
     # The token is replaced in one conditional write: of two requests using it at once, one wins.
     new_token = secrets.token_urlsafe(32)

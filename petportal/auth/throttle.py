@@ -1,11 +1,15 @@
-"""Login attempts, counted before the password is checked, so a burst cannot slip past the limit.
+"""Login attempts, counted before the password (or the second factor's code) is checked, so a burst
+cannot slip past the limit.
 
-Three counters, in the rate-limit store Flask-Limiter uses (Redis when configured):
+Three counters for passwords, in the rate-limit store Flask-Limiter uses (Redis when configured):
 - one account from one address: stops guessing from one place without locking the account for others;
 - one address, whatever the account: stops one place trying many accounts;
 - one account, from anywhere: a higher ceiling, against a flood from many addresses.
 A successful login gives its attempt back, so only failures use up the limits; so does an attempt
 refused by a limit, so a refused flood from one address cannot fill the account's ceiling.
+
+Second-factor codes have one counter, per account from anywhere: whoever has the password is
+guessing, from as many addresses as they like.
 """
 
 from flask import abort, current_app, request
@@ -15,15 +19,18 @@ from limits.strategies import FixedWindowRateLimiter
 from ..extensions import limiter
 from .sessions import LOGINS_UNAVAILABLE
 
-COUNTERS = (
-    ("LOGIN_LIMIT_PER_ACCOUNT_ADDRESS", lambda account: f"{account}|{request.remote_addr}"),
-    ("LOGIN_LIMIT_PER_ADDRESS", lambda account: request.remote_addr or "-"),
-    ("LOGIN_LIMIT_PER_ACCOUNT", lambda account: account),
-)
+COUNTERS = {
+    "login": (
+        ("LOGIN_LIMIT_PER_ACCOUNT_ADDRESS", lambda account: f"{account}|{request.remote_addr}"),
+        ("LOGIN_LIMIT_PER_ADDRESS", lambda account: request.remote_addr or "-"),
+        ("LOGIN_LIMIT_PER_ACCOUNT", lambda account: account),
+    ),
+    "mfa": (("MFA_LIMIT_PER_ACCOUNT", lambda account: account),),
+}
 
 
-def attempt(account):
-    """Count one login attempt for `account`; False when one of its limits is already used up.
+def attempt(account, kind="login"):
+    """Count one attempt of `kind` (a password, or "mfa" for a code) for `account`; False when a limit is used up.
 
     The counters are taken in order and an attempt refused by one is given back to those before it,
     so attempts already refused from one address never use up the account's own ceiling.
@@ -31,11 +38,11 @@ def attempt(account):
     """
     counted = []
     try:
-        for item, key in _counters(account):
-            if not _strategy().hit(item, "login", key):
-                _strategy().hit(item, "login", key, cost=-1)
+        for item, key in _counters(account, kind):
+            if not _strategy().hit(item, kind, key):
+                _strategy().hit(item, kind, key, cost=-1)
                 for earlier, earlier_key in counted:
-                    _strategy().hit(earlier, "login", earlier_key, cost=-1)
+                    _strategy().hit(earlier, kind, earlier_key, cost=-1)
                 return False
             counted.append((item, key))
     except Exception as error:  # noqa: BLE001 - any failure of the rate-limit store
@@ -44,15 +51,15 @@ def attempt(account):
     return True
 
 
-def succeeded(account):
-    """Give back the attempt of a login that succeeded."""
-    for item, key in _counters(account):
-        _strategy().hit(item, "login", key, cost=-1)
+def succeeded(account, kind="login"):
+    """Give back the attempt of a login (or a code) that succeeded."""
+    for item, key in _counters(account, kind):
+        _strategy().hit(item, kind, key, cost=-1)
 
 
-def _counters(account):
+def _counters(account, kind):
     account = account.strip().lower()[:80]
-    for setting, key in COUNTERS:
+    for setting, key in COUNTERS[kind]:
         for item in parse_many(current_app.config[setting]):
             yield item, key(account)
 

@@ -1,16 +1,18 @@
-"""Logging in and out."""
+"""Logging in (with a second factor where the account has one) and out."""
 
 from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
 from flask_login import current_user
 
 from .. import audit, metrics
 from ..extensions import db
+from ..forms import ButtonForm
 from ..models import User
-from . import sessions, throttle
-from .access import safe_next
-from .forms import LoginForm, LogoutForm
+from . import mfa, sessions, throttle
+from .access import require_own_password, safe_next
+from .forms import CodeForm, LoginForm
 
 bp = Blueprint("auth", __name__)
+bp.before_app_request(require_own_password)
 
 # Checked when the user name is unknown, so a wrong name costs as long as a wrong password.
 _UNKNOWN_USER = User(password_hash="scrypt:32768:8:1$8mCbKZTmYr8g3X7S$" + "0" * 128)
@@ -35,19 +37,63 @@ def login():
         form.form_errors.append("Unknown user name or wrong password.")
         return render_template("auth/login.html", form=form), 401
     throttle.succeeded(form.username.data)
-    sessions.start(user, remember=form.remember.data)
-    metrics.LOGINS.labels("success").inc()
-    audit.record("login", actor=user.username)
-    flash(f"Logged in as {user.username}.", "success")
-    return redirect(destination, 303)
+    if not user.enabled:
+        metrics.LOGINS.labels("failure").inc()
+        audit.record("login_refused", actor=user.username, detail="the account is disabled")
+        form.form_errors.append("This account is disabled. Ask an admin to enable it.")
+        return render_template("auth/login.html", form=form), 403
+    if user.mfa_enabled:
+        sessions.await_second_factor(user, form.remember.data, destination)
+        return redirect(url_for(".second_factor"), 303)
+    return _logged_in(user, form.remember.data, destination)
+
+
+@bp.route("/login/mfa", methods=["GET", "POST"])
+def second_factor():
+    """The second step of a login with a second factor: a code from the app, or a recovery code."""
+    sessions.require_session_store()
+    waiting = sessions.awaiting_second_factor()
+    if waiting is None:
+        flash("Log in with your user name and password first.", "info")
+        return redirect(url_for(".login"), 303)
+    form = CodeForm()
+    if not form.validate_on_submit():
+        return render_template("auth/mfa.html", form=form), 400 if form.is_submitted() else 200
+    user = waiting.user
+    if not throttle.attempt(user.username, "mfa"):
+        audit.record("mfa_limited", actor=user.username)
+        abort(429)
+    accepted = mfa.verify(user, form.code.data)
+    if accepted is None:
+        metrics.LOGINS.labels("failure").inc()
+        audit.record("mfa_failed", actor=user.username)
+        form.code.errors.append("That code is wrong or has been used already. Wait for the next one and try again.")
+        return render_template("auth/mfa.html", form=form), 401
+    throttle.succeeded(user.username, "mfa")
+    if accepted == "totp":
+        audit.record("mfa_succeeded", actor=user.username)
+        return _logged_in(user, waiting.remember, waiting.destination)
+    left = mfa.recovery_codes_left(user)
+    audit.record("recovery_code_used", actor=user.username, detail=f"{left} left")
+    response = _logged_in(user, waiting.remember, waiting.destination)
+    flash(f"You used a recovery code; {left} are left. Set up your app again under Your account.", "warning")
+    return response
 
 
 @bp.post("/logout")
 def logout():
     """Log out (a POST with a CSRF token, so no other site can do it for the user): the login ends for good."""
-    form = LogoutForm()
+    form = ButtonForm()
     if form.validate_on_submit() and current_user.is_authenticated:
         audit.record("logout")
         sessions.end()
         flash("Logged out.", "info")
     return redirect(url_for("catalog.list_animals"), 303)
+
+
+def _logged_in(user, remember, destination):
+    sessions.start(user, remember=remember)
+    metrics.LOGINS.labels("success").inc()
+    audit.record("login", actor=user.username)
+    flash(f"Logged in as {user.username}.", "success")
+    return redirect(destination, 303)

@@ -1,0 +1,118 @@
+"""Your own account: change your password, see and end your sessions, set up a second factor."""
+
+from flask import Blueprint, abort, flash, redirect, render_template, request, session, url_for
+from flask_login import current_user, login_fresh
+
+from .. import audit
+from ..auth import accounts, mfa, sessions, throttle
+from ..auth.access import log_in_again, login_required
+from ..auth.forms import CodeForm
+from ..forms import ButtonForm
+from .forms import ChangePasswordForm
+
+bp = Blueprint("account", __name__, url_prefix="/account")
+# The secret being enrolled (encrypted) until a code confirms it, and the recovery codes to show once.
+ENROLMENT_KEY = "mfa_enrolment"
+NEW_CODES_KEY = "mfa_recovery_codes"
+
+
+@bp.route("/password", methods=["GET", "POST"])
+@login_required
+def password():
+    """Change your password; every other session of the account ends."""
+    form = ChangePasswordForm()
+    user = current_user._get_current_object()
+    if not form.validate_on_submit():
+        return _password_page(form, 400 if form.is_submitted() else 200)
+    if not throttle.attempt(user.username):
+        abort(429)
+    if not user.check_password(form.current_password.data):
+        audit.record("password_change_failed", target=user.username, detail="wrong current password")
+        form.current_password.errors.append("This is not your current password.")
+        return _password_page(form, 400)
+    throttle.succeeded(user.username)
+    try:
+        accounts.change_password(user, form.new_password.data, keep_login=sessions.current_login_id())
+    except accounts.AccountError as error:
+        form.new_password.errors.append(str(error))
+        return _password_page(form, 400)
+    audit.record("password_changed", target=user.username, detail="other sessions ended")
+    flash("Your password is changed, and your account is logged out everywhere else.", "success")
+    return redirect(url_for("catalog.list_animals"), 303)
+
+
+@bp.get("/sessions")
+@login_required
+def sessions_page():
+    """Where your account is logged in now, and a button that ends every session but this one."""
+    return render_template(
+        "account/sessions.html",
+        logins=sessions.open_logins(current_user.id),
+        this_login=sessions.current_login_id(),
+        browser_in_words=sessions.browser_in_words,
+        form=ButtonForm(),
+    )
+
+
+@bp.post("/sessions/end-others")
+@login_required
+def end_other_sessions():
+    """End every session of your account except this browser's."""
+    sessions.end_all(current_user.id, keep=sessions.current_login_id())
+    audit.record("other_sessions_ended", target=current_user.username)
+    flash("Every other session of your account has ended.", "success")
+    return redirect(url_for(".sessions_page"), 303)
+
+
+@bp.route("/mfa", methods=["GET", "POST"])
+@login_required
+def mfa_page():
+    """Set up a second factor: scan the code, confirm with a code from the app, keep the recovery codes."""
+    user = current_user._get_current_object()
+    if request.method == "GET" and (codes := session.pop(NEW_CODES_KEY, None)):
+        return render_template("account/mfa_codes.html", codes=codes)
+    replacing = user.mfa_enabled
+    if request.method == "GET" and replacing and not request.args.get("new"):
+        return render_template("account/mfa_on.html", user=user, codes_left=mfa.recovery_codes_left(user))
+    if replacing and not login_fresh():
+        return log_in_again(url_for(".mfa_page", new=1), "set up a new device for your second factor")
+    secret = _enrolment_secret()
+    form = CodeForm()
+    if not form.validate_on_submit():
+        return _enrolment_page(user, secret, form, 400 if form.is_submitted() else 200)
+    codes = mfa.enrol(user, secret, form.code.data)
+    if codes is None:
+        form.code.errors.append(
+            "That code does not match. Check that your phone's clock is right and enter the code shown now."
+        )
+        return _enrolment_page(user, secret, form, 400)
+    session.pop(ENROLMENT_KEY, None)
+    session[NEW_CODES_KEY] = codes
+    audit.record("mfa_enrolled", target=user.username, detail="new device" if replacing else "")
+    flash("Your second factor is on. From now on you log in with a code from your app.", "success")
+    return redirect(url_for(".mfa_page"), 303)
+
+
+def _enrolment_secret():
+    """The secret this session is enrolling: the same one across reloads, until a code confirms it."""
+    kept = session.get(ENROLMENT_KEY)
+    secret = mfa.decrypt(kept) if kept else None
+    if secret is None:
+        secret = mfa.new_secret()
+        session[ENROLMENT_KEY] = mfa.encrypt(secret)
+    return secret
+
+
+def _enrolment_page(user, secret, form, status):
+    page = render_template(
+        "account/mfa_enrol.html",
+        form=form,
+        secret=secret,
+        qr_code=mfa.qr_code(user, secret),
+        replacing=user.mfa_enabled,
+    )
+    return page, status
+
+
+def _password_page(form, status):
+    return render_template("account/password.html", form=form, forced=current_user.must_change_password), status

@@ -1,0 +1,174 @@
+"""Admins manage accounts: create them, change roles, disable and enable, reset passwords and second
+factors, and end sessions. Every change is a fresh-login POST, and audited with who, whom and what."""
+
+from functools import wraps
+
+from flask import Blueprint, abort, flash, redirect, render_template, url_for
+from flask_login import current_user, login_fresh
+
+from .. import audit
+from ..auth import accounts, sessions
+from ..auth.access import log_in_again, role_required
+from ..extensions import db
+from ..forms import ButtonForm
+from ..models import User
+from .forms import NewUserForm, ResetPasswordForm, RoleForm
+
+bp = Blueprint("users", __name__, url_prefix="/admin/users")
+
+
+@bp.get("")
+@role_required("admin")
+def list_users():
+    """Every account: role, enabled, second factor, last login and open sessions."""
+    users = db.session.scalars(db.select(User).order_by(User.username)).all()
+    return render_template("admin/users/list.html", users=users, open_logins=sessions.open_login_counts())
+
+
+@bp.route("/new", methods=["GET", "POST"])
+@role_required("admin")
+def new_user():
+    """Add an account with an initial password, which it must change at its first login."""
+    form = NewUserForm()
+    if not form.validate_on_submit():
+        return render_template("admin/users/new.html", form=form), 400 if form.is_submitted() else 200
+    if not login_fresh():
+        return log_in_again(url_for(".new_user"), "add an account")
+    try:
+        user = accounts.create(form.username.data, form.role.data, form.password.data, must_change_password=True)
+    except accounts.AccountError as error:
+        form.username.errors.append(str(error))
+        return render_template("admin/users/new.html", form=form), 400
+    audit.record("user_created", target=user.username, detail=f"role {user.role}; must change the password")
+    flash(f"Added {user.role} {user.username}. They choose their own password when they first log in.", "success")
+    return redirect(url_for(".manage_user", name=user.username), 303)
+
+
+@bp.get("/<name>")
+@role_required("admin")
+def manage_user(name):
+    """One account, and every change an admin can make to it."""
+    return _manage_page(_account(name))
+
+
+def account_change(view):
+    """An admin's POST that changes the account named in the path: fresh login, then the change or its refusal."""
+
+    @wraps(view)
+    def changed(name):
+        user = _account(name)
+        if not login_fresh():
+            return log_in_again(url_for(".manage_user", name=user.username), f"change {user.username}'s account")
+        try:
+            outcome = view(user)
+        except accounts.AccountError as error:
+            flash(str(error), "danger")
+            return redirect(url_for(".manage_user", name=user.username), 303)
+        if isinstance(outcome, str):
+            flash(outcome, "success")
+            return redirect(url_for(".manage_user", name=user.username), 303)
+        return outcome
+
+    return changed
+
+
+@bp.post("/<name>/role")
+@role_required("admin")
+@account_change
+def change_role(user):
+    """Give the account another role."""
+    form = RoleForm()
+    if not form.validate_on_submit():
+        return _manage_page(user, role_form=form, status=400)
+    before = user.role
+    if before == form.role.data:
+        return f"{user.username} is already {before}; nothing changed."
+    accounts.change_role(current_user, user, form.role.data)
+    audit.record("role_changed", target=user.username, detail=f"from {before} to {user.role}")
+    return f"{user.username} is now {user.role}, from their next request on."
+
+
+@bp.post("/<name>/disable")
+@role_required("admin")
+@account_change
+def disable(user):
+    """Disable the account: it cannot log in, and its sessions end."""
+    accounts.set_enabled(current_user, user, enabled=False)
+    audit.record("user_disabled", target=user.username, detail="every session ended")
+    return f"{user.username} is disabled and logged out everywhere."
+
+
+@bp.post("/<name>/enable")
+@role_required("admin")
+@account_change
+def enable(user):
+    """Let a disabled account log in again."""
+    accounts.set_enabled(current_user, user, enabled=True)
+    audit.record("user_enabled", target=user.username)
+    return f"{user.username} can log in again."
+
+
+@bp.post("/<name>/sessions/end")
+@role_required("admin")
+@account_change
+def end_sessions(user):
+    """End every session of the account: each browser is logged out on its next request."""
+    ended = len(sessions.open_logins(user.id))
+    sessions.end_all(user.id)
+    audit.record("sessions_ended", target=user.username, detail=f"{ended} open")
+    if user.id == current_user.id:
+        return redirect(url_for("auth.login"), 303)
+    return f"Every session of {user.username} has ended ({ended} were open)."
+
+
+@bp.post("/<name>/password")
+@role_required("admin")
+@account_change
+def reset_password(user):
+    """Set a new password that the account must change at its next login; its sessions end."""
+    _not_yourself(user, "Change your own password under Your account.")
+    form = ResetPasswordForm()
+    if not form.validate_on_submit():
+        return _manage_page(user, password_form=form, status=400)
+    accounts.reset_password(user, form.password.data)
+    audit.record("password_reset", target=user.username, detail="every session ended; must change it at next login")
+    return f"{user.username}'s password is reset. Tell them the new one; they must change it when they log in."
+
+
+@bp.post("/<name>/mfa/reset")
+@role_required("admin")
+@account_change
+def reset_mfa(user):
+    """Remove the account's second factor (a lost device); it sets up a new one when next needed."""
+    _not_yourself(user, "Set up a new device for your own second factor under Your account.")
+    accounts.reset_mfa(user)
+    audit.record("mfa_reset", target=user.username)
+    return f"{user.username}'s second factor is removed. They set up a new one from Your account."
+
+
+def _not_yourself(user, instead):
+    if user.id == current_user.id:
+        raise accounts.AccountError(instead)
+
+
+def _account(name):
+    user = accounts.find(name)
+    if user is None:
+        abort(404)
+    return user
+
+
+def _manage_page(user, role_form=None, password_form=None, status=200):
+    # Only the form that was sent keeps what was typed; the others show the account as it is.
+    role_form = role_form or RoleForm(formdata=None, data={"role": user.role})
+    page = render_template(
+        "admin/users/manage.html",
+        user=user,
+        is_you=user.id == current_user.id,
+        logins=sessions.open_logins(user.id),
+        role_form=role_form,
+        password_form=password_form or ResetPasswordForm(formdata=None),
+        button=ButtonForm(),
+        fresh=login_fresh(),
+    )
+    return page, status

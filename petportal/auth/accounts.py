@@ -1,0 +1,118 @@
+"""What can be changed about an account, by its admins, its owner or the `flask user` commands, and the
+rules that keep the portal manageable: a policy for every password, and always one enabled admin.
+
+Every change is written to the database the account is checked against on each request, so it takes
+effect on the account's next request in every portal process.
+"""
+
+import re
+
+from sqlalchemy import func, select
+
+from ..extensions import db
+from ..models import ROLES, User
+from . import mfa, passwords, sessions
+
+USERNAME_MAX_LENGTH = 80
+# A user name appears in page addresses (/admin/users/<name>): no spaces, slashes or markup.
+USERNAME_PATTERN = re.compile(r"[A-Za-z0-9._@-]+")
+
+
+class AccountError(Exception):
+    """A change that the rules refuse; the message says why, for the person who asked for it."""
+
+
+def find(username):
+    """The account called `username`, or None."""
+    return db.session.scalar(select(User).filter_by(username=username))
+
+
+def create(username, role, password, must_change_password):
+    """Add an account; with `must_change_password` it must choose its own password at its first login."""
+    username = username.strip()
+    if not username or len(username) > USERNAME_MAX_LENGTH:
+        raise AccountError(f"A user name is 1 to {USERNAME_MAX_LENGTH} characters long.")
+    if not USERNAME_PATTERN.fullmatch(username):
+        raise AccountError("A user name has only letters, digits and . _ @ - in it.")
+    if role not in ROLES:
+        raise AccountError(f"A role is one of {', '.join(ROLES)}.")
+    if find(username) is not None:
+        raise AccountError(f"An account called {username!r} already exists.")
+    if problem := passwords.problem(password):
+        raise AccountError(problem)
+    user = User(username=username, role=role, must_change_password=must_change_password)
+    user.set_password(password)
+    db.session.add(user)
+    db.session.commit()
+    return user
+
+
+def change_role(actor, user, role):
+    """Give `user` another role; never your own, and never the last enabled admin's."""
+    if user.id == actor.id:
+        raise AccountError("You cannot change your own role; ask another admin.")
+    if role not in ROLES:
+        raise AccountError(f"A role is one of {', '.join(ROLES)}.")
+    _change_keeping_an_admin(user, role=role)
+
+
+def set_enabled(actor, user, enabled):
+    """Enable or disable `user`; a disabled account's logins all end. Never yourself, never the last admin."""
+    if user.id == actor.id and not enabled:
+        raise AccountError("You cannot disable your own account; ask another admin.")
+    _change_keeping_an_admin(user, enabled=enabled)
+    if not enabled:
+        sessions.end_all(user.id)
+
+
+def reset_password(user, password):
+    """An admin sets a new password: every login of the account ends, and it must choose its own at the next."""
+    if problem := passwords.problem(password):
+        raise AccountError(problem)
+    user.set_password(password)
+    user.must_change_password = True
+    db.session.commit()
+    sessions.end_all(user.id)
+
+
+def change_password(user, new_password, keep_login):
+    """The owner chooses a new password: every other login of the account ends."""
+    if problem := passwords.problem(new_password):
+        raise AccountError(problem)
+    if user.check_password(new_password):
+        raise AccountError("Choose a password different from the current one.")
+    user.set_password(new_password)
+    user.must_change_password = False
+    db.session.commit()
+    sessions.end_all(user.id, keep=keep_login)
+
+
+def reset_mfa(user):
+    """Remove the account's second factor (a lost device); it enrols again when it next needs one."""
+    if not user.mfa_enabled:
+        raise AccountError(f"{user.username} has no second factor to reset.")
+    mfa.remove(user)
+    db.session.commit()
+
+
+def _change_keeping_an_admin(user, **values):
+    """Apply `values` to `user` unless no enabled admin would remain.
+
+    On PostgreSQL the enabled admins' rows are locked first, so two admins demoting each other at once
+    take turns, and the second sees the first's change. SQLite has one writer at a time: the update
+    takes its lock before the count.
+    """
+    db.session.execute(select(User.id).where(User.role == "admin", User.enabled.is_(True)).with_for_update())
+    for name, value in values.items():
+        setattr(user, name, value)
+    db.session.flush()
+    admins = db.session.scalar(
+        select(func.count()).select_from(User).where(User.role == "admin", User.enabled.is_(True))
+    )
+    if admins == 0:
+        db.session.rollback()
+        raise AccountError(
+            f"{user.username} is the last enabled admin: make another account an admin first, so someone can "
+            "still run the portal."
+        )
+    db.session.commit()

@@ -1,0 +1,164 @@
+"""The second factor: TOTP codes (RFC 6238, pyotp), secrets kept encrypted, and single-use recovery codes.
+
+A secret is encrypted with Fernet (cryptography) under a key derived from `SECRET_KEY` by HKDF, so a
+copy of the database alone gives no codes. Changing `PETPORTAL_SECRET_KEY` makes every secret
+unreadable: those accounts then log in with a recovery code, or an admin resets their second factor.
+
+A code is accepted in its own 30-second step and the steps either side (clocks drift), and once only:
+the account keeps the step of the last accepted code and accepts only later ones, in one conditional
+write, so two requests racing with the same code cannot both win.
+"""
+
+import base64
+import hashlib
+import hmac
+import logging
+import re
+import secrets
+
+import pyotp
+import segno
+from cryptography.fernet import Fernet, InvalidToken
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+from flask import current_app
+from markupsafe import Markup
+from sqlalchemy import delete, func, or_, select, update
+
+from ..extensions import db
+from ..models import RecoveryCode, User
+
+log = logging.getLogger(__name__)
+ISSUER = "Pet Portal"
+# Codes from the step before and after the current one are accepted too.
+STEP_WINDOW = 1
+RECOVERY_CODE_COUNT = 10
+# Ten characters of base 32: 50 random bits per recovery code.
+RECOVERY_ALPHABET = "abcdefghijklmnopqrstuvwxyz234567"
+RECOVERY_LENGTH = 10
+TOTP_PATTERN = re.compile(r"\d{6}")
+
+
+def new_secret():
+    """A fresh random TOTP secret (160 bits, base 32), not yet stored."""
+    return pyotp.random_base32(32)
+
+
+def encrypt(secret):
+    """`secret` encrypted for the database."""
+    return _fernet().encrypt(secret.encode()).decode()
+
+
+def decrypt(token):
+    """The secret encrypted in `token`, or None when it cannot be read (the secret key has changed)."""
+    try:
+        return _fernet().decrypt(token.encode()).decode()
+    except (InvalidToken, ValueError):
+        log.error("a second-factor secret cannot be decrypted: was PETPORTAL_SECRET_KEY changed?")
+        return None
+
+
+def qr_code(user, secret):
+    """The enrolment QR code for an authenticator app, as inline SVG made on this server."""
+    uri = pyotp.TOTP(secret).provisioning_uri(name=user.username, issuer_name=ISSUER)
+    svg = segno.make(uri, error="m").svg_inline(scale=4, light="#fff", title="QR code for your authenticator app")
+    return Markup(svg)  # our own markup: the user name is percent-encoded inside the code's data
+
+
+def step_of(secret, code):
+    """The time step `code` belongs to, within the window around now, or None when it matches none."""
+    code = _digits(code)
+    if not TOTP_PATTERN.fullmatch(code):
+        return None
+    totp = pyotp.TOTP(secret)
+    now = current_app.config["CLOCK"]()
+    for offset in range(-STEP_WINDOW, STEP_WINDOW + 1):
+        if hmac.compare_digest(totp.at(now, counter_offset=offset), code):
+            return totp.timecode(now) + offset
+    return None
+
+
+def enrol(user, secret, code):
+    """Turn the second factor on with `secret` once `code` proves the app has it; the new recovery codes, or None."""
+    step = step_of(secret, code)
+    if step is None:
+        return None
+    user.mfa_secret = encrypt(secret)
+    user.mfa_enabled_at = current_app.config["CLOCK"]()
+    user.mfa_last_step = step
+    codes = _replace_recovery_codes(user)
+    db.session.commit()
+    return codes
+
+
+def verify(user, code):
+    """Accept `code` for `user` once: "totp" or "recovery" for the kind accepted, None when refused."""
+    if TOTP_PATTERN.fullmatch(_digits(code)):
+        secret = decrypt(user.mfa_secret) if user.mfa_secret else None
+        step = step_of(secret, code) if secret else None
+        if step is None:
+            return None
+        accepted = db.session.execute(
+            update(User)
+            .where(User.id == user.id, or_(User.mfa_last_step.is_(None), User.mfa_last_step < step))
+            .values(mfa_last_step=step),
+            execution_options={"synchronize_session": False},
+        )
+        db.session.commit()
+        return "totp" if accepted.rowcount == 1 else None
+    used = db.session.execute(
+        update(RecoveryCode)
+        .where(
+            RecoveryCode.user_id == user.id,
+            RecoveryCode.code_hash == _hash(code),
+            RecoveryCode.used_at.is_(None),
+        )
+        .values(used_at=current_app.config["CLOCK"]()),
+        execution_options={"synchronize_session": False},
+    )
+    db.session.commit()
+    return "recovery" if used.rowcount == 1 else None
+
+
+def remove(user):
+    """Turn the second factor off: its secret and recovery codes are deleted (committed by the caller)."""
+    user.mfa_secret = None
+    user.mfa_enabled_at = None
+    user.mfa_last_step = None
+    db.session.execute(delete(RecoveryCode).where(RecoveryCode.user_id == user.id))
+
+
+def recovery_codes_left(user):
+    """How many of the account's recovery codes are still unused."""
+    return db.session.scalar(
+        select(func.count())
+        .select_from(RecoveryCode)
+        .where(RecoveryCode.user_id == user.id, RecoveryCode.used_at.is_(None))
+    )
+
+
+def _replace_recovery_codes(user):
+    db.session.execute(delete(RecoveryCode).where(RecoveryCode.user_id == user.id))
+    codes = []
+    for _ in range(RECOVERY_CODE_COUNT):
+        raw = "".join(secrets.choice(RECOVERY_ALPHABET) for _ in range(RECOVERY_LENGTH))
+        codes.append(f"{raw[:5]}-{raw[5:]}")
+        db.session.add(RecoveryCode(user_id=user.id, code_hash=_hash(raw)))
+    return codes
+
+
+def _hash(code):
+    """The SHA-256 of a recovery code as typed, ignoring case, spaces and dashes."""
+    normalized = re.sub(r"[\s-]", "", code).lower()
+    return hashlib.sha256(normalized.encode()).hexdigest()
+
+
+def _digits(code):
+    return re.sub(r"\s", "", code)
+
+
+def _fernet():
+    key = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=b"petportal mfa secrets").derive(
+        current_app.config["SECRET_KEY"].encode()
+    )
+    return Fernet(base64.urlsafe_b64encode(key))
