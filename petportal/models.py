@@ -65,6 +65,9 @@ class User(UserMixin, db.Model):
     mfa_enabled_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     # The time step of the last accepted code, so no code is accepted twice.
     mfa_last_step: Mapped[int | None] = mapped_column(BigInteger)
+    # When the account's logins were last all ended (password changed or reset, sessions ended): a login
+    # begun before then and still waiting for its second factor can no longer finish.
+    logins_ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
     def set_password(self, password):
         """Store a salted scrypt hash of `password` (werkzeug's default)."""

@@ -123,8 +123,11 @@ def test_a_new_account_must_choose_its_own_password_before_any_other_page(portal
     ("fields", "message"),
     [
         ({"username": "staff"}, "An account called &#39;staff&#39; already exists."),
+        ({"username": "Staff"}, "An account called &#39;Staff&#39; already exists."),
         ({"username": "bad name"}, "only letters, digits and . _ @ -"),
         ({"username": "<script>"}, "only letters, digits and . _ @ -"),
+        ({"username": ".."}, "starts with a letter or digit"),
+        ({"username": "."}, "starts with a letter or digit"),
         ({"username": "x" * 81}, "Field cannot be longer than 80 characters."),
         ({"password": "short"}, "Use at least 12 characters"),
         ({"password": "password1234"}, "one of the most common"),
@@ -173,6 +176,14 @@ def test_a_bad_password_change_is_refused_and_changes_nothing(portal_app, curren
     assert response.status_code == 400
     assert message in response.text
     assert account(portal_app, "staff").check_password(PASSWORDS["staff"])
+
+
+def test_a_long_password_from_a_password_manager_is_accepted(portal_app):
+    client = portal_app.test_client()
+    AuthActions(client).login("staff")
+    long_password = ((CHOSEN + " ") * 5)[:127] + "!"  # 128 characters: the policy's maximum
+    assert change_password(client, PASSWORDS["staff"], long_password).status_code == 303
+    assert AuthActions(portal_app.test_client()).login("staff", long_password).status_code == 303
 
 
 def test_your_new_password_must_differ_from_the_current_one(portal_app):

@@ -7,7 +7,17 @@ from petportal.auth import mfa
 from petportal.extensions import db
 from petportal.models import AuditEntry, User
 
-from helpers import SECRET_PATTERN, AuthActions, at_once, csrf_token, enrol_mfa, post_form, totp
+from helpers import (
+    NEW_PASSWORDS,
+    PASSWORDS,
+    SECRET_PATTERN,
+    AuthActions,
+    at_once,
+    csrf_token,
+    enrol_mfa,
+    post_form,
+    totp,
+)
 
 
 @pytest.fixture
@@ -174,6 +184,72 @@ def test_the_code_step_expires_after_5_minutes(app, clock, enrolled):
     late = client.post("/login/mfa", data={"csrf_token": token, "code": totp(secret, clock)})
     assert late.headers["Location"] == "/login"
     assert not logged_in(client)
+
+
+# Arabic-Indic and fullwidth digits match Python's \d; written as escapes so the file shows what they are.
+@pytest.mark.parametrize(
+    "code",
+    [
+        "\u0668\u0665\u0669\u0662\u0660\u0664",
+        "\uff11\uff12\uff13\uff14\uff15\uff16",
+        "12345\uff16",
+        "x" * 32,
+        "' OR 1=1 --",
+    ],
+)
+def test_a_code_that_is_not_six_ascii_digits_is_refused_not_a_server_error(app, enrolled, code):
+    client = app.test_client()
+    assert AuthActions(client).login_with_code(code).status_code == 401
+    assert not logged_in(client)
+
+
+@pytest.mark.parametrize("change", ["password", "sessions/end"])
+def test_a_login_waiting_for_its_code_cannot_finish_after_its_logins_were_ended(app, clock, enrolled, change):
+    secret, _codes = enrolled
+    waiting = app.test_client()
+    AuthActions(waiting).login("staff")
+    token = csrf_token(waiting.get("/login/mfa").text)
+    clock.advance(seconds=1)
+    admin = app.test_client()
+    AuthActions(admin).login("admin")
+    enrol_mfa(admin, clock)
+    fields = {"password": NEW_PASSWORDS[0]} if change == "password" else {}
+    assert post_form(admin, "/admin/users/staff", f"/admin/users/staff/{change}", **fields).status_code == 303
+    response = waiting.post("/login/mfa", data={"csrf_token": token, "code": totp(secret, clock)})
+    assert response.headers["Location"] == "/login"
+    assert not logged_in(waiting)
+
+
+def test_your_own_password_change_cancels_a_login_waiting_for_its_code(app, clock, enrolled):
+    secret, _codes = enrolled
+    owner = app.test_client()
+    AuthActions(owner).login_with_code(totp(secret, clock))
+    clock.advance(seconds=30)
+    thief = app.test_client()
+    AuthActions(thief).login("staff")
+    token = csrf_token(thief.get("/login/mfa").text)
+    clock.advance(seconds=1)
+    post_form(
+        owner,
+        "/account/password",
+        "/account/password",
+        current_password=PASSWORDS["staff"],
+        new_password=NEW_PASSWORDS[1],
+        confirm=NEW_PASSWORDS[1],
+    )
+    clock.advance(seconds=30)
+    refused = thief.post("/login/mfa", data={"csrf_token": token, "code": totp(secret, clock)})
+    assert refused.headers["Location"] == "/login"
+    assert not logged_in(thief)
+
+
+def test_a_login_that_is_not_fresh_must_log_in_again_to_enrol(app, clock):
+    client = app.test_client()
+    AuthActions(client).login("staff", remember=True)
+    clock.advance(minutes=45)  # restored from the remember-me cookie: someone holding it is not the owner for sure
+    assert client.get("/account/mfa").headers["Location"] == "/login?next=/account/mfa?new%3D1"
+    with app.app_context():
+        assert db.session.scalar(db.select(User).filter_by(username="staff")).mfa_secret is None
 
 
 def test_the_code_page_without_a_password_first_sends_to_log_in(app):

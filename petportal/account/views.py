@@ -74,8 +74,9 @@ def mfa_page():
     replacing = user.mfa_enabled
     if request.method == "GET" and replacing and not request.args.get("new"):
         return render_template("account/mfa_on.html", user=user, codes_left=mfa.recovery_codes_left(user))
-    if replacing and not login_fresh():
-        return log_in_again(url_for(".mfa_page", new=1), "set up a new device for your second factor")
+    # A stolen remember-me cookie must not be able to put its own device on the account.
+    if not login_fresh():
+        return log_in_again(url_for(".mfa_page", new=1), "set up your second factor")
     secret = _enrolment_secret()
     form = CodeForm()
     if not form.validate_on_submit():

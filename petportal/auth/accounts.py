@@ -14,8 +14,9 @@ from ..models import ROLES, User
 from . import mfa, passwords, sessions
 
 USERNAME_MAX_LENGTH = 80
-# A user name appears in page addresses (/admin/users/<name>): no spaces, slashes or markup.
-USERNAME_PATTERN = re.compile(r"[A-Za-z0-9._@-]+")
+# A user name appears in page addresses (/admin/users/<name>): no spaces, slashes or markup, and it
+# starts with a letter or digit, so it is never a "." or ".." path segment.
+USERNAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]*")
 
 
 class AccountError(Exception):
@@ -33,10 +34,11 @@ def create(username, role, password, must_change_password):
     if not username or len(username) > USERNAME_MAX_LENGTH:
         raise AccountError(f"A user name is 1 to {USERNAME_MAX_LENGTH} characters long.")
     if not USERNAME_PATTERN.fullmatch(username):
-        raise AccountError("A user name has only letters, digits and . _ @ - in it.")
+        raise AccountError("A user name starts with a letter or digit and has only letters, digits and . _ @ - in it.")
     if role not in ROLES:
         raise AccountError(f"A role is one of {', '.join(ROLES)}.")
-    if find(username) is not None:
+    # Logins are counted per name whatever its case, so "Kim" and "kim" would share one limit.
+    if db.session.scalar(select(User).where(func.lower(User.username) == username.lower())) is not None:
         raise AccountError(f"An account called {username!r} already exists.")
     if problem := passwords.problem(password):
         raise AccountError(problem)

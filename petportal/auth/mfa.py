@@ -36,7 +36,8 @@ RECOVERY_CODE_COUNT = 10
 # Ten characters of base 32: 50 random bits per recovery code.
 RECOVERY_ALPHABET = "abcdefghijklmnopqrstuvwxyz234567"
 RECOVERY_LENGTH = 10
-TOTP_PATTERN = re.compile(r"\d{6}")
+# ASCII digits only: other scripts' digits would match \d, and compare_digest refuses non-ASCII text.
+TOTP_PATTERN = re.compile(r"[0-9]{6}")
 
 
 def new_secret():

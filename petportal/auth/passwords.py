@@ -13,6 +13,8 @@ MIN_LENGTH = 12
 MAX_LENGTH = 128
 # zxcvbn's score runs from 0 (guessed at once) to 4; 3 means "safely unguessable" online.
 MIN_SCORE = 3
+# zxcvbn refuses to score longer input; a password that long is judged by its first 72 characters.
+ZXCVBN_MAX_LENGTH = 72
 _COMMON = frozenset(FREQUENCY_LISTS["passwords"])
 
 
@@ -24,6 +26,6 @@ def problem(password):
         return f"Use at most {MAX_LENGTH} characters."
     if password.lower() in _COMMON:
         return "This password is one of the most common ones; choose another."
-    if zxcvbn(password)["score"] < MIN_SCORE:
+    if zxcvbn(password[:ZXCVBN_MAX_LENGTH])["score"] < MIN_SCORE:
         return "This password is easy to guess (a sequence, a repeat or a common word); choose another."
     return None

@@ -102,7 +102,8 @@ def awaiting_second_factor():
         return None
     user = db.session.get(User, waiting["user_id"])
     expired = _now().timestamp() - waiting["at"] > SECOND_FACTOR_LIMIT.total_seconds()
-    if expired or user is None or not user.enabled or not user.mfa_enabled:
+    ended = user is not None and user.logins_ended_at is not None and user.logins_ended_at.timestamp() > waiting["at"]
+    if expired or ended or user is None or not user.enabled or not user.mfa_enabled:
         session.pop(SECOND_FACTOR_KEY, None)
         return None
     return AwaitingLogin(user, waiting["remember"], waiting["next"])
@@ -121,12 +122,15 @@ def end():
 
 
 def end_all(user_id, keep=None):
-    """End every open login of an account (but `keep`): each browser is logged out on its next request."""
+    """End every open login of an account (but `keep`): each browser is logged out on its next request,
+    and a login still waiting for its second factor cannot finish."""
+    now = _now()
     db.session.execute(
         update(LoginSession)
         .where(LoginSession.user_id == user_id, LoginSession.ended_at.is_(None), LoginSession.id != (keep or ""))
-        .values(ended_at=_now(), remember_hash=None)
+        .values(ended_at=now, remember_hash=None)
     )
+    db.session.execute(update(User).where(User.id == user_id).values(logins_ended_at=now))
     db.session.commit()
 
 

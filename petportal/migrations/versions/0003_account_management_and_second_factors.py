@@ -38,10 +38,12 @@ def upgrade():
         batch_op.add_column(sa.Column("mfa_secret", sa.Text(), nullable=True))
         batch_op.add_column(sa.Column("mfa_enabled_at", sa.DateTime(timezone=True), nullable=True))
         batch_op.add_column(sa.Column("mfa_last_step", sa.BigInteger(), nullable=True))
+        batch_op.add_column(sa.Column("logins_ended_at", sa.DateTime(timezone=True), nullable=True))
 
 
 def downgrade():
     with op.batch_alter_table("users", schema=None) as batch_op:
+        batch_op.drop_column("logins_ended_at")
         batch_op.drop_column("mfa_last_step")
         batch_op.drop_column("mfa_enabled_at")
         batch_op.drop_column("mfa_secret")
