@@ -110,3 +110,30 @@ def test_with_caching_off_every_visit_asks_the_store(make_portal, production_sto
     for _ in range(3):
         client.get("/animals")
     assert len(list_calls(production_store)) == 3
+
+
+# Headers that differ between any two responses, cached or not: each request has its own id and date.
+PER_RESPONSE = {"Date", "X-Request-ID"}
+
+
+@pytest.mark.parametrize("https", [False, True])
+@pytest.mark.parametrize("path", ["/animals?limit=5", "/animals/{rex}"])
+def test_a_cached_page_carries_exactly_the_headers_of_a_fresh_one(make_portal, production_store, https, path):
+    """Header for header: the security headers, X-Request-ID, the ETag and the cache rules hold for both."""
+    app = make_portal(CACHE_SECONDS=30, HTTPS=https, TRUSTED_HOSTS=["portal.example"])
+    client = app.test_client()
+    url = path.format(rex=production_store.animals()[0]["id"])
+    base_url = f"{'https' if https else 'http'}://portal.example"
+    fresh = client.get(url, base_url=base_url)
+    cached = client.get(url, base_url=base_url)
+    assert fresh.status_code == cached.status_code == 200
+    assert len([r for r in production_store.received if r.method == "GET"]) == 1, "the second page was not cached"
+    assert fresh.text == cached.text
+    assert sorted(fresh.headers.keys()) == sorted(cached.headers.keys())
+    for name, value in fresh.headers.items():
+        if name not in PER_RESPONSE:
+            assert cached.headers[name] == value, name
+    assert fresh.headers["X-Request-ID"] != cached.headers["X-Request-ID"]
+    for name in ("Content-Security-Policy", "X-Frame-Options", "X-Content-Type-Options", "Referrer-Policy"):
+        assert name in cached.headers, name
+    assert ("Strict-Transport-Security" in cached.headers) is https
