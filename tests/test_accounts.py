@@ -326,7 +326,9 @@ def test_two_admins_demoting_each_other_at_once_leave_one_admin(make_portal, dat
         with app.app_context():
             admins = db.session.scalars(db.select(User.username).filter_by(role="admin", enabled=True)).all()
         assert len(admins) == 1, f"round {_round}: admins left {admins}"
-        assert [answer.status_code for answer in answers] == [303, 303]
+        # The loser is refused by the rule (303 with a message), or, arriving after the winner's change,
+        # is no longer an admin at all (403); neither changed anything.
+        assert sorted(answer.status_code for answer in answers) in ([303, 303], [303, 403])
         survivor = ann if admins == ["admin"] else boss
         demoted = "boss" if admins == ["admin"] else "admin"
         manage(survivor, demoted, "role", role="admin")
