@@ -70,6 +70,20 @@ def assert_accessible(page):
     assert serious == [], results.generate_report()
 
 
+def sideways_scroll(page):
+    """How many pixels the page scrolls sideways at its current width (0 when it fits)."""
+    return page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+
+
+def assert_fits_a_phone(page):
+    """At 375 px the page does not scroll sideways; the viewport is put back afterwards."""
+    before = page.viewport_size
+    page.set_viewport_size({"width": 375, "height": 900})
+    overflow = sideways_scroll(page)
+    page.set_viewport_size(before)
+    assert overflow <= 0, f"{page.url} scrolls sideways by {overflow}px at 375px"
+
+
 # --- customers ------------------------------------------------------------------------------------
 
 
@@ -198,6 +212,11 @@ def test_an_admin_enrols_a_second_factor_and_logs_in_with_it(page, strict_origin
     page.wait_for_selector("code.recovery-code")
     assert len(page.locator("code.recovery-code").all_inner_texts()) == 10
     assert_accessible(page)
+    assert_fits_a_phone(page)
+    page.goto(f"{origin}/account/mfa")
+    assert "Second factor: on" in page.inner_text("main")
+    assert_accessible(page)
+    assert_fits_a_phone(page)
     page.goto(f"{origin}/admin/users")
     assert page.inner_text("tr:has(a[href='/admin/users/admin']) td[data-label='Second factor']") == "on"
     page.click("button:has-text('Log out')")
@@ -208,6 +227,7 @@ def test_an_admin_enrols_a_second_factor_and_logs_in_with_it(page, strict_origin
     page.click("main button[type=submit]")
     page.wait_for_url(re.compile(r"/login/mfa$"))
     assert_accessible(page)
+    assert_fits_a_phone(page)
     page.fill("#code", totp(secret, clock))
     page.click("main button[type=submit]")
     page.wait_for_selector("text=Logged in as admin.")
@@ -333,6 +353,6 @@ def test_screenshots_and_no_horizontal_scroll_on_a_phone(browser, origin, width)
     for name, path in pages:
         page.goto(origin + path)
         page.screenshot(path=str(SCREENSHOTS / f"{name}-{width}.png"), full_page=True)
-        overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+        overflow = sideways_scroll(page)
         assert overflow <= 0, f"{path} scrolls sideways by {overflow}px at {width}px"
     context.close()
