@@ -26,9 +26,9 @@ from .account import bp as account_bp
 from .admin import bp as admin_bp
 from .admin import users_bp
 from .auth import bp as auth_bp
-from .auth import sessions
+from .auth import sessions, throttle
 from .catalog import bp as catalog_bp
-from .extensions import csrf, db, limiter, login, migrate
+from .extensions import csrf, db, login, migrate
 from .serving import page_context
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -89,9 +89,9 @@ def register_extensions(app: Flask) -> None:
     # "basic": a session seen from another client loses freshness, so it must log in again for a switch.
     # ("strong" would also wipe every session restored from the remember-me cookie on its next request.)
     login.session_protection = "basic"
-    limiter.init_app(app)
     session_store.register(app)
     sessions.register(app)
+    throttle.register(app)
     Bootstrap5(app)
     page_cache.register(app)
 

@@ -2,7 +2,7 @@
 
 `load` gives every setting the app and its extensions read, in three layers: the defaults below, then
 the `PETSTORE_*` and `PETPORTAL_*` variables, then a test's overrides; then the settings that follow
-from those (cookies, the cache and limiter back ends) and a check that refuses what cannot work. No
+from those (cookies, the cache and login counters' back ends) and a check that refuses what cannot work. No
 other module adds or changes a setting.
 """
 
@@ -59,7 +59,7 @@ def load(instance_path: str, environ: Mapping[str, str], overrides: Mapping[str,
 
 
 def derived(settings: Mapping[str, Any]) -> dict[str, Any]:
-    """Settings that follow from the others: cookies, the database engine, the limiter and cache back ends."""
+    """Settings that follow from the others: cookies, the database engine, the login counters' and cache back ends."""
     redis_url = settings["REDIS_URL"]
     cache_seconds = settings["CACHE_SECONDS"]
     pool_size = settings["UPSTREAM_POOL_SIZE"]
@@ -73,7 +73,7 @@ def derived(settings: Mapping[str, Any]) -> dict[str, Any]:
         "SESSION_COOKIE_SECURE": settings["HTTPS"],
         # The server-side session lives as long as it is used within the idle limit.
         "PERMANENT_SESSION_LIFETIME": SESSION_IDLE_LIMIT,
-        "RATELIMIT_STORAGE_URI": redis_url or "memory://",
+        "THROTTLE_STORAGE_URI": redis_url or "memory://",
         # The micro-cache: off at 0 seconds, shared through Redis when there is one.
         "CACHE_TYPE": "NullCache" if not cache_seconds else "RedisCache" if redis_url else "SimpleCache",
         "CACHE_REDIS_URL": redis_url,
@@ -84,7 +84,7 @@ def derived(settings: Mapping[str, Any]) -> dict[str, Any]:
     }
     if redis_url:
         # A Redis that hangs must cost a page a moment, not a worker thread.
-        values["RATELIMIT_STORAGE_OPTIONS"] = {"socket_timeout": 1, "socket_connect_timeout": 1}
+        values["THROTTLE_STORAGE_OPTIONS"] = {"socket_timeout": 1, "socket_connect_timeout": 1}
         values["CACHE_OPTIONS"] = {"socket_timeout": 0.25, "socket_connect_timeout": 0.25}
     if settings["SQLALCHEMY_DATABASE_URI"].startswith("sqlite"):
         # Writers wait for each other instead of failing with "database is locked".

@@ -1,8 +1,6 @@
 """The Flask extensions, created unbound here and bound to the app in the factory."""
 
 from flask_caching import Cache
-from flask_limiter import Limiter
-from flask_limiter.util import get_remote_address
 from flask_login import LoginManager
 from flask_migrate import Migrate
 from flask_sqlalchemy import SQLAlchemy
@@ -12,5 +10,4 @@ db = SQLAlchemy()
 migrate = Migrate()
 csrf = CSRFProtect()
 login = LoginManager()
-limiter = Limiter(key_func=get_remote_address)
 cache = Cache()

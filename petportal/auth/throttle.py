@@ -1,7 +1,8 @@
 """Login attempts, counted before the password (or the second factor's code) is checked, so a burst
 cannot slip past the limit.
 
-Three counters for passwords, in the rate-limit store Flask-Limiter uses (Redis when configured):
+Three counters for passwords, kept by the `limits` library (Redis when configured, else this process's
+memory):
 - one account from one address: stops guessing from one place without locking the account for others;
 - one address, whatever the account: stops one place trying many accounts;
 - one account, from anywhere: a higher ceiling, against a flood from many addresses.
@@ -14,10 +15,12 @@ guessing, from as many addresses as they like.
 
 from flask import abort, current_app, request
 from limits import parse_many
+from limits.storage import storage_from_string
 from limits.strategies import FixedWindowRateLimiter
 
-from ..extensions import limiter
 from .sessions import LOGINS_UNAVAILABLE
+
+EXTENSION = "petportal.throttle"
 
 COUNTERS = {
     "login": (
@@ -27,6 +30,12 @@ COUNTERS = {
     ),
     "mfa": (("MFA_LIMIT_PER_ACCOUNT", lambda account: account),),
 }
+
+
+def register(app):
+    """Open the counters' store. Only the login pages count anything, so no other request pays for it."""
+    storage = storage_from_string(app.config["THROTTLE_STORAGE_URI"], **app.config.get("THROTTLE_STORAGE_OPTIONS", {}))
+    app.extensions[EXTENSION] = FixedWindowRateLimiter(storage)
 
 
 def attempt(account, kind="login"):
@@ -65,4 +74,4 @@ def _counters(account, kind):
 
 
 def _strategy():
-    return FixedWindowRateLimiter(limiter.storage)
+    return current_app.extensions[EXTENSION]
