@@ -1,5 +1,6 @@
 """The pet store client, against the real reference store and against a scripted faulty upstream."""
 
+import json
 import logging
 import threading
 import time
@@ -130,7 +131,8 @@ def test_every_call_sends_the_bearer_key_and_the_extra_headers(fault_server):
     ]
     assert {r.headers["authorization"] for r in fault_server.received} == {"Bearer the-key"}
     assert {r.headers["x-request-id"] for r in fault_server.received} == {"req-1"}
-    assert fault_server.received[1].body == b'{"name": "Rex", "categoryId": 2}'
+    assert json.loads(fault_server.received[1].body) == {"name": "Rex", "categoryId": 2}
+    assert fault_server.received[1].headers["content-type"] == "application/json"
 
 
 @pytest.mark.parametrize(

@@ -7,14 +7,13 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from http.cookiejar import DefaultCookiePolicy
 from types import TracebackType
 from typing import Any, Self, TypeVar
+from urllib.parse import urlencode, urlsplit
 
-import requests
-from requests.adapters import HTTPAdapter
+from urllib3 import connection_from_url
 from urllib3.connectionpool import ConnectionPool
-from urllib3.exceptions import ConnectTimeoutError, DecodeError, MaxRetryError
+from urllib3.exceptions import ConnectTimeoutError, DecodeError, MaxRetryError, TimeoutError
 from urllib3.exceptions import HTTPError as TransportError
 from urllib3.response import BaseHTTPResponse
 from urllib3.util.retry import Retry
@@ -155,21 +154,18 @@ class PetStoreClient:
         self._secrets = (api_key, *secrets)
         self._observe = observe
         self._on_answer = on_answer
-        self._session = requests.Session()
-        # No proxy variables, no .netrc credentials and no cookies from the store: only what we set.
-        self._session.trust_env = False
-        self._session.cookies.set_policy(DefaultCookiePolicy(allowed_domains=[]))
-        self._session.headers.update({"Accept": "application/json", "Authorization": f"Bearer {api_key}"})
-        adapter = HTTPAdapter(pool_connections=1, pool_maxsize=pool_size, max_retries=RETRY)
-        self._session.mount("http://", adapter)
-        self._session.mount("https://", adapter)
+        # One connection pool, bound to this deployment's host: the key cannot be sent anywhere else, not
+        # even by a redirect (never followed). urllib3 alone: no proxy variables, no .netrc, no cookies.
+        self._path = urlsplit(self.base_url).path
+        self._headers = {"Accept": "application/json", "Authorization": f"Bearer {api_key}"}
+        self._pool = connection_from_url(self.base_url, maxsize=pool_size, retries=RETRY)
 
     def __repr__(self) -> str:
         return f"PetStoreClient({self.base_url!r})"
 
     def close(self) -> None:
         """Close the pooled connections."""
-        self._session.close()
+        self._pool.close()
 
     def list_pets(
         self, limit: int = LIMIT_DEFAULT, status: str | None = None, deadline: float | None = None
@@ -180,7 +176,7 @@ class PetStoreClient:
         params: dict[str, Any] = {"limit": limit}
         if status is not None:
             params["status"] = status
-        return self._call("GET", "/pets", "listPets", parse_pets, deadline, params=params)
+        return self._call("GET", "/pets?" + urlencode(params), "listPets", parse_pets, deadline)
 
     def create_pet(self, name: str, category_id: int, status: str | None = None, deadline: float | None = None) -> Pet:
         """createPet: add one animal and return it with its new id. Sent at most once."""
@@ -238,7 +234,7 @@ class PetStoreClient:
             raise Busy("Too many pages are waiting on the pet store already.", method=method, url=url)
         _call.deadline = deadline
         try:
-            status, headers, body = self._send(method, url, deadline, **kwargs)
+            status, headers, body = self._send(method, path, url, deadline, **kwargs)
         finally:
             if self._gate is not None:
                 self._gate.leave()
@@ -261,44 +257,52 @@ class PetStoreClient:
                 f"The store's answer is unusable: {reason}.", status=status, method=method, url=url
             ) from exc
 
-    def _send(self, method: str, url: str, deadline: float, **kwargs: Any) -> tuple[int, Mapping[str, str], bytes]:
-        """One request, with its retries, all of it before `deadline`: (status, headers, whole body)."""
+    def _send(
+        self, method: str, path: str, url: str, deadline: float, **kwargs: Any
+    ) -> tuple[int, Mapping[str, str], bytes]:
+        """One request for `path` (below the base URL, which is `url`'s start), with its retries, all of it
+        before `deadline`: (status, headers, whole body)."""
         try:
-            response = self._session.request(
+            response = self._pool.request(
                 method,
-                url,
-                headers=self._extra_headers(),
-                # requests hands a urllib3 Timeout on as it is; its type hints know only numbers.
-                timeout=DeadlineTimeout(self.timeout, deadline),  # type: ignore[arg-type]
-                allow_redirects=False,
-                stream=True,
+                self._path + path,
+                headers={**self._headers, **self._extra_headers()},
+                timeout=DeadlineTimeout(self.timeout, deadline),
+                redirect=False,
+                preload_content=False,
                 **kwargs,
             )
-        except requests.RequestException as exc:
+        except (TransportError, OSError) as exc:
             error = _transport_error(exc, method, url)
             log.warning("%s %s failed: %s", method, url, error.message)
             raise error from exc
-        with response:
+        read = False
+        try:
             body = self._read_body(response, method, url, deadline)
-        return response.status_code, response.headers, body
+            read = True
+        finally:
+            if not read:
+                response.close()  # a connection holding the rest of an answer is never reused
+            response.release_conn()
+        return response.status, response.headers, body
 
-    def _read_body(self, response: requests.Response, method: str, url: str, deadline: float) -> bytes:
+    def _read_body(self, response: BaseHTTPResponse, method: str, url: str, deadline: float) -> bytes:
         """The whole body, refusing one over `max_body_bytes` or one still arriving at `deadline`."""
         declared = response.headers.get("Content-Length", "")
         if declared.isdigit() and int(declared) > self.max_body_bytes:
-            raise _too_large(response.status_code, method, url)
+            raise _too_large(response.status, method, url)
         chunks, size = [], 0
         try:
-            while chunk := response.raw.read1(READ_CHUNK_BYTES, decode_content=True):
+            while chunk := response.read1(READ_CHUNK_BYTES, decode_content=True):
                 size += len(chunk)
                 if size > self.max_body_bytes:
-                    raise _too_large(response.status_code, method, url)
+                    raise _too_large(response.status, method, url)
                 if time.monotonic() > deadline:
                     raise _no_answer(method, url, "The store's answer arrived too slowly.")
                 chunks.append(chunk)
         except DecodeError as exc:
             raise UnexpectedResponse(
-                "The store's answer could not be decoded.", status=response.status_code, method=method, url=url
+                "The store's answer could not be decoded.", status=response.status, method=method, url=url
             ) from exc
         except (TransportError, OSError) as exc:
             raise _no_answer(method, url, "The connection broke while the store was answering.") from exc
@@ -338,13 +342,13 @@ def _too_large(status: int, method: str, url: str) -> UnexpectedResponse:
     )
 
 
-def _transport_error(exc: requests.RequestException, method: str, url: str) -> Unavailable:
+def _transport_error(exc: Exception, method: str, url: str) -> Unavailable:
     """The typed error for a request that got no answer at all."""
-    reason = exc.args[0].reason if exc.args and isinstance(exc.args[0], MaxRetryError) else exc
-    if isinstance(exc, requests.ConnectTimeout) or isinstance(reason, ConnectTimeoutError):
+    reason = exc.reason if isinstance(exc, MaxRetryError) else exc
+    if isinstance(reason, ConnectTimeoutError):
         # Covers refused connections too (NewConnectionError): nothing reached the store.
         return Unavailable("The pet store could not be reached.", method=method, url=url)
-    if isinstance(exc, requests.Timeout):
+    if isinstance(reason, TimeoutError):
         return _no_answer(method, url, "The pet store did not answer in time.")
     return _no_answer(method, url, "The connection to the pet store failed.")
 
