@@ -93,9 +93,13 @@ def register(app):
 
     @app.after_request
     def count_request(response):
-        endpoint = request.endpoint or "none"
-        method = request.method if request.method in KNOWN_METHODS else "other"
-        REQUESTS.labels(endpoint, method, str(response.status_code)).inc()
-        if "metrics_started" in g:
-            REQUEST_SECONDS.labels(endpoint).observe(time.perf_counter() - g.metrics_started)
+        count(request.endpoint, request.method, response.status_code, g.get("metrics_started"))
         return response
+
+
+def count(endpoint, method, status, started):
+    """One request answered; `started` is its `time.perf_counter()` (None if unknown). Also used by the page
+    cache, which answers before Flask."""
+    REQUESTS.labels(endpoint or "none", method if method in KNOWN_METHODS else "other", str(status)).inc()
+    if started is not None:
+        REQUEST_SECONDS.labels(endpoint or "none").observe(time.perf_counter() - started)

@@ -1,8 +1,20 @@
 """The micro-cache of anonymous list and detail pages, their ETags, and no-store for everything else.
 
-A cached page is keyed by environment, that environment's generation and the full path. Adding an
-animal bumps its environment's generation, so every process sharing the cache stops serving the old
-pages at once; another environment's pages are never under the same key.
+Two parts, with one job each:
+- `cached_page` (inside Flask) gives an anonymous visitor's page `Cache-Control: no-cache` and an ETag,
+  answers a matching If-None-Match with 304, and marks the page as one that may be shared when it used
+  nothing of the visitor's own (no flash, no CSRF token).
+- `SharedPages` (a WSGI layer just inside ProxyFix) stores a marked page as Flask sent it, every header
+  included, and answers the next visitor without a session or remember-me cookie with it, without
+  running Flask. Only what differs between any two responses is made anew, by the functions Flask's own
+  hooks use: the X-Request-ID, the Date and the 304. So a stored page carries exactly the security
+  headers, HSTS and cache rules of a fresh one.
+
+A page is keyed by scheme, host, environment, that environment's generation and full path, so it is only
+replayed to a request that Flask answered with exactly that page: a plain-HTTP request that the HTTPS rule
+redirects, or a host that is not trusted, never finds a stored 200. Adding an animal bumps its
+environment's generation, so every process sharing the cache stops serving the old pages at once; another
+environment's pages are never under the same key.
 """
 
 import math
@@ -11,42 +23,109 @@ from functools import wraps
 
 from flask import current_app, make_response, request, session
 from flask_login import current_user
+from werkzeug.exceptions import HTTPException
+from werkzeug.http import parse_cookie
+from werkzeug.wrappers import Request, Response
 
-from . import metrics
+from . import logs, metrics
+from .environments import environments
 from .extensions import cache
 from .serving import serving
 
 # After a failure, the cache is not asked again for this long (per process).
 RETRY_AFTER_FAILURE_SECONDS = 5
+# Set in the WSGI environ by `cached_page`: the environment whose page may be shared.
+SHAREABLE = "petportal.page_cache.shareable"
+# Made anew for every response, never stored.
+PER_RESPONSE = frozenset({"date", "x-request-id", "content-length"})
 
 
 def cached_page(view):
-    """Serve this GET view from the micro-cache for anonymous visitors, with an ETag and 304s."""
+    """Give this GET view's anonymous pages an ETag and 304s, and let `SharedPages` share them."""
 
     @wraps(view)
     def serve(*args, **kwargs):
         if current_user.is_authenticated:
             return view(*args, **kwargs)
-        key = _page_key() if _caching() else None
-        stored = _safely(cache.get, key) if key else None
-        if key:
-            metrics.PAGE_CACHE.labels("miss" if stored is None else "hit").inc()
-        if stored is None:
-            response = make_response(view(*args, **kwargs))
-            # Only a page that used nothing of the visitor's own (no flash, no CSRF token) is shared.
-            if key and response.status_code == 200 and not session:
-                seconds = math.ceil(current_app.config["CACHE_SECONDS"])
-                _safely(cache.set, key, (response.get_data(), response.mimetype), timeout=seconds)
-        else:
-            body, mimetype = stored
-            response = current_app.response_class(body, mimetype=mimetype)
+        response = make_response(view(*args, **kwargs))
         if response.status_code == 200:
             response.headers["Cache-Control"] = "no-cache"
             response.add_etag()
             response.make_conditional(request)
+            if not session:
+                request.environ[SHAREABLE] = serving().environment.name
         return response
 
+    serve.shared_page = True
     return serve
+
+
+class SharedPages:
+    """The WSGI layer that stores and replays shared pages (see the module's description)."""
+
+    def __init__(self, app, wsgi_app):
+        self.app = app
+        self.wsgi_app = wsgi_app
+        self.seconds = math.ceil(app.config["CACHE_SECONDS"])
+        self.cookies = (app.config["SESSION_COOKIE_NAME"], app.config.get("REMEMBER_COOKIE_NAME", "remember_token"))
+
+    def __call__(self, environ, start_response):
+        started = time.perf_counter()
+        endpoint = self._shared_endpoint(environ)
+        if endpoint is None:
+            return self.wsgi_app(environ, start_response)
+        with self.app.app_context():
+            environment = environments().active().name
+            key = _page_key(environment, Request(environ))
+            stored = _safely(cache.get, key)
+        metrics.PAGE_CACHE.labels("miss" if stored is None else "hit").inc()
+        if stored is None:
+            return self._answer_and_store(environ, start_response, key, environment)
+        body, headers = stored
+        response = Response(body, headers=headers)
+        response.headers["X-Request-ID"] = logs.request_id(environ.get("HTTP_X_REQUEST_ID", ""))
+        response.make_conditional(environ)
+        metrics.count(endpoint, environ["REQUEST_METHOD"], response.status_code, started)
+        return response(environ, start_response)
+
+    def _shared_endpoint(self, environ):
+        """The endpoint of a GET or HEAD that a shared page may answer, else None."""
+        if environ["REQUEST_METHOD"] not in ("GET", "HEAD"):
+            return None
+        cookies = parse_cookie(environ.get("HTTP_COOKIE", ""))
+        if any(name in cookies for name in self.cookies):
+            return None
+        try:
+            endpoint, _ = self.app.url_map.bind_to_environ(environ).match()
+        except HTTPException:
+            return None
+        return endpoint if getattr(self.app.view_functions.get(endpoint), "shared_page", False) else None
+
+    def _answer_and_store(self, environ, start_response, key, environment):
+        """Let Flask answer; keep its page when it marked it shareable for the environment of `key`."""
+        answer = {}
+
+        def remember(status, headers, exc_info=None):
+            answer.update(status=status, headers=headers)
+            return start_response(status, headers, exc_info)
+
+        chunks = self.wsgi_app(environ, remember)
+        try:
+            body = b"".join(chunks)
+        finally:
+            if hasattr(chunks, "close"):
+                chunks.close()
+        headers = answer.get("headers", [])
+        if (
+            environ.get(SHAREABLE) == environment
+            and environ["REQUEST_METHOD"] == "GET"
+            and answer.get("status", "").startswith("200 ")
+            and not any(name.lower() == "set-cookie" for name, _ in headers)
+        ):
+            kept = [(name, value) for name, value in headers if name.lower() not in PER_RESPONSE]
+            with self.app.app_context():
+                _safely(cache.set, key, (body, kept), timeout=self.seconds)
+        return [body]
 
 
 def invalidate(environment_name):
@@ -56,10 +135,12 @@ def invalidate(environment_name):
 
 
 def register(app):
-    """Bind the cache (Redis when configured; see config.derived), and mark every other HTML response as
-    never to be stored."""
+    """Bind the cache (Redis when configured; see config.derived), put the shared pages in front of Flask
+    when caching is on, and mark every other HTML response as never to be stored."""
     cache.init_app(app)
     app.extensions["petportal.page_cache"] = {"down_until": 0.0}
+    if app.config["CACHE_SECONDS"] > 0:
+        app.wsgi_app = SharedPages(app, app.wsgi_app)
 
     @app.after_request
     def never_store_personal_pages(response):
@@ -76,10 +157,9 @@ def _generation_key(environment_name):
     return f"generation:{environment_name}"
 
 
-def _page_key():
-    environment = serving().environment.name
+def _page_key(environment, request):
     generation = _safely(cache.get, _generation_key(environment)) or 0
-    return f"page:{environment}:{generation}:{request.full_path}"
+    return f"page:{environment}:{generation}:{request.scheme}://{request.host}{request.full_path}"
 
 
 def _safely(operation, *args, **kwargs):

@@ -137,3 +137,28 @@ def test_a_cached_page_carries_exactly_the_headers_of_a_fresh_one(make_portal, p
     for name in ("Content-Security-Policy", "X-Frame-Options", "X-Content-Type-Options", "Referrer-Policy"):
         assert name in cached.headers, name
     assert ("Strict-Transport-Security" in cached.headers) is https
+
+
+def test_a_stored_page_never_answers_a_request_that_flask_would_refuse_or_redirect(make_portal, production_store):
+    """The HTTPS rule and the trusted hosts hold for cached pages too: a stored page is only replayed to a
+    request of the same scheme and host."""
+    app = make_portal(CACHE_SECONDS=30, HTTPS=True, TRUSTED_HOSTS=["portal.example"])
+    client = app.test_client()
+    assert client.get("/animals", base_url="https://portal.example").status_code == 200
+    assert client.get("/animals", base_url="https://portal.example").status_code == 200
+    assert len([r for r in production_store.received if r.method == "GET"]) == 1, "the second page was not cached"
+    plain = client.get("/animals", base_url="http://portal.example")
+    assert plain.status_code == 301 and plain.headers["Location"] == "https://portal.example/animals"
+    assert client.get("/animals", base_url="https://evil.example").status_code == 400
+    forged = client.get("/animals", base_url="https://portal.example", headers={"Host": "evil.example"})
+    assert forged.status_code == 400
+
+
+def test_a_stored_page_answers_head_too(make_portal, production_store):
+    app = make_portal(CACHE_SECONDS=30)
+    client = app.test_client()
+    page = client.get("/animals")
+    head = client.head("/animals")
+    assert head.status_code == 200 and head.data == b""
+    assert head.headers["Content-Length"] == str(len(page.data))
+    assert len([r for r in production_store.received if r.method == "GET"]) == 1
