@@ -76,8 +76,9 @@ class Environments:
         self._default: str = app.config["DEFAULT_ENVIRONMENT"]
         self._timeout: float = app.config["UPSTREAM_TIMEOUT"]
         self._pool_size: int = app.config["UPSTREAM_POOL_SIZE"]
-        # The bulkhead: at most this many threads of this process wait on the pet stores at once.
-        self._gate = Bulkhead(app.config["UPSTREAM_CONCURRENCY"])
+        # The bulkheads: at most this many threads of this process wait on each environment at once. One
+        # each, so an admin previewing a hanging staging store never leaves production's customers a 503.
+        self._gates = {name: Bulkhead(app.config["UPSTREAM_CONCURRENCY"]) for name in self._settings}
         self._keys = tuple(settings["key"] for settings in self._settings.values() if settings["key"])
         self._clients: dict[str, PetStoreClient] = {}
         self._health = {name: Health() for name in self._settings}
@@ -117,7 +118,7 @@ class Environments:
                     pool_size=self._pool_size,
                     extra_headers=_request_id_header,
                     deadline=self._page_deadline,
-                    gate=self._gate,
+                    gate=self._gates[name],
                     secrets=self._keys,
                     observe=metrics.observe_upstream(name),
                     on_answer=self._health[name].record,

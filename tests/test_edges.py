@@ -280,7 +280,7 @@ def test_a_page_has_one_deadline_for_all_its_upstream_calls_and_retries(make_por
 
 def test_calls_beyond_the_bulkhead_get_a_fast_503_with_retry_after(make_portal):
     app = make_portal(UPSTREAM_CONCURRENCY=1)
-    gate = app.extensions["petportal.environments"]._gate
+    gate = app.extensions["petportal.environments"]._gates["production"]
     gate.enter(time.monotonic() + 5)  # one page has been waiting on a hanging store for a while
     time.sleep(0.6)
     try:
@@ -290,6 +290,24 @@ def test_calls_beyond_the_bulkhead_get_a_fast_503_with_retry_after(make_portal):
     assert page.status_code == 503
     assert page.headers["Retry-After"] == "2"
     assert "slow to answer" in page.text
+
+
+def test_a_hanging_environment_uses_up_only_its_own_bulkhead(make_portal, auth_for):
+    """An admin previewing a hanging staging store leaves production's customers served."""
+    app = make_portal(UPSTREAM_CONCURRENCY=1)
+    staging = app.extensions["petportal.environments"]._gates["staging"]
+    staging.enter(time.monotonic() + 5)  # an admin's preview page has been waiting on staging a while
+    time.sleep(0.6)
+    try:
+        customer = app.test_client().get("/animals")
+        admin = auth_for(app, "admin")
+        page = admin.get("/admin/environment").text
+        admin.post("/admin/environment/preview", data={"environment": "staging", "csrf_token": csrf_token(page)})
+        previewing = admin.get("/animals")
+    finally:
+        staging.leave()
+    assert customer.status_code == 200
+    assert previewing.status_code == 503 and "slow to answer" in previewing.text
 
 
 # --- 4. hosts, schemes and health checks -----------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The bulkhead: how many threads of one process may wait on the pet store at once.
+"""The bulkhead: how many threads of one process may wait on one pet store deployment at once.
 
 A place frees within milliseconds while the store is quick, so a call waits for one then. While the
 calls under way have been waiting long (the store hangs), a call gets no place at once and its page
