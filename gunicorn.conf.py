@@ -11,6 +11,11 @@ import tempfile
 
 bind = "127.0.0.1:8000"
 # Threaded workers: a page waiting on a slow pet store holds one thread, not a whole process.
+# The shape, measured on 2 cores (wrk on /animals?limit=20, cache off, the store on the same machine; 2 rounds
+# of 4 s, medians; issue 14): 2 x 8 gave 344 req/s at 8 connections and 358 at 32; 4 x 4 gave 321 and 324;
+# 3 x 4, 272 and 321; 4 x 2, 311 and 303; 2 x 4, 230 and 321; 1 x 16, 232 and 228. p50 at one connection
+# was 5.3-5.5 ms for all. One process per core keeps both cores busy (Python runs one thread at a time per
+# process); 8 threads each cover the time pages spend waiting on the store. More processes only add memory.
 workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
 worker_class = "gthread"
 # The portal's upstream pool defaults to the same 8 (config.DEFAULT_POOL_SIZE), one keep-alive connection

@@ -17,7 +17,6 @@ import re
 import secrets
 
 import pyotp
-import segno
 from cryptography.fernet import Fernet, InvalidToken
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
@@ -61,6 +60,8 @@ def decrypt(token):
 
 def qr_code(user, secret):
     """The enrolment QR code for an authenticator app, as inline SVG made on this server."""
+    import segno  # 9 MB, loaded by the first enrolment rather than in every worker at start-up
+
     uri = pyotp.TOTP(secret).provisioning_uri(name=user.username, issuer_name=ISSUER)
     svg = segno.make(uri, error="m").svg_inline(scale=4, light="#fff", title="QR code for your authenticator app")
     return Markup(svg)  # our own markup: the user name is percent-encoded inside the code's data

@@ -4,10 +4,12 @@ The common passwords are the 30,000 most frequent ones in zxcvbn's own list (fro
 sets), so the refusal list is a well-kept package's, not typed by hand here. Few of those are 12
 characters long, so zxcvbn's estimate refuses the rest of the easily guessed ones (sequences,
 repeats, keyboard walks, common words with substitutions): no composition rules.
+
+zxcvbn and its lists (13 MB) load with the first password set, not in every worker at start-up: most
+requests never set one.
 """
 
-from zxcvbn import zxcvbn
-from zxcvbn.frequency_lists import FREQUENCY_LISTS
+from functools import cache
 
 MIN_LENGTH = 12
 MAX_LENGTH = 128
@@ -15,7 +17,6 @@ MAX_LENGTH = 128
 MIN_SCORE = 3
 # zxcvbn refuses to score longer input; a password that long is judged by its first 72 characters.
 ZXCVBN_MAX_LENGTH = 72
-_COMMON = frozenset(FREQUENCY_LISTS["passwords"])
 
 
 def problem(password):
@@ -24,8 +25,17 @@ def problem(password):
         return f"Use at least {MIN_LENGTH} characters; a few words in a row make a good password."
     if len(password) > MAX_LENGTH:
         return f"Use at most {MAX_LENGTH} characters."
-    if password.lower() in _COMMON:
+    if password.lower() in _common():
         return "This password is one of the most common ones; choose another."
+    from zxcvbn import zxcvbn
+
     if zxcvbn(password[:ZXCVBN_MAX_LENGTH])["score"] < MIN_SCORE:
         return "This password is easy to guess (a sequence, a repeat or a common word); choose another."
     return None
+
+
+@cache
+def _common():
+    from zxcvbn.frequency_lists import FREQUENCY_LISTS
+
+    return frozenset(FREQUENCY_LISTS["passwords"])

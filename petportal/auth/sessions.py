@@ -19,7 +19,6 @@ from flask import abort, current_app, flash, g, request, session
 from flask_login import login_user, logout_user
 from sqlalchemy import func, or_, select, text, update
 from sqlalchemy.exc import SQLAlchemyError
-from ua_parser import parse as parse_user_agent
 
 from ..config import SESSION_ABSOLUTE_LIMIT, SESSION_IDLE_LIMIT
 from ..extensions import db, login
@@ -153,6 +152,8 @@ def open_login_counts():
 
 def browser_in_words(user_agent):
     """A login's browser and system as people name them ("Firefox on Ubuntu"), from its User-Agent."""
+    from ua_parser import parse as parse_user_agent  # 4 MB of patterns, loaded by the first sessions page
+
     parsed = parse_user_agent(user_agent or "")
     browser = parsed.user_agent.family if parsed.user_agent else None
     system = parsed.os.family if parsed.os else None
