@@ -24,7 +24,7 @@ from . import (
 )
 from .account import bp as account_bp
 from .admin import bp as admin_bp
-from .admin import users_bp
+from .admin import categories_bp, users_bp
 from .auth import bp as auth_bp
 from .auth import sessions, throttle
 from .catalog import bp as catalog_bp
@@ -108,4 +108,5 @@ def register_blueprints(app: Flask) -> None:
     app.register_blueprint(account_bp)
     app.register_blueprint(admin_bp)
     app.register_blueprint(users_bp)
+    app.register_blueprint(categories_bp)
     app.register_blueprint(ops.bp)

@@ -1,5 +1,5 @@
-"""The portal's own data: accounts and their second factors, logins and sessions, settings, the audit log and
-submission tokens."""
+"""The portal's own data: accounts and their second factors, logins and sessions, settings, the audit log,
+submission tokens, category labels and each account's additions."""
 
 from datetime import UTC, datetime
 
@@ -9,6 +9,7 @@ from sqlalchemy import (
     Boolean,
     DateTime,
     ForeignKey,
+    Index,
     Integer,
     LargeBinary,
     String,
@@ -151,6 +152,33 @@ class SubmissionToken(db.Model):
     pet_id: Mapped[int | None] = mapped_column(BigInteger)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, index=True)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+
+
+class CategoryLabel(db.Model):
+    """A name people read for one category id of one environment ("Dogs" for 1); staging's ids need not be
+    production's, so each environment has its own."""
+
+    __tablename__ = "category_labels"
+
+    environment: Mapped[str] = mapped_column(String(32), primary_key=True)
+    category_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    label: Mapped[str] = mapped_column(String(60))
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+
+
+class Addition(db.Model):
+    """One animal an account added through the portal, for its "Your additions" page."""
+
+    __tablename__ = "additions"
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    user_id: Mapped[int] = mapped_column(Integer)
+    environment: Mapped[str] = mapped_column(String(32))
+    pet_id: Mapped[int] = mapped_column(BigInteger)
+    name: Mapped[str] = mapped_column(Text)
+    added_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    __table_args__ = (Index("ix_additions_user_environment_added", "user_id", "environment", "added_at"),)
 
 
 class LoginSession(db.Model):

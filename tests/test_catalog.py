@@ -70,7 +70,7 @@ def test_invalid_filter_values_give_400_next_to_the_field_and_no_upstream_call(
 
 def test_exactly_limit_rows_says_more_may_exist_and_offers_a_larger_limit(client):
     page = client.get("/animals?limit=2")
-    assert "There may be more animals than the 2 shown" in page.text
+    assert "The pet store may have more animals than the 2 fetched" in page.text
     assert 'href="/animals?limit=4"' in page.text
     assert "of 4" not in page.text and "4 animals" not in page.text
 

@@ -1,11 +1,14 @@
 """The admin forms: switch the environment for everyone, preview one for yourself, and manage accounts."""
 
-from wtforms import SelectChoice, SelectField, StringField
-from wtforms.validators import DataRequired, Length, ValidationError
+from wtforms import IntegerField, SelectChoice, SelectField, StringField
+from wtforms.validators import DataRequired, InputRequired, Length, ValidationError
 
 from ..auth.accounts import USERNAME_MAX_LENGTH
 from ..auth.forms import new_password_field
+from ..catalog.categories import LABEL_MAX_LENGTH
+from ..catalog.forms import WholeNumberRange, readable, stripped
 from ..forms import PortalForm
+from ..petstore import INT64_MAX, INT64_MIN
 
 ROLE_CHOICES = [SelectChoice("staff", "Staff: adds animals"), SelectChoice("admin", "Admin: also runs the portal")]
 
@@ -62,3 +65,25 @@ class ResetPasswordForm(PortalForm):
     """A new password set by an admin; the account must change it at its next login."""
 
     password = new_password_field("New password")
+
+
+class CategoryLabelForm(PortalForm):
+    """A label for one category id of the environment being served; a new label renames it."""
+
+    category_id = IntegerField(
+        "Category id",
+        validators=[
+            InputRequired("Enter the category id, a whole number."),
+            WholeNumberRange(INT64_MIN, INT64_MAX, "The category id must be a 64-bit whole number."),
+        ],
+    )
+    label = StringField(
+        "Label",
+        description=f"What people read for this category, for example “Dogs”. Up to {LABEL_MAX_LENGTH} characters.",
+        filters=[stripped],
+        validators=[
+            DataRequired("Enter the label."),
+            Length(max=LABEL_MAX_LENGTH, message=f"Keep the label to {LABEL_MAX_LENGTH} characters or fewer."),
+            readable,
+        ],
+    )

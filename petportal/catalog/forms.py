@@ -20,9 +20,12 @@ from ..petstore import (
     LIMIT_MIN,
     PET_STATUSES,
 )
+from .browse import SORTS
 
 # The portal's own rule, not the API's: a name people can read in a list.
 NAME_MAX_LENGTH = 100
+SEARCH_MAX_LENGTH = 100
+SORT_CHOICES = [SelectChoice(key, key.capitalize()) for key in SORTS]
 STATUS_LABELS = {status: status.capitalize() for status in PET_STATUSES}
 
 
@@ -45,12 +48,19 @@ class WholeNumberRange:
             raise ValidationError(self.message)
 
 
-def _strip(value):
+def readable(form, field):
+    """Text a person reads (a name, a label): no control characters."""
+    if field.data and any(unicodedata.category(char) == "Cc" for char in field.data):
+        raise ValidationError(f"The {field.label.text.lower()} must not contain control characters.")
+
+
+def stripped(value):
     return value.strip() if isinstance(value, str) else value
 
 
 class AnimalFilterForm(PortalForm):
-    """The GET filter of the animal list: status and page size."""
+    """The GET filter of the animal list: status and page size for the pet store; a search text and an
+    order for the animals it returned."""
 
     class Meta:
         csrf = False
@@ -69,9 +79,22 @@ class AnimalFilterForm(PortalForm):
         ],
     )
 
+    q = StringField(
+        "Name contains",
+        filters=[stripped],
+        validators=[Length(max=SEARCH_MAX_LENGTH, message=f"Search with at most {SEARCH_MAX_LENGTH} characters.")],
+    )
+    sort = SelectField("Sort by", choices=SORT_CHOICES, default="id", filters=[lambda value: value or "id"])
+
     def query(self):
         """The listPets arguments this filter asks for."""
         return {"limit": self.limit.data or LIMIT_DEFAULT, "status": self.status.data or None}
+
+    def kept(self):
+        """Every value this filter holds that differs from its default: what a link back to the list keeps."""
+        values = {"limit": self.limit.data, "status": self.status.data or None, "q": self.q.data or None}
+        values["sort"] = self.sort.data if self.sort.data != "id" else None
+        return {name: value for name, value in values.items() if value is not None}
 
 
 class AddAnimalForm(PortalForm):
@@ -80,10 +103,11 @@ class AddAnimalForm(PortalForm):
     name = StringField(
         "Name",
         description=f"Up to {NAME_MAX_LENGTH} characters.",
-        filters=[_strip],
+        filters=[stripped],
         validators=[
             DataRequired("Enter the animal's name."),
             Length(max=NAME_MAX_LENGTH, message=f"Keep the name to {NAME_MAX_LENGTH} characters or fewer."),
+            readable,
         ],
     )
     category_id = IntegerField(
@@ -101,11 +125,6 @@ class AddAnimalForm(PortalForm):
         default="",
     )
     submission_token = HiddenField()
-
-    def validate_name(self, field):
-        """Names are text a person can read: no control characters."""
-        if any(unicodedata.category(char) == "Cc" for char in field.data):
-            raise ValidationError("The name must not contain control characters.")
 
     def new_pet(self):
         """The createPet arguments; no status chosen means none is sent."""

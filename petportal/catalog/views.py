@@ -27,8 +27,8 @@ from ..petstore import (
     UnexpectedResponse,
 )
 from ..serving import serving
-from . import submissions
-from .forms import NAME_MAX_LENGTH, AddAnimalForm, AnimalFilterForm
+from . import additions, browse, categories, submissions
+from .forms import NAME_MAX_LENGTH, SEARCH_MAX_LENGTH, AddAnimalForm, AnimalFilterForm
 
 bp = Blueprint("catalog", __name__)
 
@@ -36,7 +36,13 @@ bp = Blueprint("catalog", __name__)
 @bp.record_once
 def share_the_bounds(state):
     """The API's bounds and the portal's own, for templates to write no number themselves."""
-    state.app.jinja_env.globals.update(LIMIT_MIN=LIMIT_MIN, LIMIT_MAX=LIMIT_MAX, NAME_MAX_LENGTH=NAME_MAX_LENGTH)
+    state.app.jinja_env.globals.update(
+        LIMIT_MIN=LIMIT_MIN,
+        LIMIT_MAX=LIMIT_MAX,
+        NAME_MAX_LENGTH=NAME_MAX_LENGTH,
+        SEARCH_MAX_LENGTH=SEARCH_MAX_LENGTH,
+        LABEL_MAX_LENGTH=categories.LABEL_MAX_LENGTH,
+    )
 
 
 @bp.get("/")
@@ -53,13 +59,18 @@ def list_animals():
     if not form.validate():
         return render_template("catalog/list.html", form=form, animals=None), 400
     query = form.query()
-    animals = serving().client.list_pets(**query)
+    current = serving()
+    fetched = current.client.list_pets(**query)
+    animals = browse.sorted_by(browse.matching(fetched, form.q.data), form.sort.data)
     return render_template(
         "catalog/list.html",
         form=form,
         animals=animals,
+        fetched=len(fetched),
         query=query,
-        more_may_exist=len(animals) == query["limit"],
+        kept=form.kept(),
+        labels=categories.labels(current.environment.name),
+        more_may_exist=len(fetched) == query["limit"],
     )
 
 
@@ -70,7 +81,7 @@ def show_animal(pet_id):
     if pet_id > INT64_MAX:
         abort(404)
     back = AnimalFilterForm(formdata=request.args)
-    back_query = back.query() if back.validate() else {}
+    back_query = back.kept() if back.validate() else {}
     animal = find_animal(pet_id)
     if animal is None:
         message = (
@@ -78,7 +89,8 @@ def show_animal(pet_id):
             f"and this one is not among the first {LIMIT_MAX} it lists."
         )
         return render_error(404, message)
-    return render_template("catalog/detail.html", animal=animal, back_query=back_query)
+    labels = categories.labels(serving().environment.name)
+    return render_template("catalog/detail.html", animal=animal, back_query=back_query, labels=labels)
 
 
 def find_animal(pet_id):
@@ -104,7 +116,7 @@ def add_animal():
     form = AddAnimalForm()
     if request.method == "GET":
         form.submission_token.data = submissions.issue(current_user.id, current)
-        return render_template("catalog/new.html", form=form, environment=environment)
+        return _add_page(form, environment)
     if not form.validate_on_submit():
         return _form_again(form, environment, None, 400)
     try:
@@ -135,12 +147,29 @@ def add_animal():
         flash("This form had already been sent; here is the animal it added.", "info")
     else:
         page_cache.invalidate(environment.name)
+        additions.record(current_user.id, environment.name, pet_id, form.name.data)
         audit.record("animal_added", environment=environment.name, detail=f"id {pet_id}: {form.name.data}")
-        flash(f"Added {form.name.data} to {environment.name}.", "success")
+        # A message with links: [text, (link text, URL)...]; base.html draws the links.
+        added = f"Added {form.name.data} to {environment.name}."
+        links = [(f"{form.name.data}, id {pet_id}", url_for(".show_animal", pet_id=pet_id))]
+        flash([added, *links, ("Your additions", url_for(".your_additions"))], "success")
     return redirect(url_for(".show_animal", pet_id=pet_id), 303)
+
+
+@bp.get("/animals/mine")
+@role_required("staff")
+def your_additions():
+    """The animals this account added through the portal, the latest first, per environment."""
+    found = additions.recent(current_user.id)
+    return render_template("catalog/additions.html", additions=found, recent=additions.RECENT)
 
 
 def _form_again(form, environment, message, status):
     if message:
         form.form_errors.append(message)
-    return render_template("catalog/new.html", form=form, environment=environment), status
+    return _add_page(form, environment), status
+
+
+def _add_page(form, environment):
+    labelled = categories.all_labels(environment.name)
+    return render_template("catalog/new.html", form=form, environment=environment, labelled=labelled)

@@ -1,0 +1,28 @@
+"""What each account added through the portal: its "Your additions" page reads these, not the audit log."""
+
+from sqlalchemy import select
+
+from ..config import ENVIRONMENT_NAMES
+from ..extensions import db
+from ..models import Addition
+
+RECENT = 50
+
+
+def record(user_id, environment_name, pet_id, name):
+    """Note one animal `user_id` added; committed with the caller's next commit."""
+    db.session.add(Addition(user_id=user_id, environment=environment_name, pet_id=pet_id, name=name))
+
+
+def recent(user_id):
+    """{environment name: this account's RECENT latest additions there, newest first}, for every environment."""
+    found = {}
+    for environment_name in ENVIRONMENT_NAMES:
+        query = (
+            select(Addition)
+            .where(Addition.user_id == user_id, Addition.environment == environment_name)
+            .order_by(Addition.added_at.desc(), Addition.id.desc())
+            .limit(RECENT)
+        )
+        found[environment_name] = db.session.scalars(query).all()
+    return found

@@ -1,0 +1,30 @@
+"""Search and sort within the animals one listPets call returned: the API offers neither."""
+
+import unicodedata
+
+SORTS = ("id", "name", "category", "status")
+
+
+def matching(animals, text):
+    """The animals whose name contains `text`, ignoring case and Unicode's spelling variants ("zoë" finds
+    "Zoë" however either is composed)."""
+    if not text:
+        return list(animals)
+    wanted = _folded(text)
+    return [animal for animal in animals if wanted in _folded(animal.name)]
+
+
+def sorted_by(animals, key):
+    """`animals` in `key` order (one of SORTS); ties keep id order, and an animal without a status is last."""
+    by_id = sorted(animals, key=lambda animal: animal.id)
+    if key == "name":
+        return sorted(by_id, key=lambda animal: _folded(animal.name))
+    if key == "category":
+        return sorted(by_id, key=lambda animal: animal.category_id)
+    if key == "status":
+        return sorted(by_id, key=lambda animal: (animal.status is None, animal.status or ""))
+    return by_id
+
+
+def _folded(text):
+    return unicodedata.normalize("NFKC", text).casefold()

@@ -1,0 +1,270 @@
+"""Browsing: category labels per environment, search and sort within the fetched animals, and each
+account's own additions."""
+
+import html
+import re
+import unicodedata
+
+import pytest
+
+from petportal.extensions import db
+from petportal.models import AuditEntry, CategoryLabel
+
+from helpers import csrf_token, post_form, submission_token
+
+HOSTILE = '<script>alert("x")</script> & <b>bold</b>'
+
+
+def names_on(page):
+    """The animals' names in the order the list shows them."""
+    return [html.unescape(name) for name in re.findall(r'<tr data-name="([^"]*)"', page)]
+
+
+def list_calls(store):
+    return [r.target for r in store.received if r.method == "GET" and r.target.startswith("/v1/pets?")]
+
+
+def label(client, category_id, text):
+    return post_form(client, "/admin/categories", "/admin/categories", category_id=str(category_id), label=text)
+
+
+def add_animal(client, name, category_id="1"):
+    page = client.get("/animals/new").text
+    fields = {"csrf_token": csrf_token(page), "submission_token": submission_token(page)}
+    return client.post("/animals/new", data={**fields, "name": name, "category_id": category_id, "status": ""})
+
+
+def audit_actions(app):
+    with app.app_context():
+        return [(entry.action, entry.environment, entry.detail) for entry in db.session.scalars(db.select(AuditEntry))]
+
+
+# --- category labels -------------------------------------------------------------------------------
+
+
+def test_a_label_shows_beside_its_id_on_the_list_detail_and_add_pages(portal_app, auth_for, production_store):
+    admin = auth_for(portal_app, "admin")
+    assert label(admin, 1, "Dogs").status_code == 303
+    rex = production_store.animals()[0]
+    anyone = portal_app.test_client()
+    listing = anyone.get("/animals").text
+    assert '<td data-label="Category">Dogs · 1</td>' in listing
+    assert '<td data-label="Category">2</td>' in listing  # no label: the id alone
+    assert "Dogs · 1" in anyone.get(f"/animals/{rex['id']}").text
+    form = auth_for(portal_app, "staff").get("/animals/new").text
+    assert '<option value="1" label="Dogs · 1">Dogs</option>' in form
+    assert 'list="category-choices"' in form
+    assert ("category_labelled", "production", "category 1 labelled 'Dogs'") in audit_actions(portal_app)
+
+
+def test_labels_are_renamed_and_removed_with_an_audit_entry_each(portal_app, auth_for):
+    admin = auth_for(portal_app, "admin")
+    label(admin, 1, "Dogs")
+    label(admin, 1, "Hounds")
+    page = admin.get("/admin/categories").text
+    response = admin.post("/admin/categories/1/remove", data={"csrf_token": csrf_token(page)})
+    assert response.status_code == 303
+    assert "Hounds" not in portal_app.test_client().get("/animals").text
+    assert [action for action in audit_actions(portal_app) if action[0].startswith("category")] == [
+        ("category_labelled", "production", "category 1 labelled 'Dogs'"),
+        ("category_labelled", "production", "category 1 renamed from 'Dogs' to 'Hounds'"),
+        ("category_unlabelled", "production", "category 1 was 'Hounds'"),
+    ]
+
+
+def test_a_hostile_label_is_escaped_everywhere_it_is_shown(portal_app, auth_for, production_store):
+    admin = auth_for(portal_app, "admin")
+    assert label(admin, 1, HOSTILE).status_code == 303
+    rex = production_store.animals()[0]
+    pages = [
+        portal_app.test_client().get("/animals").text,
+        portal_app.test_client().get(f"/animals/{rex['id']}").text,
+        auth_for(portal_app, "staff").get("/animals/new").text,
+        admin.get("/admin/categories").text,
+        admin.get("/admin/audit").text,
+    ]
+    for page in pages:
+        assert "<script>alert" not in page and "<b>bold</b>" not in page
+        assert "&lt;script&gt;alert" in page
+
+
+def test_each_environment_keeps_its_own_labels(portal_app, auth_for):
+    admin = auth_for(portal_app, "admin")
+    label(admin, 1, "Dogs")
+    post_form(admin, "/admin/environment", "/admin/environment/preview", environment="staging")
+    assert '<td data-label="Label">Dogs</td>' not in admin.get("/admin/categories").text
+    label(admin, 1, "Lizards")
+    assert "Lizards · 1" not in portal_app.test_client().get("/animals").text
+    assert "Dogs · 1" in portal_app.test_client().get("/animals").text
+    with portal_app.app_context():
+        rows = db.session.scalars(db.select(CategoryLabel).order_by(CategoryLabel.environment)).all()
+        assert [(row.environment, row.category_id, row.label) for row in rows] == [
+            ("production", 1, "Dogs"),
+            ("staging", 1, "Lizards"),
+        ]
+
+
+@pytest.mark.parametrize(
+    "category_id, text, error",
+    [
+        ("1", "", "Enter the label."),
+        ("1", "x" * 61, "Keep the label to 60 characters or fewer."),
+        ("1", "Dogs\x00", "must not contain control characters"),
+        ("one", "Dogs", "Not a valid integer value."),
+        (str(2**63), "Dogs", "The category id must be a 64-bit whole number."),
+    ],
+)
+def test_a_bad_label_gets_a_400_with_the_reason_and_nothing_is_stored(portal_app, auth_for, category_id, text, error):
+    admin = auth_for(portal_app, "admin")
+    response = label(admin, category_id, text)
+    assert response.status_code == 400
+    assert error in response.text
+    with portal_app.app_context():
+        assert db.session.scalars(db.select(CategoryLabel)).all() == []
+
+
+def test_only_admins_name_categories(portal_app, auth_for):
+    assert portal_app.test_client().get("/admin/categories").status_code == 302
+    staff = auth_for(portal_app, "staff")
+    assert staff.get("/admin/categories").status_code == 403
+    assert label(staff, 1, "Dogs").status_code == 403
+
+
+def test_the_add_form_still_accepts_an_unlabelled_id(portal_app, auth_for, production_store):
+    label(auth_for(portal_app, "admin"), 1, "Dogs")
+    response = add_animal(auth_for(portal_app, "staff"), "Odd", category_id="987654321")
+    assert response.status_code == 303
+    assert production_store.animals()[-1]["categoryId"] == 987654321
+
+
+def test_a_label_change_reaches_cached_pages_at_once(make_portal, auth_for, production_store):
+    app = make_portal(CACHE_SECONDS=30)
+    anyone = app.test_client()
+    assert "Dogs · 1" not in anyone.get("/animals").text
+    label(auth_for(app, "admin"), 1, "Dogs")
+    assert "Dogs · 1" in anyone.get("/animals").text
+    assert len(list_calls(production_store)) == 2
+
+
+# --- search and sort -------------------------------------------------------------------------------
+
+
+def test_search_keeps_the_names_that_contain_the_text_and_says_what_it_searched(client, production_store):
+    page = client.get("/animals?q=IT")
+    assert page.status_code == 200
+    assert names_on(page.text) == ["Mittens"]
+    assert "1 of the 4 animals fetched match “IT”." in page.text
+    assert list_calls(production_store) == ["/v1/pets?limit=20"]  # searched here, not upstream
+    assert 'name="q" type="search" maxlength="100" value="IT"' in page.text
+
+
+def test_search_is_unicode_aware(client, production_store):
+    production_store.add("Zoë", 5)  # composed: "ë" is one code point
+    production_store.add(unicodedata.normalize("NFD", "Chloë"), 5)  # decomposed: "e" and a combining mark
+    assert names_on(client.get("/animals?q=zoë").text) == ["Zoë"]
+    assert names_on(client.get("/animals?q=ZOË").text) == ["Zoë"]
+    assert names_on(client.get("/animals?q=" + unicodedata.normalize("NFD", "zoë")).text) == ["Zoë"]
+    assert len(names_on(client.get("/animals?q=loë").text)) == 1
+
+
+def test_markup_in_the_search_is_shown_as_text(client, production_store):
+    production_store.add("<b>Bold</b> Bo", 5)
+    page = client.get("/animals", query_string={"q": "<b>"}).text
+    assert "<b>" not in page.split("<main", 1)[1]
+    assert "match “&lt;b&gt;”" in page
+    assert names_on(page) == ["<b>Bold</b> Bo"]
+
+
+def test_no_match_says_so_and_offers_the_whole_list(client):
+    page = client.get("/animals?q=nobody").text
+    assert "0 of the 4 animals fetched match “nobody”." in page
+    assert "No animals here whose name contains “nobody”." in page
+
+
+@pytest.mark.parametrize(
+    "sort, expected",
+    [
+        ("id", ["Rex", "Mittens", "Goldie", "Nibbles", "alf", "Alf", "Bert"]),
+        ("name", ["alf", "Alf", "Bert", "Goldie", "Mittens", "Nibbles", "Rex"]),
+        ("category", ["Rex", "alf", "Alf", "Bert", "Mittens", "Goldie", "Nibbles"]),
+        ("status", ["Rex", "alf", "Bert", "Mittens", "Goldie", "Nibbles", "Alf"]),
+    ],
+)
+def test_each_sort_is_stable_case_insensitive_and_puts_a_missing_status_last(client, production_store, sort, expected):
+    # Ties everywhere: "alf" and "Alf" differ only in case, three animals share category 1.
+    production_store.add("alf", 1, "available")
+    production_store.add("Alf", 1)
+    production_store.add("Bert", 1, "available")
+    page = client.get(f"/animals?sort={sort}")
+    assert page.status_code == 200
+    assert names_on(page.text) == expected
+    assert f'<option selected value="{sort}">' in page.text
+
+
+def test_search_and_sort_together_and_the_default_sort(client, production_store):
+    production_store.add("Rexa", 9, "sold")
+    assert names_on(client.get("/animals?q=rex&sort=status").text) == ["Rex", "Rexa"]
+    assert names_on(client.get("/animals?q=&sort=").text)[0] == "Rex"  # empty values are the defaults
+
+
+@pytest.mark.parametrize(
+    "query, error",
+    [
+        ("sort=price", "Not a valid choice"),
+        ("sort=name%00", "Not a valid choice"),
+        ("q=" + "x" * 101, "Search with at most 100 characters."),
+    ],
+)
+def test_a_bad_search_or_sort_is_a_400_and_nothing_is_sent_upstream(client, production_store, query, error):
+    page = client.get(f"/animals?{query}")
+    assert page.status_code == 400
+    assert error in page.text
+    assert list_calls(production_store) == []
+
+
+def test_the_detail_page_leads_back_to_the_list_as_it_was_searched_and_sorted(client, production_store):
+    page = client.get("/animals?q=i&sort=name&limit=10").text
+    link = re.search(r'href="(/animals/\d+\?[^"]+)"', page).group(1)
+    assert html.unescape(link).endswith("?limit=10&q=i&sort=name")
+    detail = client.get(html.unescape(link)).text
+    assert 'href="/animals?limit=10&amp;q=i&amp;sort=name"' in detail
+
+
+def test_the_larger_limit_keeps_the_search_and_sort(client):
+    page = client.get("/animals?limit=2&q=e&sort=name").text
+    assert "and more matches among them" in page
+    assert 'href="/animals?limit=4&amp;q=e&amp;sort=name"' in page
+
+
+def test_the_cache_keeps_each_search_and_sort_apart(make_portal, production_store):
+    app = make_portal(CACHE_SECONDS=30)
+    anyone = app.test_client()
+    pages = {query: anyone.get(f"/animals?{query}").text for query in ("q=rex", "q=mit", "sort=name", "q=rex")}
+    assert names_on(pages["q=rex"]) == ["Rex"]
+    assert names_on(pages["q=mit"]) == ["Mittens"]
+    assert names_on(pages["sort=name"])[0] == "Goldie"
+    assert len(list_calls(production_store)) == 3  # the second "q=rex" came from the cache
+
+
+# --- your additions --------------------------------------------------------------------------------
+
+
+def test_staff_see_their_own_additions_newest_first_with_a_link_each(portal_app, auth_for, production_store):
+    staff = auth_for(portal_app, "staff")
+    first = add_animal(staff, "Biscuit")
+    shown = staff.get(first.headers["Location"]).text
+    new_id = first.headers["Location"].rsplit("/", 1)[1]
+    assert f'<a class="alert-link ms-2" href="/animals/{new_id}">Biscuit, id {new_id}</a>' in shown
+    assert '<a class="alert-link ms-2" href="/animals/mine">Your additions</a>' in shown
+    add_animal(staff, HOSTILE)
+    page = staff.get("/animals/mine").text
+    assert names_on_additions(page) == [HOSTILE, "Biscuit"]
+    assert f'href="/animals/{new_id}"' in page
+    assert "<script>alert" not in page
+    assert "You have added no animals to staging." in page
+    assert names_on_additions(auth_for(portal_app, "admin").get("/animals/mine").text) == []
+    assert portal_app.test_client().get("/animals/mine").status_code == 302
+
+
+def names_on_additions(page):
+    return [html.unescape(name) for name in re.findall(r'<td data-label="Name">([^<]*)</td>', page)]
