@@ -54,12 +54,13 @@ def assert_safe(page, *values, neutral=""):
 
 
 @settings_for_forms
-@given(status=hostile, limit=hostile)
-@example(status=PROBES[0], limit=PROBES[0])
-@example(status=PROBES[1], limit=PROBES[1])
-def test_the_filter_survives_anything(client, status, limit):
-    page = client.get("/animals", query_string={"status": status, "limit": limit})
-    assert_safe(page, status, limit, neutral=client.get("/animals?limit=0").text)
+@given(status=hostile, limit=hostile, q=hostile, sort=hostile)
+@example(status=PROBES[0], limit=PROBES[0], q=PROBES[0], sort=PROBES[0])
+@example(status=PROBES[1], limit=PROBES[1], q=PROBES[1], sort=PROBES[1])
+@example(status="", limit="", q=PROBES[0], sort="name")
+def test_the_filter_survives_anything(client, status, limit, q, sort):
+    page = client.get("/animals", query_string={"status": status, "limit": limit, "q": q, "sort": sort})
+    assert_safe(page, status, limit, q, sort, neutral=client.get("/animals?limit=0").text)
     assert page.status_code in (200, 400)
 
 
@@ -94,6 +95,22 @@ def test_the_login_form_survives_anything(client, username, password, target):
     )
     assert_safe(page, username, target, neutral=client.get("/login").text)
     assert page.status_code in (400, 401, 429)
+
+
+@settings_for_forms
+@given(category_id=hostile, label=hostile)
+@example(category_id="1", label=PROBES[0])
+@example(category_id=PROBES[1], label=PROBES[1])
+def test_the_category_form_survives_anything(client, auth, category_id, label):
+    if not client.get_cookie("session"):
+        auth.login("admin")
+    neutral = client.get("/admin/categories").text  # before this label is stored
+    token = csrf_token(neutral)
+    page = client.post("/admin/categories", data={"csrf_token": token, "category_id": category_id, "label": label})
+    shown = client.get("/animals")
+    assert_safe(page, category_id, label, neutral=neutral)
+    assert_safe(shown, label, neutral=neutral)
+    assert page.status_code in (303, 400)
 
 
 @settings_for_forms

@@ -9,7 +9,7 @@ from flask.testing import FlaskClient
 
 from petportal.config import from_environment
 from petportal.extensions import db
-from petportal.models import AuditEntry, User
+from petportal.models import AuditEntry, CategoryLabel, User
 
 from helpers import NEW_PASSWORDS, PASSWORDS, AuthActions, csrf_token
 from servers import portal_environment, run_init_db
@@ -31,6 +31,8 @@ POST_ROUTES = [
     "/account/password",
     "/account/sessions/end-others",
     "/account/mfa",
+    "/admin/categories",
+    "/admin/categories/<int:category_id>/remove",
 ]
 
 
@@ -145,10 +147,11 @@ def test_a_post_without_csrf_token_is_refused_and_changes_nothing(
         "current_password": PASSWORDS["admin"],
         "new_password": NEW_PASSWORDS[0],
         "code": "123456",
+        "label": "Sneaky",
     }
     other = portal_app.test_client()
     login(other, "staff")
-    response = client.post(path.replace("<name>", "staff"), data=fields)
+    response = client.post(path.replace("<name>", "staff").replace("<int:category_id>", "1"), data=fields)
     assert response.status_code == 400
     assert "expired or was not sent from this site" in response.text
     assert [r for r in production_store.received + staging_store.received if r.method == "POST"] == []
@@ -162,6 +165,8 @@ def test_a_post_without_csrf_token_is_refused_and_changes_nothing(
         (user.username, True, False) for user in accounts.values()
     ]
     assert accounts["admin"].check_password(PASSWORDS["admin"]) and accounts["staff"].check_password(PASSWORDS["staff"])
+    with portal_app.app_context():
+        assert db.session.scalars(db.select(CategoryLabel)).all() == []
     assert token
 
 
