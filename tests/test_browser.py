@@ -119,6 +119,28 @@ def test_a_hostile_name_shows_as_text_and_opens_no_dialog(page, origin, producti
     assert dialogs == []
 
 
+def test_a_customer_searches_and_sorts_and_the_rows_filter_as_they_type(page, origin, production_store):
+    production_store.add("Zoë", 1, "available")
+    page.goto(f"{origin}/animals")
+    page.type("#q", "ZO")  # with JavaScript on, the rows on the page filter at once
+    assert page.locator("tbody tr:visible td[data-label=Name]").all_text_contents() == ["Zoë"]
+    assert "1 of the 5 animals fetched match “ZO”" in page.inner_text("#search-summary")
+    page.fill("#q", "i")
+    page.select_option("#sort", "name")
+    page.click("text=Filter")
+    page.wait_for_url(re.compile(r"\bq=i&.*sort=name"))
+    assert page.locator("td[data-label=Name]").all_text_contents() == ["Goldie", "Mittens", "Nibbles"]
+    assert "3 of the 5 animals fetched match “i”." in page.inner_text("#search-summary")
+    assert page.input_value("#q") == "i" and page.input_value("#sort") == "name"
+    assert_accessible(page)
+    assert_fits_a_phone(page)
+    page.click("tbody tr >> nth=1 >> text=View")
+    assert page.locator("h1").inner_text() == "Mittens"
+    page.click("text=Back to the list")
+    page.wait_for_url(re.compile(r"q=i&sort=name$"))
+    assert page.input_value("#q") == "i"
+
+
 # --- staff ----------------------------------------------------------------------------------------
 
 
@@ -308,6 +330,10 @@ def test_every_page_has_no_serious_or_critical_accessibility_violation(page, ori
         "/account/password",
         "/account/sessions",
         "/account/mfa",
+        "/admin/categories",
+        "/animals/mine",
+        "/animals?q=rex&sort=status",
+        "/animals?q=nobody",
     ):
         page.goto(origin + path)
         assert_accessible(page)
@@ -339,6 +365,12 @@ def test_screenshots_and_no_horizontal_scroll_on_a_phone(browser, origin, width)
     context = browser.new_context(viewport={"width": width, "height": 900})
     page = context.new_page()
     log_in(page, origin, "admin")
+    for category_id, label in (("1", "Dogs"), ("2", "Cats"), ("3", "Fish")):
+        page.goto(f"{origin}/admin/categories")
+        page.fill("#category_id", category_id)
+        page.fill("#label", label)
+        page.click("text=Save label")
+        page.wait_for_selector(f"td[data-label=Label] >> text={label}")
     pages = (
         ("list", "/animals"),
         ("add", "/animals/new"),
@@ -349,6 +381,9 @@ def test_screenshots_and_no_horizontal_scroll_on_a_phone(browser, origin, width)
         ("account-password", "/account/password"),
         ("account-sessions", "/account/sessions"),
         ("account-mfa", "/account/mfa"),
+        ("admin-categories", "/admin/categories"),
+        ("your-additions", "/animals/mine"),
+        ("search", "/animals?q=i&sort=name"),
     )
     for name, path in pages:
         page.goto(origin + path)
