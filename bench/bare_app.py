@@ -5,10 +5,11 @@ It has the portal's whole request path (hooks, headers, template), with no upstr
 
 import os
 
-from flask import render_template, request
+from flask import request
 
 from petportal import create_app
 from petportal.catalog.forms import AnimalFilterForm
+from petportal.catalog.views import list_page
 from petportal.petstore import PetStoreClient
 
 app = create_app()
@@ -22,8 +23,4 @@ def bare():
     """The list page for `limit` rows, rendered as /animals renders it."""
     form = AnimalFilterForm(formdata=request.args)
     form.validate()
-    query = form.query()
-    animals = ROWS[query["limit"]]
-    return render_template(
-        "catalog/list.html", form=form, animals=animals, query=query, more_may_exist=len(animals) == query["limit"]
-    )
+    return list_page(form, ROWS[form.query()["limit"]])

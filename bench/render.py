@@ -16,10 +16,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from flask import render_template, request
+from flask import request
 
 from petportal import create_app
 from petportal.catalog.forms import AnimalFilterForm
+from petportal.catalog.views import list_page
 from petportal.extensions import db
 from petportal.petstore.records import Pet
 
@@ -54,10 +55,7 @@ def render_list(rows):
     """The list page as /animals renders it, for the animals in `rows` (call inside a request)."""
     form = AnimalFilterForm(formdata=request.args)
     form.validate()
-    query = form.query()
-    return render_template(
-        "catalog/list.html", form=form, animals=rows, query=query, more_may_exist=len(rows) == query["limit"]
-    )
+    return list_page(form, rows)
 
 
 def time_per_render(app, count, repeat, batches):

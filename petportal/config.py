@@ -17,6 +17,8 @@ from typing import Any
 from dotenv import find_dotenv, load_dotenv
 
 ENVIRONMENT_NAMES = ("production", "staging")
+# How long the page cache keeps an environment's generation counter after its last change: 30 days.
+GENERATION_SECONDS = 30 * 24 * 3600
 # A login's server-side session ends after this long unused, and after the absolute limit in any case.
 SESSION_IDLE_LIMIT = timedelta(minutes=30)
 SESSION_ABSOLUTE_LIMIT = timedelta(hours=12)
@@ -79,8 +81,9 @@ def derived(settings: Mapping[str, Any]) -> dict[str, Any]:
         "CACHE_REDIS_URL": redis_url,
         "CACHE_KEY_PREFIX": "petportal:",
         "CACHE_NO_NULL_WARNING": True,  # PETPORTAL_CACHE_SECONDS=0 means off, on purpose
-        # Pages carry their own timeout; the generation counters must never expire before them.
-        "CACHE_DEFAULT_TIMEOUT": 0,
+        # Pages carry their own timeout; the generation counters take this one, far longer. (Not 0, "never":
+        # the in-process cache prunes those entries first when it is full, and pages would come back.)
+        "CACHE_DEFAULT_TIMEOUT": GENERATION_SECONDS,
     }
     if redis_url:
         # A Redis that hangs must cost a page a moment, not a worker thread.

@@ -12,14 +12,17 @@ Two parts, with one job each:
 
 A page is keyed by scheme, host, environment, that environment's generation and full path, so it is only
 replayed to a request that Flask answered with exactly that page: a plain-HTTP request that the HTTPS rule
-redirects, or a host that is not trusted, never finds a stored 200. Adding an animal bumps its
-environment's generation, so every process sharing the cache stops serving the old pages at once; another
-environment's pages are never under the same key.
+redirects, or a host that is not trusted, never finds a stored 200. Only a query of the view's own
+parameters, each once, is shared: any other would only fill the cache. Adding an animal bumps its
+environment's generation, so every process sharing the cache (Redis) stops serving the old pages at
+once; without Redis each process has a cache of its own, and the others show the animal within
+PETPORTAL_CACHE_SECONDS. Another environment's pages are never under the same key.
 """
 
 import math
 import time
 from functools import wraps
+from urllib.parse import parse_qsl
 
 from flask import current_app, make_response, request, session
 from flask_login import current_user
@@ -28,6 +31,7 @@ from werkzeug.http import parse_cookie
 from werkzeug.wrappers import Request, Response
 
 from . import logs, metrics
+from .auth.sessions import REMEMBER_COOKIE
 from .environments import environments
 from .extensions import cache
 from .serving import serving
@@ -40,24 +44,28 @@ SHAREABLE = "petportal.page_cache.shareable"
 PER_RESPONSE = frozenset({"date", "x-request-id", "content-length"})
 
 
-def cached_page(view):
-    """Give this GET view's anonymous pages an ETag and 304s, and let `SharedPages` share them."""
+def cached_page(*parameters):
+    """Give this GET view's anonymous pages an ETag and 304s, and let `SharedPages` share those whose query
+    holds nothing but `parameters`, each at most once (any other query would only fill the cache)."""
 
-    @wraps(view)
-    def serve(*args, **kwargs):
-        if current_user.is_authenticated:
-            return view(*args, **kwargs)
-        response = make_response(view(*args, **kwargs))
-        if response.status_code == 200:
-            response.headers["Cache-Control"] = "no-cache"
-            response.add_etag()
-            response.make_conditional(request)
-            if not session:
-                request.environ[SHAREABLE] = serving().environment.name
-        return response
+    def decorate(view):
+        @wraps(view)
+        def serve(*args, **kwargs):
+            if current_user.is_authenticated:
+                return view(*args, **kwargs)
+            response = make_response(view(*args, **kwargs))
+            if response.status_code == 200:
+                response.headers["Cache-Control"] = "no-cache"
+                response.add_etag()
+                response.make_conditional(request)
+                if not session:
+                    request.environ[SHAREABLE] = serving().environment.name
+            return response
 
-    serve.shared_page = True
-    return serve
+        serve.shared_parameters = frozenset(parameters)
+        return serve
+
+    return decorate
 
 
 class SharedPages:
@@ -67,7 +75,7 @@ class SharedPages:
         self.app = app
         self.wsgi_app = wsgi_app
         self.seconds = math.ceil(app.config["CACHE_SECONDS"])
-        self.cookies = (app.config["SESSION_COOKIE_NAME"], app.config.get("REMEMBER_COOKIE_NAME", "remember_token"))
+        self.cookies = (app.config["SESSION_COOKIE_NAME"], REMEMBER_COOKIE)
 
     def __call__(self, environ, start_response):
         started = time.perf_counter()
@@ -76,7 +84,10 @@ class SharedPages:
             return self.wsgi_app(environ, start_response)
         with self.app.app_context():
             environment = environments().active().name
-            key = _page_key(environment, Request(environ))
+            try:
+                key = _page_key(environment, Request(environ))
+            except UnicodeDecodeError:  # a query that is not UTF-8: Flask answers it, uncached
+                return self.wsgi_app(environ, start_response)
             stored = _safely(cache.get, key)
         metrics.PAGE_CACHE.labels("miss" if stored is None else "hit").inc()
         if stored is None:
@@ -99,7 +110,11 @@ class SharedPages:
             endpoint, _ = self.app.url_map.bind_to_environ(environ).match()
         except HTTPException:
             return None
-        return endpoint if getattr(self.app.view_functions.get(endpoint), "shared_page", False) else None
+        allowed = getattr(self.app.view_functions.get(endpoint), "shared_parameters", None)
+        names = [name for name, _ in parse_qsl(environ.get("QUERY_STRING", ""), keep_blank_values=True)]
+        if allowed is None or not set(names) <= allowed or len(set(names)) < len(names):
+            return None
+        return endpoint
 
     def _answer_and_store(self, environ, start_response, key, environment):
         """Let Flask answer; keep its page when it marked it shareable for the environment of `key`."""

@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from helpers import csrf_token, submission_token
+from helpers import AuthActions, csrf_token, submission_token
 
 
 @pytest.fixture
@@ -162,3 +162,37 @@ def test_a_stored_page_answers_head_too(make_portal, production_store):
     assert head.status_code == 200 and head.data == b""
     assert head.headers["Content-Length"] == str(len(page.data))
     assert len([r for r in production_store.received if r.method == "GET"]) == 1
+
+
+def test_a_visitor_kept_logged_in_gets_their_own_page_even_when_one_is_stored(make_portal, production_store):
+    app = make_portal(CACHE_SECONDS=30)
+    app.test_client().get("/animals")  # stored for visitors without cookies
+    staff = app.test_client()
+    AuthActions(staff).login("staff", remember=True)
+    staff.delete_cookie("session")  # a new browser session: only the remember-me cookie is left
+    page = staff.get("/animals").text
+    assert "staff (staff)" in page
+
+
+@pytest.mark.parametrize("query", ["x=1", "limit=5&limit=6", "utm_source=mail"])
+def test_a_query_the_pages_do_not_use_is_never_stored(make_portal, production_store, query):
+    app = make_portal(CACHE_SECONDS=30)
+    anyone = app.test_client()
+    assert anyone.get(f"/animals?{query}").status_code == 200
+    anyone.get(f"/animals?{query}")
+    assert len(list_calls(production_store)) == 2
+
+
+def test_a_full_in_process_cache_still_forgets_pages_after_an_add(make_portal, production_store, auth_for):
+    """The in-process cache drops entries when full; the generation counters are not the first to go."""
+    app = make_portal(CACHE_SECONDS=30, CACHE_THRESHOLD=5)
+    anyone = app.test_client()
+    anyone.get("/animals?limit=100")
+    staff = auth_for(app, "staff")
+    page = staff.get("/animals/new").text
+    fields = {"csrf_token": csrf_token(page), "submission_token": submission_token(page)}
+    staff.post("/animals/new", data={**fields, "name": "Latecomer", "category_id": "1", "status": ""})
+    assert "Latecomer" in anyone.get("/animals?limit=100").text
+    for limit in range(1, 5):
+        anyone.get(f"/animals?limit={limit}")  # takes the cache just past its threshold: it prunes once
+    assert "Latecomer" in anyone.get("/animals?limit=100").text

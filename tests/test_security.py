@@ -198,6 +198,15 @@ def test_failed_logins_are_limited_per_address(make_portal):
     assert login(client, "someone-new", password="wrong").status_code == 429
 
 
+def test_an_account_named_like_an_address_never_uses_up_that_address(make_portal):
+    """Each counter has its own name: failures for the user name "10.0.0.7" count against that name, not
+    against logins from the address 10.0.0.7."""
+    client = make_portal(LOGIN_LIMIT_PER_ADDRESS="3 per minute", LOGIN_LIMIT_PER_ACCOUNT="3 per minute").test_client()
+    for number in range(3):
+        assert login(client, "10.0.0.7", password="wrong", address=f"192.0.2.{number}").status_code == 401
+    assert login(client, "staff", address="10.0.0.7").status_code == 303
+
+
 def test_successful_logins_do_not_count(client):
     for _ in range(8):
         assert login(client, "staff").status_code == 303

@@ -48,10 +48,10 @@ def attempt(account, kind="login"):
     counted = []
     try:
         for item, key in _counters(account, kind):
-            if not _strategy().hit(item, kind, key):
-                _strategy().hit(item, kind, key, cost=-1)
+            if not _strategy().hit(item, *key):
+                _strategy().hit(item, *key, cost=-1)
                 for earlier, earlier_key in counted:
-                    _strategy().hit(earlier, kind, earlier_key, cost=-1)
+                    _strategy().hit(earlier, *earlier_key, cost=-1)
                 return False
             counted.append((item, key))
     except Exception as error:  # noqa: BLE001 - any failure of the rate-limit store
@@ -63,14 +63,16 @@ def attempt(account, kind="login"):
 def succeeded(account, kind="login"):
     """Give back the attempt of a login (or a code) that succeeded."""
     for item, key in _counters(account, kind):
-        _strategy().hit(item, kind, key, cost=-1)
+        _strategy().hit(item, *key, cost=-1)
 
 
 def _counters(account, kind):
+    """(limit, key) for each counter of `kind`; the key names its counter, so an account called like an
+    address ("10.0.0.7") never counts against that address."""
     account = account.strip().lower()[:80]
     for setting, key in COUNTERS[kind]:
         for item in parse_many(current_app.config[setting]):
-            yield item, key(account)
+            yield item, (setting.lower(), key(account))
 
 
 def _strategy():

@@ -1,24 +1,43 @@
 """Category labels: the names admins give category ids, per environment, since the pet store shows none.
 
-Pages read the labels from the database as they are drawn, so a change reaches every portal process at
-once; it also bumps the environment's page-cache generation, so no cached page shows the old label.
+Each process reads an environment's labels from the database at most once a second (the busiest page
+would otherwise pay a query for every render), as it does the active environment. So a change shows
+at once in the process that made it and within a second in every other; it also bumps the environment's
+page-cache generation, so no cached page shows the old label for longer.
 """
 
+import logging
+import time
+
+from flask import current_app
 from sqlalchemy import select
+from sqlalchemy.exc import SQLAlchemyError
 
 from .. import audit, page_cache
 from ..extensions import db
 from ..models import CategoryLabel
 
+log = logging.getLogger(__name__)
 LABEL_MAX_LENGTH = 60
+REFRESH_SECONDS = 1.0
+_READ = "petportal.category_labels"
 
 
 def labels(environment_name):
-    """{category id: label} for one environment."""
-    rows = db.session.execute(
-        select(CategoryLabel.category_id, CategoryLabel.label).where(CategoryLabel.environment == environment_name)
-    )
-    return {category_id: label for category_id, label in rows}
+    """{category id: label} for one environment (shared: do not change it). While the database is down,
+    the labels last read, or none: customers keep browsing."""
+    known = current_app.extensions.setdefault(_READ, {})
+    read_at, found = known.get(environment_name, (0.0, {}))
+    if time.monotonic() - read_at > REFRESH_SECONDS:
+        query = select(CategoryLabel.category_id, CategoryLabel.label)
+        try:
+            rows = db.session.execute(query.where(CategoryLabel.environment == environment_name)).all()
+            found = {category_id: label for category_id, label in rows}
+        except SQLAlchemyError as error:
+            db.session.rollback()
+            log.error("the portal's database is unavailable: %s", type(error).__name__)
+        known[environment_name] = (time.monotonic(), found)
+    return found
 
 
 def all_labels(environment_name):
@@ -55,4 +74,5 @@ def remove(environment_name, category_id):
 
 def _changed(environment_name, action, detail):
     audit.record(action, environment=environment_name, detail=detail)  # commits the change with its entry
+    current_app.extensions.get(_READ, {}).pop(environment_name, None)
     page_cache.invalidate(environment_name)

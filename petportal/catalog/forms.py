@@ -26,6 +26,8 @@ from .browse import SORTS
 NAME_MAX_LENGTH = 100
 SEARCH_MAX_LENGTH = 100
 SORT_CHOICES = [SelectChoice(key, key.capitalize()) for key in SORTS]
+# The list filter's query parameters: all that a shared (cached) list or animal page may carry.
+FILTER_PARAMETERS = ("status", "limit", "q", "sort")
 STATUS_LABELS = {status: status.capitalize() for status in PET_STATUSES}
 
 

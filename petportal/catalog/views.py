@@ -28,7 +28,7 @@ from ..petstore import (
 )
 from ..serving import serving
 from . import additions, browse, categories, submissions
-from .forms import NAME_MAX_LENGTH, SEARCH_MAX_LENGTH, AddAnimalForm, AnimalFilterForm
+from .forms import FILTER_PARAMETERS, NAME_MAX_LENGTH, SEARCH_MAX_LENGTH, AddAnimalForm, AnimalFilterForm
 
 bp = Blueprint("catalog", __name__)
 
@@ -52,30 +52,34 @@ def index():
 
 
 @bp.get("/animals")
-@page_cache.cached_page
+@page_cache.cached_page(*FILTER_PARAMETERS)
 def list_animals():
     """The animals of the environment being served, filtered by status, `limit` at a time."""
     form = AnimalFilterForm(formdata=request.args)
     if not form.validate():
         return render_template("catalog/list.html", form=form, animals=None), 400
+    fetched = serving().client.list_pets(**form.query())
+    return list_page(form, fetched)
+
+
+def list_page(form, fetched):
+    """The list page for a valid filter `form` and the animals listPets returned for it (the benches in
+    bench/ draw it through here too)."""
     query = form.query()
-    current = serving()
-    fetched = current.client.list_pets(**query)
-    animals = browse.sorted_by(browse.matching(fetched, form.q.data), form.sort.data)
     return render_template(
         "catalog/list.html",
         form=form,
-        animals=animals,
+        animals=browse.sorted_by(browse.matching(fetched, form.q.data), form.sort.data),
         fetched=len(fetched),
         query=query,
         kept=form.kept(),
-        labels=categories.labels(current.environment.name),
+        labels=categories.labels(serving().environment.name),
         more_may_exist=len(fetched) == query["limit"],
     )
 
 
 @bp.get("/animals/<int:pet_id>")
-@page_cache.cached_page
+@page_cache.cached_page(*FILTER_PARAMETERS)
 def show_animal(pet_id):
     """One animal, with a way back to the list as it was filtered."""
     if pet_id > INT64_MAX:
