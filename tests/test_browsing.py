@@ -201,6 +201,14 @@ def test_each_sort_is_stable_case_insensitive_and_puts_a_missing_status_last(cli
     assert f'<option selected value="{sort}">' in page.text
 
 
+def test_by_category_labelled_categories_come_first_in_label_order(portal_app, auth_for, production_store):
+    admin = auth_for(portal_app, "admin")
+    label(admin, 3, "cats")  # Goldie
+    label(admin, 2, "Birds")  # Mittens
+    page = portal_app.test_client().get("/animals?sort=category").text
+    assert names_on(page) == ["Mittens", "Goldie", "Rex", "Nibbles"]
+
+
 def test_search_and_sort_together_and_the_default_sort(client, production_store):
     production_store.add("Rexa", 9, "sold")
     assert names_on(client.get("/animals?q=rex&sort=status").text) == ["Rex", "Rexa"]

@@ -14,13 +14,14 @@ def matching(animals, text):
     return [animal for animal in animals if wanted in _folded(animal.name)]
 
 
-def sorted_by(animals, key):
-    """`animals` in `key` order (one of SORTS); ties keep id order, and an animal without a status is last."""
+def sorted_by(animals, key, labels):
+    """`animals` in `key` order (one of SORTS); ties keep id order, and an animal without a status is last.
+    By category, labelled categories come first in label order ("Cats", "Dogs"), then the others by id."""
     by_id = sorted(animals, key=lambda animal: animal.id)
     if key == "name":
         return sorted(by_id, key=lambda animal: _folded(animal.name))
     if key == "category":
-        return sorted(by_id, key=lambda animal: animal.category_id)
+        return sorted(by_id, key=lambda animal: _category_order(animal.category_id, labels))
     if key == "status":
         return sorted(by_id, key=lambda animal: (animal.status is None, animal.status or ""))
     return by_id
@@ -28,3 +29,8 @@ def sorted_by(animals, key):
 
 def _folded(text):
     return unicodedata.normalize("NFKC", text).casefold()
+
+
+def _category_order(category_id, labels):
+    label = labels.get(category_id)
+    return (0, _folded(label), category_id) if label is not None else (1, "", category_id)

@@ -66,14 +66,15 @@ def list_page(form, fetched):
     """The list page for a valid filter `form` and the animals listPets returned for it (the benches in
     bench/ draw it through here too)."""
     query = form.query()
+    labels = categories.labels(serving().environment.name)
     return render_template(
         "catalog/list.html",
         form=form,
-        animals=browse.sorted_by(browse.matching(fetched, form.q.data), form.sort.data),
+        animals=browse.sorted_by(browse.matching(fetched, form.q.data), form.sort.data, labels),
         fetched=len(fetched),
         query=query,
         kept=form.kept(),
-        labels=categories.labels(serving().environment.name),
+        labels=labels,
         more_may_exist=len(fetched) == query["limit"],
     )
 
