@@ -25,7 +25,15 @@ def list_calls(store):
 
 
 def label(client, category_id, text):
-    return post_form(client, "/admin/categories", "/admin/categories", category_id=str(category_id), label=text)
+    """Send the label form as the page shows it: for the environment the page was opened for."""
+    page = client.get("/admin/categories").text
+    fields = {"csrf_token": csrf_token(page), "environment": shown_environment(page)}
+    return client.post("/admin/categories", data={**fields, "category_id": str(category_id), "label": text})
+
+
+def shown_environment(page):
+    match = re.search(r'name="environment" type="hidden" value="([^"]*)"', page)
+    return match.group(1) if match else ""
 
 
 def add_animal(client, name, category_id="1"):
@@ -62,7 +70,9 @@ def test_labels_are_renamed_and_removed_with_an_audit_entry_each(portal_app, aut
     label(admin, 1, "Dogs")
     label(admin, 1, "Hounds")
     page = admin.get("/admin/categories").text
-    response = admin.post("/admin/categories/1/remove", data={"csrf_token": csrf_token(page)})
+    response = admin.post(
+        "/admin/categories/1/remove", data={"csrf_token": csrf_token(page), "environment": "production"}
+    )
     assert response.status_code == 303
     assert "Hounds" not in portal_app.test_client().get("/animals").text
     assert [action for action in audit_actions(portal_app) if action[0].startswith("category")] == [
@@ -123,6 +133,50 @@ def test_a_bad_label_gets_a_400_with_the_reason_and_nothing_is_stored(portal_app
         assert db.session.scalars(db.select(CategoryLabel)).all() == []
 
 
+def test_a_label_change_is_refused_when_the_admin_is_served_another_environment_by_then(portal_app, auth_for):
+    """The page names the environment it shows; a preview changed in another tab changes nothing."""
+    admin = auth_for(portal_app, "admin")
+    label(admin, 1, "Hounds")
+    post_form(admin, "/admin/environment", "/admin/environment/preview", environment="staging")
+    opened_for_staging = admin.get("/admin/categories").text
+    post_form(admin, "/admin/environment", "/admin/environment/preview", environment="")  # another tab
+    fields = {"csrf_token": csrf_token(opened_for_staging), "environment": shown_environment(opened_for_staging)}
+    renamed = admin.post("/admin/categories", data={**fields, "category_id": "1", "label": "meant-for-staging"})
+    removed = admin.post("/admin/categories/1/remove", data=fields)
+    for response in (renamed, removed):
+        assert response.status_code == 409
+        assert "This page was opened for staging, but you are now served production. Nothing was changed." in (
+            response.text
+        )
+    with portal_app.app_context():
+        rows = db.session.scalars(db.select(CategoryLabel)).all()
+        assert [(row.environment, row.category_id, row.label) for row in rows] == [("production", 1, "Hounds")]
+
+
+@pytest.mark.parametrize("category_id", [-(2**63), -1, 0, 2**63 - 1])
+def test_any_int64_label_can_be_removed(portal_app, auth_for, category_id):
+    admin = auth_for(portal_app, "admin")
+    assert label(admin, category_id, "Edge").status_code == 303
+    page = admin.get("/admin/categories").text
+    fields = {"csrf_token": csrf_token(page), "environment": "production"}
+    assert admin.post(f"/admin/categories/{category_id}/remove", data=fields).status_code == 303
+    with portal_app.app_context():
+        assert db.session.scalars(db.select(CategoryLabel)).all() == []
+
+
+@pytest.mark.parametrize("category_id", [str(2**63), "9" * 30, str(-(2**63) - 1)])
+def test_removing_an_id_beyond_int64_is_a_404(portal_app, auth_for, category_id):
+    admin = auth_for(portal_app, "admin")
+    fields = {"csrf_token": csrf_token(admin.get("/admin/categories").text), "environment": "production"}
+    assert admin.post(f"/admin/categories/{category_id}/remove", data=fields).status_code == 404
+
+
+@pytest.mark.parametrize("text", ["\u200b", "\u202eevil", "Dogs\u2066"])
+def test_a_label_must_be_visible_and_keep_its_direction(portal_app, auth_for, text):
+    response = label(auth_for(portal_app, "admin"), 1, text)
+    assert response.status_code == 400
+
+
 def test_only_admins_name_categories(portal_app, auth_for):
     assert portal_app.test_client().get("/admin/categories").status_code == 302
     staff = auth_for(portal_app, "staff")
@@ -153,7 +207,7 @@ def test_search_keeps_the_names_that_contain_the_text_and_says_what_it_searched(
     page = client.get("/animals?q=IT")
     assert page.status_code == 200
     assert names_on(page.text) == ["Mittens"]
-    assert "1 of the 4 animals fetched match “IT”." in page.text
+    assert "1 of the 4 animals fetched matches “IT”." in page.text
     assert list_calls(production_store) == ["/v1/pets?limit=20"]  # searched here, not upstream
     assert 'name="q" type="search" maxlength="100" value="IT"' in page.text
 
@@ -165,13 +219,16 @@ def test_search_is_unicode_aware(client, production_store):
     assert names_on(client.get("/animals?q=ZOË").text) == ["Zoë"]
     assert names_on(client.get("/animals?q=" + unicodedata.normalize("NFD", "zoë")).text) == ["Zoë"]
     assert len(names_on(client.get("/animals?q=loë").text)) == 1
+    production_store.add("Straße", 5)
+    assert names_on(client.get("/animals?q=STRASSE").text) == ["Straße"]
+    assert 'data-folded="strasse"' in client.get("/animals?q=strasse").text  # what search.js compares with
 
 
 def test_markup_in_the_search_is_shown_as_text(client, production_store):
     production_store.add("<b>Bold</b> Bo", 5)
     page = client.get("/animals", query_string={"q": "<b>"}).text
     assert "<b>" not in page.split("<main", 1)[1]
-    assert "match “&lt;b&gt;”" in page
+    assert "matches “&lt;b&gt;”" in page
     assert names_on(page) == ["<b>Bold</b> Bo"]
 
 
@@ -221,6 +278,7 @@ def test_search_and_sort_together_and_the_default_sort(client, production_store)
         ("sort=price", "Not a valid choice"),
         ("sort=name%00", "Not a valid choice"),
         ("q=" + "x" * 101, "Search with at most 100 characters."),
+        ("q=a%00b", "must not contain control characters"),
     ],
 )
 def test_a_bad_search_or_sort_is_a_400_and_nothing_is_sent_upstream(client, production_store, query, error):

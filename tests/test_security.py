@@ -32,7 +32,7 @@ POST_ROUTES = [
     "/account/sessions/end-others",
     "/account/mfa",
     "/admin/categories",
-    "/admin/categories/<int:category_id>/remove",
+    "/admin/categories/<int(signed=True):category_id>/remove",
 ]
 
 
@@ -151,7 +151,7 @@ def test_a_post_without_csrf_token_is_refused_and_changes_nothing(
     }
     other = portal_app.test_client()
     login(other, "staff")
-    response = client.post(path.replace("<name>", "staff").replace("<int:category_id>", "1"), data=fields)
+    response = client.post(path.replace("<name>", "staff").replace("<int(signed=True):category_id>", "1"), data=fields)
     assert response.status_code == 400
     assert "expired or was not sent from this site" in response.text
     assert [r for r in production_store.received + staging_store.received if r.method == "POST"] == []

@@ -1,10 +1,12 @@
 """Admins name category ids for people, per environment: the pet store shows no category records."""
 
-from flask import Blueprint, abort, flash, redirect, render_template, url_for
+from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
 
 from ..auth.access import role_required
 from ..catalog import categories
+from ..config import ENVIRONMENT_NAMES
 from ..forms import ButtonForm
+from ..petstore import INT64_MAX, INT64_MIN
 from ..serving import serving
 from .forms import CategoryLabelForm
 
@@ -18,21 +20,43 @@ def labels_page():
     environment = serving().environment
     form = CategoryLabelForm()
     if form.validate_on_submit():
+        if form.environment.data != environment.name:
+            return _page(form, _moved(form.environment.data, environment.name)), 409
         categories.name(environment.name, form.category_id.data, form.label.data)
         flash(f"Category {form.category_id.data} is “{form.label.data}” in {environment.name}.", "success")
         return redirect(url_for(".labels_page"), 303)
-    status = 400 if form.is_submitted() else 200
-    rows = categories.all_labels(environment.name)
-    return render_template("admin/categories.html", form=form, rows=rows, remove_form=ButtonForm()), status
+    return _page(form), 400 if form.is_submitted() else 200
 
 
-@bp.post("/<int:category_id>/remove")
+@bp.post("/<int(signed=True):category_id>/remove")
 @role_required("admin")
 def remove(category_id):
     """Take a label off; the id is shown alone again."""
+    if not INT64_MIN <= category_id <= INT64_MAX:
+        abort(404)
     if not ButtonForm().validate_on_submit():
         abort(400)
     environment = serving().environment
+    shown_for = request.form.get("environment", "")
+    if shown_for != environment.name:
+        return _page(CategoryLabelForm(formdata=None), _moved(shown_for, environment.name)), 409
     if categories.remove(environment.name, category_id):
         flash(f"Category {category_id} has no label in {environment.name} now.", "success")
+    else:
+        flash(f"Category {category_id} had no label in {environment.name}.", "info")
     return redirect(url_for(".labels_page"), 303)
+
+
+def _page(form, problem=None):
+    environment = serving().environment
+    form.environment.data = environment.name
+    rows = categories.all_labels(environment.name)
+    return render_template("admin/categories.html", form=form, rows=rows, remove_form=ButtonForm(), problem=problem)
+
+
+def _moved(shown_for, now):
+    shown_for = shown_for if shown_for in ENVIRONMENT_NAMES else "another environment"
+    return (
+        f"This page was opened for {shown_for}, but you are now served {now}. "
+        f"Nothing was changed. These are {now}'s labels: check them and try again if that is what you want."
+    )

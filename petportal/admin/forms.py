@@ -1,6 +1,6 @@
 """The admin forms: switch the environment for everyone, preview one for yourself, and manage accounts."""
 
-from wtforms import IntegerField, SelectChoice, SelectField, StringField
+from wtforms import HiddenField, IntegerField, SelectChoice, SelectField, StringField
 from wtforms.validators import DataRequired, InputRequired, Length, ValidationError
 
 from ..auth.accounts import USERNAME_MAX_LENGTH
@@ -68,8 +68,10 @@ class ResetPasswordForm(PortalForm):
 
 
 class CategoryLabelForm(PortalForm):
-    """A label for one category id of the environment being served; a new label renames it."""
+    """A label for one category id of the environment being served; a new label renames it. `environment`
+    is the one the page showed: a change is refused when the admin is served another one by then."""
 
+    environment = HiddenField()
     category_id = IntegerField(
         "Category id",
         validators=[

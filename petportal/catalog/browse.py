@@ -10,8 +10,8 @@ def matching(animals, text):
     "Zoë" however either is composed)."""
     if not text:
         return list(animals)
-    wanted = _folded(text)
-    return [animal for animal in animals if wanted in _folded(animal.name)]
+    wanted = folded(text)
+    return [animal for animal in animals if wanted in folded(animal.name)]
 
 
 def sorted_by(animals, key, labels):
@@ -19,7 +19,7 @@ def sorted_by(animals, key, labels):
     By category, labelled categories come first in label order ("Cats", "Dogs"), then the others by id."""
     by_id = sorted(animals, key=lambda animal: animal.id)
     if key == "name":
-        return sorted(by_id, key=lambda animal: _folded(animal.name))
+        return sorted(by_id, key=lambda animal: folded(animal.name))
     if key == "category":
         return sorted(by_id, key=lambda animal: _category_order(animal.category_id, labels))
     if key == "status":
@@ -27,10 +27,11 @@ def sorted_by(animals, key, labels):
     return by_id
 
 
-def _folded(text):
+def folded(text):
+    """`text` as search compares it: NFKC, then Unicode case folding ("Straße" is "strasse")."""
     return unicodedata.normalize("NFKC", text).casefold()
 
 
 def _category_order(category_id, labels):
     label = labels.get(category_id)
-    return (0, _folded(label), category_id) if label is not None else (1, "", category_id)
+    return (0, folded(label), category_id) if label is not None else (1, "", category_id)

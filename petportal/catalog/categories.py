@@ -41,9 +41,9 @@ def labels(environment_name):
 
 
 def all_labels(environment_name):
-    """One environment's labels, ordered by label then id, for the admin page and the add form."""
-    query = select(CategoryLabel).where(CategoryLabel.environment == environment_name)
-    return db.session.scalars(query.order_by(CategoryLabel.label, CategoryLabel.category_id)).all()
+    """One environment's labels, in label order ignoring case, then by id: for the admin page and the add form."""
+    rows = db.session.scalars(select(CategoryLabel).where(CategoryLabel.environment == environment_name)).all()
+    return sorted(rows, key=lambda row: (row.label.casefold(), row.category_id))
 
 
 def name(environment_name, category_id, label):

@@ -50,10 +50,20 @@ class WholeNumberRange:
             raise ValidationError(self.message)
 
 
+# Right-to-left overrides and isolates: they reorder the text shown after them (on a page, in a flash).
+BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
 def readable(form, field):
-    """Text a person reads (a name, a label): no control characters."""
-    if field.data and any(unicodedata.category(char) == "Cc" for char in field.data):
-        raise ValidationError(f"The {field.label.text.lower()} must not contain control characters.")
+    """Text a person reads (a name, a label, a search): no control characters, no direction overrides,
+    and something visible (not only zero-width characters). Joiners inside emoji stay allowed."""
+    if not field.data:
+        return
+    what = field.label.text.lower()
+    if any(unicodedata.category(char) == "Cc" or char in BIDI_CONTROLS for char in field.data):
+        raise ValidationError(f"The {what} must not contain control characters.")
+    if all(unicodedata.category(char) in ("Cf", "Zs") for char in field.data):
+        raise ValidationError(f"The {what} must contain something visible.")
 
 
 def stripped(value):
@@ -84,7 +94,10 @@ class AnimalFilterForm(PortalForm):
     q = StringField(
         "Name contains",
         filters=[stripped],
-        validators=[Length(max=SEARCH_MAX_LENGTH, message=f"Search with at most {SEARCH_MAX_LENGTH} characters.")],
+        validators=[
+            Length(max=SEARCH_MAX_LENGTH, message=f"Search with at most {SEARCH_MAX_LENGTH} characters."),
+            readable,
+        ],
     )
     sort = SelectField("Sort by", choices=SORT_CHOICES, default="id", filters=[lambda value: value or "id"])
 

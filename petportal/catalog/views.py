@@ -43,6 +43,8 @@ def share_the_bounds(state):
         SEARCH_MAX_LENGTH=SEARCH_MAX_LENGTH,
         LABEL_MAX_LENGTH=categories.LABEL_MAX_LENGTH,
     )
+    # Each row carries its name folded as the server's search folds it, for static/js/search.js.
+    state.app.jinja_env.filters["folded"] = browse.folded
 
 
 @bp.get("/")

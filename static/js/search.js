@@ -1,24 +1,27 @@
-// The animal list's search box, with JavaScript on: typing hides the rows already on the page whose name
-// does not contain the text, as the server's search would. Submitting the form still searches on the
-// server, which is all that happens without JavaScript.
+// The animal list's search box, with JavaScript on: typing hides the rows on this page whose name does
+// not contain the text. Each row carries its name folded by the server (data-folded), and the typed text
+// is folded the same way here, so "strasse" finds "Straße" as the server's search does. Pressing Filter
+// searches on the server, which is all that happens without JavaScript.
 (() => {
   const box = document.querySelector("input[data-search-rows]");
   const summary = document.getElementById("search-summary");
-  if (!box || !summary) return;
-  const rows = Array.from(document.getElementById(box.dataset.searchRows)?.rows || []);
-  const fold = (text) => text.normalize("NFKC").toLocaleLowerCase();
-  const fetched = Number(summary.dataset.fetched);
+  const body = box && document.getElementById(box.dataset.searchRows);
+  if (!box || !summary || !body) return;
+  const rows = Array.from(body.rows);
+  // NFKC and lower case, then the two foldings lower case misses: ß to ss, and the final sigma.
+  const fold = (text) => text.normalize("NFKC").toLowerCase().replaceAll("ß", "ss").replaceAll("ς", "σ");
   const original = summary.textContent;
+  const animals = (count) => `${count} animal${count === 1 ? "" : "s"}`;
   box.addEventListener("input", () => {
-    const wanted = fold(box.value.trim());
+    const typed = box.value.trim();
     let shown = 0;
     for (const row of rows) {
-      const match = fold(row.dataset.name).includes(wanted);
-      row.hidden = !match;
-      if (match) shown += 1;
+      row.hidden = !row.dataset.folded.includes(fold(typed));
+      if (!row.hidden) shown += 1;
     }
-    summary.textContent = wanted
-      ? `${shown} of the ${fetched} animals fetched match “${box.value.trim()}” (press Filter to search them all again).`
+    summary.textContent = typed
+      ? `${shown} of the ${animals(rows.length)} on this page contain${shown === 1 ? "s" : ""} “${typed}”. ` +
+        "Press Filter to search everything the pet store returned."
       : original;
   });
 })();
