@@ -177,6 +177,15 @@ def test_a_label_must_be_visible_and_keep_its_direction(portal_app, auth_for, te
     assert response.status_code == 400
 
 
+def test_two_categories_cannot_read_the_same(portal_app, auth_for):
+    admin = auth_for(portal_app, "admin")
+    label(admin, 1, "Dogs")
+    taken = label(admin, 2, "DOGS")
+    assert taken.status_code == 400
+    assert "“Dogs” already names category 1 in production." in taken.text
+    assert label(admin, 1, "dogs").status_code == 303  # renaming a category to itself in other capitals is fine
+
+
 def test_only_admins_name_categories(portal_app, auth_for):
     assert portal_app.test_client().get("/admin/categories").status_code == 302
     staff = auth_for(portal_app, "staff")

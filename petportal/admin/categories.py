@@ -22,7 +22,11 @@ def labels_page():
     if form.validate_on_submit():
         if form.environment.data != environment.name:
             return _page(form, _moved(form.environment.data, environment.name)), 409
-        categories.name(environment.name, form.category_id.data, form.label.data)
+        try:
+            categories.name(environment.name, form.category_id.data, form.label.data)
+        except categories.LabelTaken as taken:
+            form.label.errors.append(f"{taken} Choose another label, or rename that category first.")
+            return _page(form), 400
         flash(f"Category {form.category_id.data} is “{form.label.data}” in {environment.name}.", "success")
         return redirect(url_for(".labels_page"), 303)
     return _page(form), 400 if form.is_submitted() else 200

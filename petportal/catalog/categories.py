@@ -16,6 +16,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from .. import audit, page_cache
 from ..extensions import db
 from ..models import CategoryLabel
+from .browse import folded
 
 log = logging.getLogger(__name__)
 LABEL_MAX_LENGTH = 60
@@ -43,11 +44,19 @@ def labels(environment_name):
 def all_labels(environment_name):
     """One environment's labels, in label order ignoring case, then by id: for the admin page and the add form."""
     rows = db.session.scalars(select(CategoryLabel).where(CategoryLabel.environment == environment_name)).all()
-    return sorted(rows, key=lambda row: (row.label.casefold(), row.category_id))
+    return sorted(rows, key=lambda row: (folded(row.label), row.category_id))
+
+
+class LabelTaken(ValueError):
+    """Another category of the environment already has this label (ignoring case)."""
 
 
 def name(environment_name, category_id, label):
-    """Give `category_id` the label `label` in one environment (adding or renaming it), audited."""
+    """Give `category_id` the label `label` in one environment (adding or renaming it), audited. Raises
+    LabelTaken when another category there already reads the same, since people could not tell them apart."""
+    for other in all_labels(environment_name):
+        if other.category_id != category_id and folded(other.label) == folded(label):
+            raise LabelTaken(f"“{other.label}” already names category {other.category_id} in {environment_name}.")
     row = db.session.get(CategoryLabel, (environment_name, category_id))
     if row is None:
         db.session.add(CategoryLabel(environment=environment_name, category_id=category_id, label=label))

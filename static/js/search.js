@@ -11,6 +11,8 @@
   // NFKC and lower case, then the two foldings lower case misses: ß to ss, and the final sigma.
   const fold = (text) => text.normalize("NFKC").toLowerCase().replaceAll("ß", "ss").replaceAll("ς", "σ");
   const original = summary.textContent;
+  const caption = body.closest("table")?.querySelector("caption");
+  const originalCaption = caption?.textContent;
   const animals = (count) => `${count} animal${count === 1 ? "" : "s"}`;
   box.addEventListener("input", () => {
     const typed = box.value.trim();
@@ -23,5 +25,6 @@
       ? `${shown} of the ${animals(rows.length)} on this page contain${shown === 1 ? "s" : ""} “${typed}”. ` +
         "Press Filter to search everything the pet store returned."
       : original;
+    if (caption) caption.textContent = typed ? `${animals(shown)} shown` : originalCaption;
   });
 })();
