@@ -1,14 +1,13 @@
 """The admin forms: switch the environment for everyone, preview one for yourself, and manage accounts."""
 
-from wtforms import HiddenField, IntegerField, SelectChoice, SelectField, StringField
-from wtforms.validators import DataRequired, InputRequired, Length, ValidationError
+from wtforms import HiddenField, SelectChoice, SelectField, StringField
+from wtforms.validators import DataRequired, Length, ValidationError
 
 from ..auth.accounts import USERNAME_MAX_LENGTH
 from ..auth.forms import new_password_field
 from ..catalog.categories import LABEL_MAX_LENGTH
-from ..catalog.forms import WholeNumberRange, readable, stripped
+from ..catalog.forms import category_id_field, readable, stripped
 from ..forms import PortalForm
-from ..petstore import INT64_MAX, INT64_MIN
 
 ROLE_CHOICES = [SelectChoice("staff", "Staff: adds animals"), SelectChoice("admin", "Admin: also runs the portal")]
 
@@ -72,13 +71,7 @@ class CategoryLabelForm(PortalForm):
     is the one the page showed: a change is refused when the admin is served another one by then."""
 
     environment = HiddenField()
-    category_id = IntegerField(
-        "Category id",
-        validators=[
-            InputRequired("Enter the category id, a whole number."),
-            WholeNumberRange(INT64_MIN, INT64_MAX, "The category id must be a 64-bit whole number."),
-        ],
-    )
+    category_id = category_id_field()
     label = StringField(
         "Label",
         description=f"What people read for this category, for example “Dogs”. Up to {LABEL_MAX_LENGTH} characters.",

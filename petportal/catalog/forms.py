@@ -66,6 +66,18 @@ def readable(form, field):
         raise ValidationError(f"The {what} must contain something visible.")
 
 
+def category_id_field(**options):
+    """A category id as the API takes it: any 64-bit whole number (the add form and the labels page)."""
+    return IntegerField(
+        "Category id",
+        validators=[
+            InputRequired("Enter the category id, a whole number."),
+            WholeNumberRange(INT64_MIN, INT64_MAX, "The category id must be a 64-bit whole number."),
+        ],
+        **options,
+    )
+
+
 def stripped(value):
     return value.strip() if isinstance(value, str) else value
 
@@ -125,14 +137,7 @@ class AddAnimalForm(PortalForm):
             readable,
         ],
     )
-    category_id = IntegerField(
-        "Category id",
-        description="The number of the animal's category, for example 1.",
-        validators=[
-            InputRequired("Enter the category id, a whole number."),
-            WholeNumberRange(INT64_MIN, INT64_MAX, "The category id must be a 64-bit whole number."),
-        ],
-    )
+    category_id = category_id_field(description="The number of the animal's category, for example 1.")
     status = SelectField(
         "Status",
         description="Leave as “No status” if the animal has none yet.",
