@@ -29,6 +29,8 @@ from .auth import bp as auth_bp
 from .auth import sessions, throttle
 from .catalog import bp as catalog_bp
 from .extensions import csrf, db, login, migrate
+from .imports import bp as imports_bp
+from .imports import engines as import_engines
 from .serving import page_context
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -63,6 +65,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     metrics.register(app)
     register_extensions(app)
     environments.register(app)
+    import_engines.register(app)
     register_blueprints(app)
     security.register(app)
     errors.register(app)
@@ -104,6 +107,7 @@ def _use_sqlite_wal(connection: Any, _record: Any) -> None:
 def register_blueprints(app: Flask) -> None:
     """One blueprint per area a user recognises."""
     app.register_blueprint(catalog_bp)
+    app.register_blueprint(imports_bp)
     app.register_blueprint(auth_bp)
     app.register_blueprint(account_bp)
     app.register_blueprint(admin_bp)

@@ -26,6 +26,9 @@ SESSION_ABSOLUTE_LIMIT = timedelta(hours=12)
 MAX_REQUEST_BYTES = 1024 * 1024 + 64 * 1024
 # gunicorn.conf.py's threads per worker: every thread can hold its own keep-alive connection upstream.
 DEFAULT_POOL_SIZE = 8
+# A bulk import sends this many createPet calls at once: a few, so a large file goes quickly and the
+# store still serves everyone else.
+IMPORT_CONCURRENCY = 4
 
 
 def defaults(instance_path: str) -> dict[str, Any]:
@@ -41,6 +44,10 @@ def defaults(instance_path: str) -> dict[str, Any]:
         # Second-factor codes, per account from anywhere: a million codes, three valid at a time.
         "MFA_LIMIT_PER_ACCOUNT": "5 per minute; 20 per hour",
         "MAX_CONTENT_LENGTH": MAX_REQUEST_BYTES,
+        "IMPORT_CONCURRENCY": IMPORT_CONCURRENCY,
+        # How long a bulk import's runner holds it without renewing; it renews every second. Another runner
+        # takes the import over (after a crash) only once this has run out.
+        "IMPORT_LEASE_SECONDS": 10.0,
     }
 
 
@@ -76,6 +83,8 @@ def derived(settings: Mapping[str, Any]) -> dict[str, Any]:
         # The server-side session lives as long as it is used within the idle limit.
         "PERMANENT_SESSION_LIFETIME": SESSION_IDLE_LIMIT,
         "THROTTLE_STORAGE_URI": redis_url or "memory://",
+        # Bulk imports run on RQ workers where there is a Redis, else on threads of the portal's own process.
+        "IMPORT_RUNNER": "rq" if redis_url else "embedded",
         # The micro-cache: off at 0 seconds, shared through Redis when there is one.
         "CACHE_TYPE": "NullCache" if not cache_seconds else "RedisCache" if redis_url else "SimpleCache",
         "CACHE_REDIS_URL": redis_url,

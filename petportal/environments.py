@@ -79,8 +79,10 @@ class Environments:
         # The bulkheads: at most this many threads of this process wait on each environment at once. One
         # each, so an admin previewing a hanging staging store never leaves production's customers a 503.
         self._gates = {name: Bulkhead(app.config["UPSTREAM_CONCURRENCY"]) for name in self._settings}
+        # Bulk imports send through clients of their own, so a slow store slows an import, never the pages.
+        self._background_gates = {name: Bulkhead(app.config["IMPORT_CONCURRENCY"]) for name in self._settings}
         self._keys = tuple(settings["key"] for settings in self._settings.values() if settings["key"])
-        self._clients: dict[str, PetStoreClient] = {}
+        self._clients: dict[tuple[str, bool], PetStoreClient] = {}
         self._health = {name: Health() for name in self._settings}
         self._lock = threading.Lock()
         self._active: tuple[str | None, float] = (None, 0.0)
@@ -106,24 +108,28 @@ class Environments:
         """What this process has learnt of environment `name` from its answers."""
         return self._health[name]
 
-    def client(self, name: str) -> PetStoreClient:
-        """The pooled client of environment `name`; its key goes to its own URL and nowhere else."""
+    def client(self, name: str, *, background: bool = False) -> PetStoreClient:
+        """The pooled client of environment `name`; its key goes to its own URL and nowhere else.
+
+        `background`: the client of work outside any page (bulk imports), with its own connections and
+        bulkhead, so the pages' places are never taken by it."""
         with self._lock:
-            if name not in self._clients:
+            if (name, background) not in self._clients:
                 settings = self._settings[name]
-                self._clients[name] = PetStoreClient(
+                gates = self._background_gates if background else self._gates
+                self._clients[(name, background)] = PetStoreClient(
                     settings["url"],
                     settings["key"] or "",
                     timeout=self._timeout,
-                    pool_size=self._pool_size,
+                    pool_size=gates[name].size if background else self._pool_size,
                     extra_headers=_request_id_header,
                     deadline=self._page_deadline,
-                    gate=self._gates[name],
+                    gate=gates[name],
                     secrets=self._keys,
                     observe=metrics.observe_upstream(name),
                     on_answer=self._health[name].record,
                 )
-            return self._clients[name]
+            return self._clients[(name, background)]
 
     def _page_deadline(self) -> float | None:
         """One deadline per page, shared by all of its pet store calls and their retries."""

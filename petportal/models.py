@@ -1,5 +1,5 @@
 """The portal's own data: accounts and their second factors, logins and sessions, settings, the audit log,
-submission tokens, category labels and each account's additions."""
+submission tokens, category labels, each account's additions, and bulk imports with their rows."""
 
 from datetime import UTC, datetime
 
@@ -179,6 +179,63 @@ class Addition(db.Model):
     added_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
     __table_args__ = (Index("ix_additions_user_environment_added", "user_id", "environment", "added_at"),)
+
+
+class BulkImport(db.Model):
+    """One CSV file of animals a staff member uploaded, bound to the environment it was previewed for.
+
+    States: preview (nothing sent; may be discarded), queued (started, waiting for a runner), running,
+    paused (the store was unavailable or refused the key; `message` says which), stopped (the active
+    environment changed), done. A runner holds the import while `lease_until` is in the future and
+    renews it as it goes; another may take it over only once the lease has run out.
+    """
+
+    __tablename__ = "imports"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    user_id: Mapped[int] = mapped_column(Integer, index=True)
+    username: Mapped[str] = mapped_column(String(80))
+    environment: Mapped[str] = mapped_column(String(32))
+    filename: Mapped[str] = mapped_column(String(255))
+    # SHA-256 of the file, so the preview can warn about a file already imported.
+    digest: Mapped[str] = mapped_column(String(64))
+    total: Mapped[int] = mapped_column(Integer)
+    state: Mapped[str] = mapped_column(String(16), default="preview")
+    message: Mapped[str | None] = mapped_column(Text)
+    # The active environment when the import was (re)started: a switch away from it stops the import.
+    active_at_start: Mapped[str | None] = mapped_column(String(32))
+    runner: Mapped[str | None] = mapped_column(String(64))
+    lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+class ImportRow(db.Model):
+    """One animal of a bulk import, claimed as an add form's token is.
+
+    States: invalid (refused by the portal's checks at preview; never sent), issued (to send), sending (a
+    runner holds it), created (`pet_id` is the animal), refused (the store answered 400; `message` says
+    why), unknown (the call may or may not have reached the store; never resent).
+    """
+
+    __tablename__ = "import_rows"
+
+    import_id: Mapped[str] = mapped_column(ForeignKey("imports.id", ondelete="CASCADE"), primary_key=True)
+    position: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    # The file's line the row ended on, as people count them (the header is line 1).
+    line: Mapped[int] = mapped_column(Integer)
+    name: Mapped[str] = mapped_column(Text)
+    # What the file said, as text: shown in the preview even when it is not a valid id.
+    category: Mapped[str] = mapped_column(Text)
+    category_id: Mapped[int | None] = mapped_column(BigInteger)
+    status: Mapped[str | None] = mapped_column(Text)
+    state: Mapped[str] = mapped_column(String(16))
+    message: Mapped[str | None] = mapped_column(Text)
+    pet_id: Mapped[int | None] = mapped_column(BigInteger)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+
+    __table_args__ = (Index("ix_import_rows_import_state", "import_id", "state"),)
 
 
 class LoginSession(db.Model):

@@ -1,4 +1,4 @@
-"""The catalog's forms: the list filter and the add form."""
+"""The catalog's forms: the list filter, and one animal's fields (the add form, each row of a bulk import)."""
 
 import unicodedata
 
@@ -124,8 +124,8 @@ class AnimalFilterForm(PortalForm):
         return {name: value for name, value in values.items() if value is not None}
 
 
-class AddAnimalForm(PortalForm):
-    """The staff form that adds one animal to the environment being served."""
+class AnimalForm(PortalForm):
+    """One animal's fields, checked as the add form and every row of a bulk import check them."""
 
     name = StringField(
         "Name",
@@ -144,8 +144,13 @@ class AddAnimalForm(PortalForm):
         choices=_status_choices("No status"),
         default="",
     )
-    submission_token = HiddenField()
 
     def new_pet(self):
         """The createPet arguments; no status chosen means none is sent."""
         return {"name": self.name.data, "category_id": self.category_id.data, "status": self.status.data or None}
+
+
+class AddAnimalForm(AnimalForm):
+    """The staff form that adds one animal to the environment being served."""
+
+    submission_token = HiddenField()

@@ -1,0 +1,107 @@
+"""What runs bulk imports outside the request that starts them: RQ workers on the configured Redis, or,
+without Redis (demo mode, one process), threads of the portal's own process.
+
+Either way the runner's lease decides who sends (runner.py): a second dispatch of the same import, from
+another tab, process or worker, sends nothing twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import click
+from flask import Flask, current_app
+from flask.cli import AppGroup
+
+from . import batches, runner
+
+log = logging.getLogger(__name__)
+QUEUE = "petportal-imports"
+# An import of 1,000 rows against a store at its timeout would take far less than this.
+JOB_TIMEOUT_SECONDS = 6 * 3600
+_ENGINE = "petportal.import_engine"
+
+import_commands = AppGroup("imports", help="Run bulk imports (with PETPORTAL_REDIS_URL set).")
+
+
+class Embedded:
+    """Runs each import on a thread of this process; one thread per import at most."""
+
+    def __init__(self, app: Flask) -> None:
+        self._app = app
+        self._lock = threading.Lock()
+        self._running: set[str] = set()
+
+    def dispatch(self, import_id: str) -> None:
+        """Start a thread for the import, unless one of this process runs it already."""
+        with self._lock:
+            if import_id in self._running:
+                return
+            self._running.add(import_id)
+        threading.Thread(target=self._run, args=(import_id,), name=f"import-{import_id[:8]}", daemon=True).start()
+
+    def _run(self, import_id: str) -> None:
+        try:
+            with self._app.app_context():
+                runner.run(import_id)
+        except Exception:
+            log.exception("bulk import %s: the runner failed; the import resumes when its page is opened", import_id)
+        finally:
+            with self._lock:
+                self._running.discard(import_id)
+
+
+class Queued:
+    """Puts each import on an RQ queue in Redis, for `flask --app app imports worker` to run."""
+
+    def __init__(self, app: Flask) -> None:
+        from redis import Redis
+        from rq import Queue
+
+        self.connection = Redis.from_url(app.config["REDIS_URL"], socket_timeout=2, socket_connect_timeout=2)
+        self.queue = Queue(QUEUE, connection=self.connection)
+        self._lease = app.config["IMPORT_LEASE_SECONDS"]
+
+    def dispatch(self, import_id: str, *, again: bool = False) -> None:
+        """Queue a job for the import: at most one per lease (a page that keeps asking does not fill the
+        queue) unless `again` (a starting worker picks up what a stopped one left)."""
+        marker = f"petportal:import-dispatched:{import_id}"
+        if self.connection.set(marker, 1, nx=not again, ex=max(1, int(self._lease))):
+            self.queue.enqueue(
+                run_job, import_id, job_timeout=JOB_TIMEOUT_SECONDS, result_ttl=0, failure_ttl=24 * 3600
+            )
+
+
+def run_job(import_id: str) -> None:
+    """The RQ job: run in the worker's app context (the worker command pushes it)."""
+    runner.run(import_id)
+
+
+def dispatch(import_id: str) -> None:
+    """Have the import sent outside this request, by the engine this portal is configured with."""
+    engine: Embedded | Queued = current_app.extensions[_ENGINE]
+    engine.dispatch(import_id)
+
+
+def register(app: Flask) -> None:
+    """Give `app` its import engine, and the `imports worker` command."""
+    app.extensions[_ENGINE] = Queued(app) if app.config["IMPORT_RUNNER"] == "rq" else Embedded(app)
+    app.cli.add_command(import_commands)
+
+
+@import_commands.command("worker")
+@click.option("--burst", is_flag=True, help="Stop once the queue is empty (for scripts and tests).")
+def worker(burst: bool) -> None:
+    """Run bulk imports from the Redis queue until stopped; first pick up any import a stopped worker left."""
+    from rq import SimpleWorker
+
+    engine = current_app.extensions[_ENGINE]
+    if not isinstance(engine, Queued):
+        raise click.ClickException(
+            "PETPORTAL_REDIS_URL is not set: without Redis, the portal runs bulk imports itself, and needs no worker."
+        )
+    for import_id in batches.runnable_ids():
+        engine.dispatch(import_id, again=True)
+    # SimpleWorker runs each job in this process, inside the app context this command runs in.
+    SimpleWorker([engine.queue], connection=engine.connection).work(burst=burst, with_scheduler=False)

@@ -1,0 +1,15 @@
+"""The upload form of a bulk import."""
+
+from flask_wtf.file import FileField, FileRequired
+
+from ..forms import PortalForm
+
+
+class UploadForm(PortalForm):
+    """One CSV file. Built with the request's files as well as its form (PortalForm reads the form alone)."""
+
+    file = FileField(
+        "CSV file",
+        description="UTF-8, with the header name,categoryId,status; at most 1 MB and 1,000 animals.",
+        validators=[FileRequired("Choose a CSV file to upload.")],
+    )

@@ -1,0 +1,213 @@
+"""Views of bulk imports: upload, preview, start, progress and results."""
+
+import csv
+import io
+
+from flask import Blueprint, Response, abort, flash, redirect, render_template, request, url_for
+from flask_login import current_user
+from werkzeug.datastructures import CombinedMultiDict
+
+from ..auth.access import role_required
+from ..catalog import categories
+from ..catalog.browse import folded
+from ..catalog.forms import BIDI_CONTROLS
+from ..environments import environments
+from ..forms import ButtonForm
+from ..serving import serving
+from . import batches, engines, files
+from .forms import UploadForm
+
+bp = Blueprint("imports", __name__, url_prefix="/animals/import")
+# secrets.token_urlsafe(16): 22 characters, so "<id>.json" never reads as an id.
+IMPORT_ID = "<string(length=22):import_id>"
+OUTCOMES = {
+    "invalid": "Refused by the portal",
+    "issued": "Not sent yet",
+    "sending": "Being sent",
+    "created": "Added",
+    "refused": "Refused by the pet store",
+    "unknown": "Unknown",
+}
+STATES = {
+    "preview": "preview, not started",
+    "queued": "waiting to be sent",
+    "running": "being sent",
+    "paused": "paused",
+    "stopped": "stopped by a switch",
+    "done": "done",
+}
+# A spreadsheet runs a cell starting with one of these as a formula; results.csv quotes it as text.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+@bp.record_once
+def share_the_outcomes(state):
+    state.app.jinja_env.globals.update(IMPORT_OUTCOMES=OUTCOMES, IMPORT_STATES=STATES)
+
+
+@bp.route("", methods=["GET", "POST"])
+@role_required("staff")
+def upload():
+    """The upload form, and this account's earlier imports; a checked file becomes a preview."""
+    environment = serving().environment
+    formdata = CombinedMultiDict((request.files, request.form)) if request.method == "POST" else None
+    form = UploadForm(formdata=formdata)
+    if form.validate_on_submit():
+        upload = form.file.data
+        raw = upload.read(files.FILE_MAX_BYTES + 1)
+        try:
+            rows = files.read(raw, _label_ids(environment.name))
+        except files.FileRefused as refused:
+            form.file.errors.append(f"{refused} Nothing was stored.")
+        else:
+            batch = batches.create(current_user, environment.name, _shown_name(upload.filename), raw, rows)
+            return redirect(url_for(".show", import_id=batch.id), 303)
+    page = render_template("imports/upload.html", form=form, recent=batches.recent(current_user.id))
+    return page, 400 if form.is_submitted() else 200
+
+
+@bp.get(f"/{IMPORT_ID}")
+@role_required("staff")
+def show(import_id):
+    """The preview before the start; the progress while it is sent; the results after."""
+    batch = _find(import_id)
+    return _page(batch)
+
+
+@bp.get(f"/{IMPORT_ID}.json")
+@role_required("staff")
+def progress(import_id):
+    """{state, total, created, failed, unknown}, for the progress bar's script and for scripts."""
+    return batches.progress(_find(import_id))
+
+
+@bp.get(f"/{IMPORT_ID}/results.csv")
+@role_required("staff")
+def results(import_id):
+    """Every row with its outcome and, once created, its new id."""
+    batch = _find(import_id)
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\r\n")
+    writer.writerow(["line", "name", "categoryId", "status", "outcome", "id", "message"])
+    for row in batches.rows(batch):
+        cells = [row.line, row.name, row.category, row.status or "", row.state, row.pet_id or "", row.message or ""]
+        writer.writerow([_as_text(cell) for cell in cells])
+    filename = f"import-{batch.id}-results.csv"
+    return Response(
+        "\ufeff" + out.getvalue(),
+        mimetype="text/csv",
+        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
+    )
+
+
+@bp.post(f"/{IMPORT_ID}/start")
+@role_required("staff")
+def start(import_id):
+    """Send the rows not yet sent: the first start, or a resume after a pause or a switch."""
+    return _send(
+        import_id,
+        batches.start,
+        lambda batch, _: f"Sending the animals to {batch.environment}. You can leave this page and come back.",
+        "This import was already started.",
+    )
+
+
+@bp.post(f"/{IMPORT_ID}/retry")
+@role_required("staff")
+def retry(import_id):
+    """Send again the rows the pet store refused; rows whose outcome is unknown are never resent."""
+    return _send(
+        import_id,
+        batches.retry_refused,
+        lambda _, count: f"Sending the {count} refused row{'' if count == 1 else 's'} again.",
+        "There is nothing to send again.",
+    )
+
+
+@bp.post(f"/{IMPORT_ID}/discard")
+@role_required("staff")
+def discard(import_id):
+    """Throw a preview away; nothing was sent."""
+    batch = _find(import_id)
+    if not ButtonForm().validate_on_submit():
+        abort(400)
+    filename = batch.filename
+    if not batches.discard(batch):
+        flash("This import was already started, so it is kept with its results.", "warning")
+        return redirect(url_for(".show", import_id=import_id), 303)
+    flash(f"Discarded the preview of {filename}. Nothing was sent.", "success")
+    return redirect(url_for(".upload"), 303)
+
+
+def _find(import_id):
+    batch = batches.find(import_id, current_user)
+    if batch is None:
+        abort(404)
+    if batches.needs_runner(batch):
+        engines.dispatch(batch.id)  # its runner stopped (a restart): resume it
+    return batch
+
+
+def _send(import_id, queue, sending, nothing):
+    """Queue rows of the import with `queue` (batches.start or .retry_refused) and have them sent, if the
+    import is for the environment served; flash `sending(batch, count)`, or `nothing` when none were queued."""
+    batch = _find(import_id)
+    refused = _refuse_unbound(batch)
+    if refused:
+        return refused
+    count = queue(batch, environments().active().name)
+    if count:
+        engines.dispatch(batch.id)
+        flash(sending(batch, count), "success")
+    else:
+        flash(nothing, "info")
+    return redirect(url_for(".show", import_id=batch.id), 303)
+
+
+def _refuse_unbound(batch):
+    """The answer when the button's form is not valid, or the import is for another environment than the one
+    now served (a switch since the preview): None when it may go on."""
+    if not ButtonForm().validate_on_submit():
+        abort(400)
+    now = serving().environment.name
+    if batch.environment != now:
+        problem = (
+            f"This import was previewed for {batch.environment}, but the portal now serves {now}. Nothing was sent. "
+            f"It can be started while the portal serves {batch.environment}; to add these animals to {now}, "
+            "upload the file again."
+        )
+        return _page(batch, problem), 409
+    return None
+
+
+def _page(batch, problem=None):
+    rows = batches.rows(batch)
+    labels = categories.labels(batch.environment)
+    return render_template(
+        "imports/show.html",
+        batch=batch,
+        rows=rows,
+        counts=batches.counts(batch.id),
+        progress=batches.progress(batch),
+        earlier=batches.earlier_import(batch) if batch.state == "preview" else None,
+        labels=labels,
+        button=ButtonForm(),
+        problem=problem,
+    )
+
+
+def _label_ids(environment_name):
+    return {folded(row.label): row.category_id for row in categories.all_labels(environment_name)}
+
+
+def _shown_name(filename):
+    """The file's name as the browser sent it, reduced to something safe to show: no folders, no control characters."""
+    name = (filename or "").replace("\\", "/").rsplit("/", 1)[-1]
+    name = "".join(char for char in name if char.isprintable() and char not in BIDI_CONTROLS).strip()
+    return name[:120] or "upload.csv"
+
+
+def _as_text(cell):
+    """A cell of results.csv; text that a spreadsheet would run as a formula starts with ' (numbers stay numbers)."""
+    text = str(cell)
+    return "'" + text if text.startswith(FORMULA_STARTS) and not files.WHOLE_NUMBER.fullmatch(text) else text

@@ -1,0 +1,411 @@
+"""Bulk imports from CSV files, against the real reference stores: preview, start, progress, results.
+
+Each valid row becomes exactly one createPet, even when the import is started twice at once; bad files
+are refused whole with the reason and nothing stored; a switch, a refused key or a silent store stops
+the sending with a message, and it resumes where it stopped.
+"""
+
+import csv
+import html
+import io
+import json
+import re
+import time
+
+import pytest
+from werkzeug.datastructures import FileStorage, MultiDict
+from werkzeug.test import encode_multipart
+
+from petportal.extensions import db
+from petportal.models import AuditEntry, BulkImport, ImportRow
+
+from helpers import AuthActions, at_once, csrf_token
+from servers import FaultServer, answer, serve
+
+BOM = "\ufeff"
+MIXED = (
+    BOM
+    + "name,categoryId,status\r\n"
+    + "Rex Junior,1,available\r\n"
+    + "\r\n"
+    + '"Tom, the tabby",2,\r\n'
+    + "Bad Id,abc,available\r\n"
+    + "Bad Status,3,lost\r\n"
+    + "  \r\n"
+    + "<script>alert('x')</script>,4,Pending\r\n"
+    + "Labelled,Dogs,sold\r\n"
+    + ",5,\r\n"
+    + "Too,many,cells,here\r\n"
+)
+VALID = [
+    ("Rex Junior", 1, "available"),
+    ("Tom, the tabby", 2, None),
+    ("<script>alert('x')</script>", 4, "pending"),
+    ("Labelled", 7, "sold"),
+]
+
+
+def creates(store):
+    return [json.loads(request.body) for request in store.received if request.method == "POST"]
+
+
+def upload(client, content, filename="animals.csv"):
+    """Send a file through the upload form, as a browser does."""
+    token = csrf_token(client.get("/animals/import").text)
+    data = content.encode() if isinstance(content, str) else content
+    fields = MultiDict({"csrf_token": token, "file": FileStorage(io.BytesIO(data), filename)})
+    # Encoded in memory: the test client would spool a large body to a temporary file it never closes.
+    boundary, body = encode_multipart(fields)
+    return client.post("/animals/import", data=body, content_type=f"multipart/form-data; boundary={boundary}")
+
+
+def press(client, import_path, action):
+    """Press a button of the import's page (start, retry, discard)."""
+    token = csrf_token(client.get(import_path).text)
+    return client.post(f"{import_path}/{action}", data={"csrf_token": token})
+
+
+def finished(client, import_path, seconds=15):
+    """The import's progress JSON once it stops sending."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        progress = client.get(f"{import_path}.json").get_json()
+        if progress["state"] not in ("queued", "running"):
+            return progress
+        time.sleep(0.05)
+    raise AssertionError(f"the import still runs after {seconds} s: {progress}")
+
+
+def label_dogs(app):
+    """An admin labels category 7 "Dogs" in production, through the labels page."""
+    admin = app.test_client()
+    AuthActions(admin).login("admin")
+    page = admin.get("/admin/categories").text
+    fields = {"csrf_token": csrf_token(page), "environment": "production", "category_id": "7", "label": "Dogs"}
+    assert admin.post("/admin/categories", data=fields).status_code == 303
+
+
+def imports_stored(app):
+    with app.app_context():
+        return db.session.query(BulkImport).count(), db.session.query(ImportRow).count()
+
+
+def audit_entries(app, action):
+    with app.app_context():
+        return [entry for entry in db.session.scalars(db.select(AuditEntry)) if entry.action == action]
+
+
+def test_the_preview_lists_every_row_with_the_reason_a_bad_one_is_refused_and_sends_nothing(
+    portal_app, auth_for, production_store
+):
+    label_dogs(portal_app)
+    staff = auth_for(portal_app, "staff")
+    response = upload(staff, MIXED)
+    assert response.status_code == 303
+    path = response.headers["Location"]
+    assert re.fullmatch(r"/animals/import/[A-Za-z0-9_-]{22}", path)
+    page = staff.get(path).text
+    assert "rows for <strong>production</strong>" in page
+    assert "Nothing has been sent yet. 4 animals will be added to production" in page
+    assert "4 rows will be refused" in page
+    assert "“abc” is neither a category id nor the label of a category." in page
+    assert "The status must be empty or one of available, pending, sold, not “lost”." in page
+    assert "Enter the animal&#39;s name." in page
+    assert "This line has 4 values; each animal needs 3" in page
+    assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;" in page and "<script>alert(" not in page
+    assert "Dogs · 7" in page
+    assert "Add 4 animals to production" in page
+    assert creates(production_store) == []
+    assert staff.get(f"{path}.json").get_json() == {
+        "state": "preview",
+        "total": 8,
+        "created": 0,
+        "failed": 4,
+        "unknown": 0,
+    }
+
+
+def test_a_mixed_file_started_twice_at_once_gives_one_create_pet_per_valid_row(
+    make_portal, database_url, auth_for, production_store
+):
+    portal_app = make_portal(SQLALCHEMY_DATABASE_URI=database_url)
+    label_dogs(portal_app)
+    first, second = auth_for(portal_app, "staff"), auth_for(portal_app, "staff")
+    path = upload(first, MIXED).headers["Location"]
+    tokens = [csrf_token(client.get(path).text) for client in (first, second)]
+
+    def send(client, token, start):
+        start.wait()
+        return client.post(f"{path}/start", data={"csrf_token": token}).status_code
+
+    assert at_once([(first, tokens[0]), (second, tokens[1])], send) == [303, 303]
+    progress = finished(first, path)
+    assert progress == {"state": "done", "total": 8, "created": 4, "failed": 4, "unknown": 0}
+    sent = creates(production_store)
+    assert sorted((s["name"], s["categoryId"], s.get("status")) for s in sent) == sorted(VALID)
+    assert "Done." in first.get(path).text
+    # Pressing start again, once done, sends nothing more.
+    assert press(first, path, "start").status_code == 303
+    assert len(creates(production_store)) == 4
+    messages = html.unescape(first.get(path).text)
+    assert "This import was already started." in messages
+
+
+def test_the_results_csv_gives_every_row_its_outcome_and_each_new_animal_its_id(portal_app, auth_for, production_store):
+    label_dogs(portal_app)
+    staff = auth_for(portal_app, "staff")
+    path = upload(staff, MIXED).headers["Location"]
+    press(staff, path, "start")
+    finished(staff, path)
+    response = staff.get(f"{path}/results.csv")
+    assert response.status_code == 200
+    assert response.mimetype == "text/csv"
+    assert "attachment" in response.headers["Content-Disposition"]
+    rows = list(csv.DictReader(io.StringIO(response.get_data(as_text=True).lstrip(BOM))))
+    in_store = {animal["name"]: animal["id"] for animal in production_store.animals()}
+    assert [row["line"] for row in rows] == ["2", "4", "5", "6", "8", "9", "10", "11"]
+    created = {row["name"]: row for row in rows if row["outcome"] == "created"}
+    assert set(created) == {name for name, _, _ in VALID}
+    for name, row in created.items():
+        assert int(row["id"]) == in_store[name]
+    refused = [row for row in rows if row["outcome"] == "invalid"]
+    assert len(refused) == 4 and all(row["message"] and not row["id"] for row in refused)
+
+
+def test_an_import_is_audited_once_and_each_animal_once_and_listed_in_your_additions(
+    portal_app, auth_for, production_store
+):
+    label_dogs(portal_app)
+    staff = auth_for(portal_app, "staff")
+    path = upload(staff, MIXED).headers["Location"]
+    press(staff, path, "start")
+    finished(staff, path)
+    [entry] = audit_entries(portal_app, "animals_imported")
+    assert entry.actor == "staff" and entry.environment == "production"
+    assert "4 created, 4 refused, 0 unknown, of 8 rows" in entry.detail
+    added = audit_entries(portal_app, "animal_added")
+    assert len(added) == 4 and all("bulk import" in entry.detail for entry in added)
+    mine = staff.get("/animals/mine").text
+    assert "Rex Junior" in mine and "Tom, the tabby" in mine
+
+
+def spreadsheet_formula_is_text(value):
+    return value.startswith("'=")
+
+
+def test_a_name_a_spreadsheet_would_run_is_written_as_text_in_the_results(portal_app, auth_for, production_store):
+    staff = auth_for(portal_app, "staff")
+    path = upload(staff, 'name,categoryId,status\n=HYPERLINK("x"),-3,\n').headers["Location"]
+    press(staff, path, "start")
+    finished(staff, path)
+    [row] = list(csv.DictReader(io.StringIO(staff.get(f"{path}/results.csv").get_data(as_text=True).lstrip(BOM))))
+    assert spreadsheet_formula_is_text(row["name"]) and row["categoryId"] == "-3"
+    assert creates(production_store)[0]["name"] == '=HYPERLINK("x")'
+
+
+@pytest.mark.parametrize(
+    "content, reason",
+    [
+        (b"name,categoryId,status\n" + b"x" * (1024 * 1024), "larger than 1 MB"),
+        ("name,categoryId,status\n" + "Rex,1,\n" * 1001, "more than 1,000 animals"),
+        ("name,category,status\nRex,1,\n", "must be the header name,categoryId,status, not “name,category,status”"),
+        (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "not a CSV text file"),
+        ("name,categoryId,status\nZoë,1,\n".encode("latin-1"), "not UTF-8 text (line 2"),
+        ("", "The file is empty"),
+        ("name,categoryId,status\n\n", "a header but no animals"),
+        ('name,categoryId,status\n"Rex,1,\n', "cannot be read as CSV"),
+    ],
+)
+def test_a_file_that_cannot_be_imported_is_refused_whole_with_the_reason_and_nothing_is_stored(
+    portal_app, auth_for, production_store, content, reason
+):
+    staff = auth_for(portal_app, "staff")
+    response = upload(staff, content)
+    assert response.status_code == 400
+    assert reason in html.unescape(response.text)
+    assert "Nothing was stored." in response.text
+    assert imports_stored(portal_app) == (0, 0)
+    assert creates(production_store) == []
+
+
+def test_a_body_over_the_request_limit_is_a_clear_413_and_nothing_is_stored(portal_app, auth_for):
+    staff = auth_for(portal_app, "staff")
+    response = upload(staff, b"name,categoryId,status\n" + b"y" * (2 * 1024 * 1024))
+    assert response.status_code == 413
+    assert "larger than the portal accepts (1 MB at most)" in response.text
+    assert imports_stored(portal_app) == (0, 0)
+
+
+def test_no_file_is_asked_for_again(portal_app, auth_for):
+    staff = auth_for(portal_app, "staff")
+    token = csrf_token(staff.get("/animals/import").text)
+    response = staff.post("/animals/import", data={"csrf_token": token}, content_type="multipart/form-data")
+    assert response.status_code == 400 and "Choose a CSV file to upload." in response.text
+
+
+def test_an_upload_without_the_csrf_token_is_refused(portal_app, auth_for):
+    staff = auth_for(portal_app, "staff")
+    response = staff.post(
+        "/animals/import",
+        data={"file": (io.BytesIO(b"name,categoryId,status\nRex,1,\n"), "a.csv")},
+        content_type="multipart/form-data",
+    )
+    assert response.status_code == 400
+    assert imports_stored(portal_app) == (0, 0)
+
+
+def test_a_preview_can_be_discarded_and_then_is_gone(portal_app, auth_for, production_store):
+    staff = auth_for(portal_app, "staff")
+    path = upload(staff, "name,categoryId,status\nRex,1,\n").headers["Location"]
+    response = press(staff, path, "discard")
+    assert response.status_code == 303 and response.headers["Location"] == "/animals/import"
+    assert "Nothing was sent." in staff.get("/animals/import").text
+    assert staff.get(path).status_code == 404
+    assert imports_stored(portal_app) == (0, 0)
+    assert creates(production_store) == []
+
+
+def test_only_its_owner_and_admins_see_an_import_and_customers_none(portal_app, auth_for, client):
+    staff = auth_for(portal_app, "staff")
+    path = upload(staff, "name,categoryId,status\nRex,1,\n").headers["Location"]
+    with portal_app.app_context():
+        from petportal.models import User
+
+        db.session.add(User(username="other", role="staff", password_hash=db.session.get(User, 1).password_hash))
+        db.session.commit()
+    other = portal_app.test_client()
+    AuthActions(other).login("other", password=__import__("helpers").PASSWORDS["staff"])
+    for suffix in ("", ".json", "/results.csv"):
+        assert other.get(path + suffix).status_code == 404
+        assert client.get(path + suffix).status_code == 302
+    assert auth_for(portal_app, "admin").get(path).status_code == 200
+    assert client.get("/animals/import").status_code == 302
+
+
+def test_an_import_previewed_for_one_environment_is_not_started_in_another(portal_app, auth_for, production_store):
+    staff = auth_for(portal_app, "staff")
+    path = upload(staff, "name,categoryId,status\nRex,1,\n").headers["Location"]
+    token = csrf_token(staff.get(path).text)
+    with portal_app.app_context():
+        from petportal.environments import environments
+
+        environments().set_active("staging")
+    response = staff.post(f"{path}/start", data={"csrf_token": token})
+    assert response.status_code == 409
+    assert "previewed for production, but the portal now serves staging. Nothing was sent." in response.text
+    assert creates(production_store) == []
+
+
+def test_a_switch_while_it_runs_stops_it_and_it_resumes_where_it_stopped(make_portal, auth_for, tmp_path):
+    store = SlowStore(tmp_path, seconds=0.05)
+    with serve(store) as origin, FaultServer() as staging:
+        app = make_portal.over(origin + "/v1", staging.base_url, IMPORT_CONCURRENCY=1)
+        staff = auth_for(app, "staff")
+        rows = "".join(f"Pup {number},1,\n" for number in range(40))
+        path = upload(staff, "name,categoryId,status\n" + rows).headers["Location"]
+        press(staff, path, "start")
+        while staff.get(f"{path}.json").get_json()["created"] < 3:
+            time.sleep(0.02)
+        with app.app_context():
+            from petportal.environments import environments
+
+            environments().set_active("staging")
+        stopped = finished(staff, path)
+        assert stopped["state"] == "stopped" and stopped["created"] < 40
+        page = html.unescape(staff.get(path).text)
+        assert "The portal switched from production to staging while this import ran." in page
+        with app.app_context():
+            environments().set_active("production")
+        time.sleep(1.1)  # every process reads the active environment at least once a second
+        press(staff, path, "start")
+        assert finished(staff, path) == {"state": "done", "total": 40, "created": 40, "failed": 0, "unknown": 0}
+        assert sorted(store.names) == sorted(f"Pup {number}" for number in range(40))
+
+
+@pytest.mark.parametrize(
+    "status, message",
+    [
+        (401, "The pet store refused the portal&#39;s key for production."),
+        (503, "The pet store of production stopped answering."),
+    ],
+)
+def test_a_refused_key_or_a_silent_store_pauses_the_import_until_it_is_resumed(
+    make_portal, auth_for, fault_server, status, message
+):
+    app = make_portal.over(fault_server.base_url, fault_server.base_url)
+    staff = auth_for(app, "staff")
+    path = upload(staff, "name,categoryId,status\nRex,1,\nMia,2,\n").headers["Location"]
+    fault_server.script(answer(status, {"code": "no", "message": "no"}))
+    press(staff, path, "start")
+    assert finished(staff, path)["state"] == "paused"
+    page = staff.get(path).text
+    assert message in page and "Resume: send the 2 remaining to production" in page
+    fault_server.script(
+        answer(201, {"id": 41, "name": "Rex", "categoryId": 1}), answer(201, {"id": 42, "name": "Mia", "categoryId": 2})
+    )
+    press(staff, path, "start")
+    assert finished(staff, path) == {"state": "done", "total": 2, "created": 2, "failed": 0, "unknown": 0}
+
+
+def test_rows_the_store_refuses_are_kept_with_its_reason_and_can_be_sent_again(make_portal, auth_for, fault_server):
+    app = make_portal.over(fault_server.base_url, fault_server.base_url)
+    staff = auth_for(app, "staff")
+    path = upload(staff, "name,categoryId,status\nRex,1,\n").headers["Location"]
+    fault_server.script(answer(400, {"code": "invalid", "message": "Category 1 is closed <b>today</b>"}))
+    press(staff, path, "start")
+    assert finished(staff, path) == {"state": "done", "total": 1, "created": 0, "failed": 1, "unknown": 0}
+    page = staff.get(path).text
+    assert "The pet store refused it: Category 1 is closed &lt;b&gt;today&lt;/b&gt;" in page
+    fault_server.script(answer(201, {"id": 9, "name": "Rex", "categoryId": 1}))
+    assert press(staff, path, "retry").status_code == 303
+    assert finished(staff, path) == {"state": "done", "total": 1, "created": 1, "failed": 0, "unknown": 0}
+
+
+def test_a_row_without_a_usable_answer_is_unknown_listed_apart_and_never_resent(make_portal, auth_for, fault_server):
+    app = make_portal.over(fault_server.base_url, fault_server.base_url)
+    staff = auth_for(app, "staff")
+    path = upload(staff, "name,categoryId,status\nRex,1,\n").headers["Location"]
+    fault_server.script(answer(200, b"not json"))
+    press(staff, path, "start")
+    assert finished(staff, path) == {"state": "done", "total": 1, "created": 0, "failed": 0, "unknown": 1}
+    page = staff.get(path).text
+    assert "Outcome unknown: check these" in page and "/animals?q=Rex" in page
+    press(staff, path, "start")
+    press(staff, path, "retry")
+    assert fault_server.methods().count("POST") == 1
+
+
+def test_the_progress_page_has_a_bar_that_a_script_or_a_refresh_updates(make_portal, auth_for, tmp_path):
+    store = SlowStore(tmp_path, seconds=0.2)
+    with serve(store) as origin, FaultServer() as staging:
+        app = make_portal.over(origin + "/v1", staging.base_url, IMPORT_CONCURRENCY=1)
+        staff = auth_for(app, "staff")
+        path = upload(staff, "name,categoryId,status\nA,1,\nB,1,\nC,1,\n").headers["Location"]
+        press(staff, path, "start")
+        page = staff.get(path).text
+        assert re.search(r'<progress id="import-bar" [^>]*max="3"', page)
+        assert 'src="/static/js/import.js"' in page
+        assert '<noscript><meta http-equiv="refresh" content="5"></noscript>' in page
+        finished(staff, path)
+        done = staff.get(path).text
+        assert 'value="3"' in done and "import.js" not in done
+    assert "/animals/import" in staff.get("/animals/new").text
+
+
+class SlowStore:
+    """The reference store on a SQLite file, answering each createPet after `seconds`; records the names sent."""
+
+    def __init__(self, tmp_path, seconds):
+        from helpers import PRODUCTION_KEY, make_store
+
+        self.app = make_store(tmp_path / "slow.sqlite", [PRODUCTION_KEY])
+        self.seconds = seconds
+        self.names = []
+
+    def __call__(self, environ, start_response):
+        if environ["REQUEST_METHOD"] == "POST":
+            body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+            self.names.append(json.loads(body)["name"])
+            environ["wsgi.input"] = io.BytesIO(body)
+            time.sleep(self.seconds)
+        return self.app(environ, start_response)
