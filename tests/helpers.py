@@ -1,9 +1,12 @@
 """What the tests share besides fixtures: the test secrets, the stores' sample data, PostgreSQL schemas, the
 portal's test configuration, a hand-moved clock, and the forms' tokens and logins as a browser sends them."""
 
+import io
+import json
 import os
 import re
 import threading
+import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -207,3 +210,20 @@ class AuthActions:
     def logout(self):
         page = self._client.get("/animals")
         return self._client.post("/logout", data={"csrf_token": csrf_token(page.text)})
+
+
+class SlowStore:
+    """The reference store on a SQLite file, answering each createPet after `seconds`; records the names sent."""
+
+    def __init__(self, tmp_path, seconds):
+        self.app = make_store(tmp_path / "slow.sqlite", [PRODUCTION_KEY])
+        self.seconds = seconds
+        self.names = []
+
+    def __call__(self, environ, start_response):
+        if environ["REQUEST_METHOD"] == "POST":
+            body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+            self.names.append(json.loads(body)["name"])
+            environ["wsgi.input"] = io.BytesIO(body)
+            time.sleep(self.seconds)
+        return self.app(environ, start_response)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import PASSWORDS, totp
+from helpers import PASSWORDS, SlowStore, totp
 from servers import FaultServer, answer, serve
 
 pytestmark = pytest.mark.slow
@@ -185,6 +185,37 @@ def test_invalid_values_show_errors_next_to_the_fields(page, origin, production_
 
 
 # --- admins ---------------------------------------------------------------------------------------
+
+
+def choose_file(page, content, name="animals.csv"):
+    page.set_input_files("#file", files=[{"name": name, "mimeType": "text/csv", "buffer": content.encode()}])
+
+
+def test_staff_import_a_file_preview_it_start_it_and_watch_the_bar_fill(make_portal, page, tmp_path):
+    store = SlowStore(tmp_path, seconds=0.1)
+    with serve(store) as slow, FaultServer() as staging, serve(make_portal.over(slow + "/v1", staging.base_url)) as url:
+        log_in(page, url, "staff")
+        page.click("nav >> text=Import")
+        assert_accessible(page)
+        rows = "".join(f"Kitten {number},2,available\n" for number in range(40))
+        choose_file(page, "name,categoryId,status\n" + rows + "Nameless,x,\n")
+        page.click("text=Upload and preview")
+        page.wait_for_selector("text=Nothing has been sent yet.")
+        assert page.locator("tr.row-invalid").count() == 1
+        assert "neither a category id nor the label" in page.locator("tr.row-invalid").inner_text()
+        assert_accessible(page)
+        page.click("text=Add 40 animals to production")
+        bar = page.locator("#import-bar")
+        # The page's script moves the bar while the rows are sent, without reloading the page.
+        page.wait_for_function(
+            "() => { const bar = document.getElementById('import-bar'); return bar.value > 1 && bar.value < bar.max; }"
+        )
+        assert_accessible(page)
+        page.wait_for_selector("text=Done.", timeout=20_000)
+        assert bar.get_attribute("value") == "41" and bar.get_attribute("max") == "41"
+        assert "41 of 41 rows done: 40 added, 1 refused, 0 unknown." in page.locator("#import-counts").inner_text()
+        assert_accessible(page)
+        assert sorted(store.names) == sorted(f"Kitten {number}" for number in range(40))
 
 
 def switch_to(page, origin, environment):
@@ -391,7 +422,21 @@ def test_screenshots_and_no_horizontal_scroll_on_a_phone(browser, origin, width)
     )
     for name, path in pages:
         page.goto(origin + path)
-        page.screenshot(path=str(SCREENSHOTS / f"{name}-{width}.png"), full_page=True)
-        overflow = sideways_scroll(page)
-        assert overflow <= 0, f"{path} scrolls sideways by {overflow}px at {width}px"
+        shoot(page, name, width)
+    page.goto(f"{origin}/animals/import")
+    shoot(page, "import-upload", width)
+    choose_file(page, 'name,categoryId,status\nBiscuit,Dogs,available\n"Tom, the tabby",2,\nNo category,,sold\n')
+    page.click("text=Upload and preview")
+    page.wait_for_selector("text=Nothing has been sent yet.")
+    shoot(page, "import-preview", width)
+    page.click("text=Add 2 animals to production")
+    page.wait_for_selector("text=Done.")
+    shoot(page, "import-done", width)
     context.close()
+
+
+def shoot(page, name, width):
+    """A full-page screenshot for people to look at; the page must not scroll sideways at this width."""
+    page.screenshot(path=str(SCREENSHOTS / f"{name}-{width}.png"), full_page=True)
+    overflow = sideways_scroll(page)
+    assert overflow <= 0, f"{page.url} scrolls sideways by {overflow}px at {width}px"

@@ -19,7 +19,7 @@ from werkzeug.test import encode_multipart
 from petportal.extensions import db
 from petportal.models import AuditEntry, BulkImport, ImportRow
 
-from helpers import AuthActions, at_once, csrf_token
+from helpers import PASSWORDS, AuthActions, SlowStore, at_once, csrf_token
 from servers import FaultServer, answer, serve
 
 BOM = "\ufeff"
@@ -274,7 +274,7 @@ def test_only_its_owner_and_admins_see_an_import_and_customers_none(portal_app, 
         db.session.add(User(username="other", role="staff", password_hash=db.session.get(User, 1).password_hash))
         db.session.commit()
     other = portal_app.test_client()
-    AuthActions(other).login("other", password=__import__("helpers").PASSWORDS["staff"])
+    AuthActions(other).login("other", password=PASSWORDS["staff"])
     for suffix in ("", ".json", "/results.csv"):
         assert other.get(path + suffix).status_code == 404
         assert client.get(path + suffix).status_code == 302
@@ -390,22 +390,3 @@ def test_the_progress_page_has_a_bar_that_a_script_or_a_refresh_updates(make_por
         done = staff.get(path).text
         assert 'value="3"' in done and "import.js" not in done
     assert "/animals/import" in staff.get("/animals/new").text
-
-
-class SlowStore:
-    """The reference store on a SQLite file, answering each createPet after `seconds`; records the names sent."""
-
-    def __init__(self, tmp_path, seconds):
-        from helpers import PRODUCTION_KEY, make_store
-
-        self.app = make_store(tmp_path / "slow.sqlite", [PRODUCTION_KEY])
-        self.seconds = seconds
-        self.names = []
-
-    def __call__(self, environ, start_response):
-        if environ["REQUEST_METHOD"] == "POST":
-            body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
-            self.names.append(json.loads(body)["name"])
-            environ["wsgi.input"] = io.BytesIO(body)
-            time.sleep(self.seconds)
-        return self.app(environ, start_response)

@@ -13,7 +13,9 @@ import threading
 import click
 from flask import Flask, current_app
 from flask.cli import AppGroup
+from sqlalchemy.exc import SQLAlchemyError
 
+from ..extensions import db
 from . import batches, runner
 
 log = logging.getLogger(__name__)
@@ -32,6 +34,22 @@ class Embedded:
         self._app = app
         self._lock = threading.Lock()
         self._running: set[str] = set()
+        self._resumed = False
+        app.before_request(self._resume_unfinished)
+
+    def _resume_unfinished(self) -> None:
+        """At this process's first request, pick up the imports a stopped process left (after a crash)."""
+        if self._resumed:
+            return
+        try:
+            unfinished = batches.runnable_ids()
+        except SQLAlchemyError as error:
+            db.session.rollback()
+            log.error("unfinished bulk imports not looked for: the database is unavailable: %s", type(error).__name__)
+            return
+        self._resumed = True
+        for import_id in unfinished:
+            self.dispatch(import_id)
 
     def dispatch(self, import_id: str) -> None:
         """Start a thread for the import, unless one of this process runs it already."""
@@ -68,9 +86,7 @@ class Queued:
         queue) unless `again` (a starting worker picks up what a stopped one left)."""
         marker = f"petportal:import-dispatched:{import_id}"
         if self.connection.set(marker, 1, nx=not again, ex=max(1, int(self._lease))):
-            self.queue.enqueue(
-                run_job, import_id, job_timeout=JOB_TIMEOUT_SECONDS, result_ttl=0, failure_ttl=24 * 3600
-            )
+            self.queue.enqueue(run_job, import_id, job_timeout=JOB_TIMEOUT_SECONDS, result_ttl=0, failure_ttl=24 * 3600)
 
 
 def run_job(import_id: str) -> None:
