@@ -214,10 +214,10 @@ def slow_environment_effect(portal, seconds, medians):
     """An admin previewing the 2 s staging store under load, while customers load production pages."""
     admin = requests.Session()
     page = admin.get(f"{portal}/login").text
-    token = re.search(r'name="csrf_token" type="hidden" value="([^"]+)"', page).group(1)
+    token = csrf_token(page)
     admin.post(f"{portal}/login", data={"username": "bench", "password": ADMIN_PASSWORD, "csrf_token": token})
     page = admin.get(f"{portal}/admin/environment").text
-    token = re.search(r'name="csrf_token" type="hidden" value="([^"]+)"', page).group(1)
+    token = csrf_token(page)
     admin.post(f"{portal}/admin/environment/preview", data={"environment": "staging", "csrf_token": token})
     cookie = f"Cookie: session={admin.cookies['session']}"
     slow_run = subprocess.Popen(
@@ -232,12 +232,22 @@ def slow_environment_effect(portal, seconds, medians):
     return {"baseline": medians[("portal", 8, 20)][0], "during": during.rps if during else None, "slow_rps": slow_rps}
 
 
-def print_settings(args):
+def csrf_token(page):
+    """The CSRF token of the first form on a portal page."""
+    return re.search(r'name="csrf_token" (?:type="hidden" )?value="([^"]+)"', page).group(1)
+
+
+def machine():
+    """This machine, as every benchmark prints it first."""
     cpu = re.search(r"model name\s*:\s*(.*)", Path("/proc/cpuinfo").read_text())
-    print(
+    return (
         f"machine: {os.cpu_count()} cores, {cpu.group(1) if cpu else platform.processor()}, "
         f"Python {platform.python_version()}, {platform.system()} {platform.release()}"
     )
+
+
+def print_settings(args):
+    print(machine())
     print(f"store: gunicorn gthread, {STORE_WORKERS} workers x {STORE_THREADS} threads, SQLite, 100 animals")
     print(
         f"portal and bare render: gunicorn.conf.py (gthread, preload, keep-alive 5), "

@@ -43,3 +43,9 @@ def test_the_benchmark_runs_and_prints_its_table():
 def test_the_render_benchmark_runs_and_prints_both_sizes():
     result = run_bench("bench.render", "--repeat", "5", "--batches", "1")
     assert "| 20 |" in result.stdout and "| 100 |" in result.stdout
+
+
+def test_the_import_benchmark_runs_and_prints_its_ratio():
+    result = run_bench("bench.imports", "--rows", "20", "--rounds", "1")
+    assert "| import rate / store rate |" in result.stdout
+    assert "| list page p50, while an import runs (ms) |" in result.stdout

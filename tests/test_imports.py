@@ -19,7 +19,7 @@ from werkzeug.test import encode_multipart
 from petportal.extensions import db
 from petportal.models import AuditEntry, BulkImport, ImportRow
 
-from helpers import PASSWORDS, AuthActions, SlowStore, at_once, csrf_token
+from helpers import PASSWORDS, REDIS_URL, AuthActions, SlowStore, at_once, csrf_token
 from servers import FaultServer, answer, serve
 
 BOM = "\ufeff"
@@ -390,3 +390,34 @@ def test_the_progress_page_has_a_bar_that_a_script_or_a_refresh_updates(make_por
         done = staff.get(path).text
         assert 'value="3"' in done and "import.js" not in done
     assert "/animals/import" in staff.get("/animals/new").text
+
+
+def test_with_redis_an_import_waits_for_a_worker_says_so_and_the_worker_sends_it(
+    make_portal, auth_for, production_store
+):
+    if not REDIS_URL:
+        pytest.skip("PETPORTAL_TEST_REDIS_URL is not set: no Redis to queue imports in")
+    app = make_portal(REDIS_URL=REDIS_URL)
+    staff = auth_for(app, "staff")
+    path = upload(staff, "name,categoryId,status\nRex,1,\nMia,2,\n").headers["Location"]
+    assert press(staff, path, "start").status_code == 303
+    page = staff.get(path).text
+    assert "Waiting to be sent" in page and "no import worker is running" in page
+    assert staff.get(f"{path}.json").get_json()["state"] == "queued"
+    assert creates(production_store) == []
+    result = app.test_cli_runner().invoke(args=["imports", "worker", "--burst"])
+    assert result.exit_code == 0, result.output
+    assert staff.get(f"{path}.json").get_json() == {
+        "state": "done",
+        "total": 2,
+        "created": 2,
+        "failed": 0,
+        "unknown": 0,
+    }
+    assert sorted(sent["name"] for sent in creates(production_store)) == ["Mia", "Rex"]
+
+
+def test_without_redis_the_worker_command_says_none_is_needed(portal_app):
+    result = portal_app.test_cli_runner().invoke(args=["imports", "worker", "--burst"])
+    assert result.exit_code == 1
+    assert "PETPORTAL_REDIS_URL is not set" in result.output

@@ -13,6 +13,7 @@ import threading
 import click
 from flask import Flask, current_app
 from flask.cli import AppGroup
+from redis.exceptions import RedisError
 from sqlalchemy.exc import SQLAlchemyError
 
 from ..extensions import db
@@ -85,8 +86,14 @@ class Queued:
         """Queue a job for the import: at most one per lease (a page that keeps asking does not fill the
         queue) unless `again` (a starting worker picks up what a stopped one left)."""
         marker = f"petportal:import-dispatched:{import_id}"
-        if self.connection.set(marker, 1, nx=not again, ex=max(1, int(self._lease))):
-            self.queue.enqueue(run_job, import_id, job_timeout=JOB_TIMEOUT_SECONDS, result_ttl=0, failure_ttl=24 * 3600)
+        try:
+            if self.connection.set(marker, 1, nx=not again, ex=max(1, int(self._lease))):
+                self.queue.enqueue(
+                    run_job, import_id, job_timeout=JOB_TIMEOUT_SECONDS, result_ttl=0, failure_ttl=24 * 3600
+                )
+        except RedisError as error:
+            # The import stays queued, and is queued again when its page is next opened or a worker starts.
+            log.error("bulk import %s not queued: Redis is unavailable: %s", import_id, type(error).__name__)
 
 
 def run_job(import_id: str) -> None:

@@ -123,11 +123,14 @@ def _send_rows(app: Flask, import_id: str, runner: str) -> None:
     pause: str | None = None
     stop: str | None = None
     created_since_invalidated = False
+    renewed_at = time.monotonic()  # _take_over has just set the lease
     with ThreadPoolExecutor(app.config["IMPORT_CONCURRENCY"], thread_name_prefix="import") as pool:
         while True:
-            if not change(import_id, _held_by(runner), lease_until=utcnow() + timedelta(seconds=lease)):
-                log.warning("bulk import %s: runner %s lost its lease; another runner goes on", import_id, runner)
-                break
+            if time.monotonic() - renewed_at >= RENEW_SECONDS:
+                if not change(import_id, _held_by(runner), lease_until=utcnow() + timedelta(seconds=lease)):
+                    log.warning("bulk import %s: runner %s lost its lease; another runner goes on", import_id, runner)
+                    break
+                renewed_at = time.monotonic()
             active = environments().active().name
             if stop is None and active_at_start is not None and active != active_at_start:
                 stop = (
