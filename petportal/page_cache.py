@@ -149,9 +149,13 @@ def invalidate(environment_name):
         _safely(cache.cache.inc, _generation_key(environment_name))
 
 
+# Pages, an import's progress and its results: what a browser or a proxy must not keep unless a view says so.
+PERSONAL_TYPES = frozenset({"text/html", "application/json", "text/csv"})
+
+
 def register(app):
     """Bind the cache (Redis when configured; see config.derived), put the shared pages in front of Flask
-    when caching is on, and mark every other HTML response as never to be stored."""
+    when caching is on, and mark every other page, JSON or CSV answer as never to be stored."""
     cache.init_app(app)
     app.extensions["petportal.page_cache"] = {"down_until": 0.0}
     if app.config["CACHE_SECONDS"] > 0:
@@ -159,7 +163,7 @@ def register(app):
 
     @app.after_request
     def never_store_personal_pages(response):
-        if "Cache-Control" not in response.headers and response.mimetype == "text/html":
+        if "Cache-Control" not in response.headers and response.mimetype in PERSONAL_TYPES:
             response.headers["Cache-Control"] = "no-store"
         return response
 

@@ -9,7 +9,8 @@ from flask.testing import FlaskClient
 
 from petportal.config import from_environment
 from petportal.extensions import db
-from petportal.models import AuditEntry, CategoryLabel, User
+from petportal.imports import batches, files
+from petportal.models import AuditEntry, BulkImport, CategoryLabel, User
 
 from helpers import NEW_PASSWORDS, PASSWORDS, AuthActions, csrf_token
 from servers import portal_environment, run_init_db
@@ -33,6 +34,10 @@ POST_ROUTES = [
     "/account/mfa",
     "/admin/categories",
     "/admin/categories/<int(signed=True):category_id>/remove",
+    "/animals/import",
+    "/animals/import/<string(length=22):import_id>/start",
+    "/animals/import/<string(length=22):import_id>/retry",
+    "/animals/import/<string(length=22):import_id>/discard",
 ]
 
 
@@ -151,7 +156,9 @@ def test_a_post_without_csrf_token_is_refused_and_changes_nothing(
     }
     other = portal_app.test_client()
     login(other, "staff")
-    response = client.post(path.replace("<name>", "staff").replace("<int(signed=True):category_id>", "1"), data=fields)
+    import_id = previewed_import(portal_app)
+    path = path.replace("<name>", "staff").replace("<int(signed=True):category_id>", "1")
+    response = client.post(path.replace("<string(length=22):import_id>", import_id), data=fields)
     assert response.status_code == 400
     assert "expired or was not sent from this site" in response.text
     assert [r for r in production_store.received + staging_store.received if r.method == "POST"] == []
@@ -167,7 +174,18 @@ def test_a_post_without_csrf_token_is_refused_and_changes_nothing(
     assert accounts["admin"].check_password(PASSWORDS["admin"]) and accounts["staff"].check_password(PASSWORDS["staff"])
     with portal_app.app_context():
         assert db.session.scalars(db.select(CategoryLabel)).all() == []
+        assert [(batch.id, batch.state) for batch in db.session.scalars(db.select(BulkImport))] == [
+            (import_id, "preview")
+        ]
     assert token
+
+
+def previewed_import(app):
+    """An import of one animal, previewed by the admin and not started; its id."""
+    with app.test_request_context():
+        admin = db.session.scalar(db.select(User).where(User.username == "admin"))
+        raw = b"name,categoryId,status\nSneaky,1,\n"
+        return batches.create(admin, "production", "a.csv", raw, files.read(raw, {})).id
 
 
 @pytest.mark.parametrize(
