@@ -48,6 +48,8 @@ def defaults(instance_path: str) -> dict[str, Any]:
         # How long a bulk import's runner holds it without renewing; it renews every second. Another runner
         # takes the import over (after a crash) only once this has run out.
         "IMPORT_LEASE_SECONDS": 10.0,
+        # How often each portal process (without Redis) or import worker looks for imports to pick up.
+        "IMPORT_WATCH_SECONDS": 5.0,
     }
 
 

@@ -119,6 +119,8 @@ def portal_config(tmp_path, production_url, staging_url, **overrides):
         "CACHE_SECONDS": 0,
         # Most admin tests are about something else; the second factor's own tests turn it on.
         "REQUIRE_ADMIN_MFA": False,
+        # No thread per portal looking for abandoned imports; the crash tests run real processes that do.
+        "IMPORT_WATCH_SECONDS": 0,
         **overrides,
     }
 

@@ -63,9 +63,19 @@ def start_worker(env):
 
 
 def kill(process):
-    """SIGKILL the process and all it started: no clean-up code of the portal's runs."""
+    """SIGKILL the process and all it started (no clean-up code of the portal's runs), and wait until all
+    are gone: a gunicorn worker left for a moment would still hold the port."""
     os.killpg(process.pid, signal.SIGKILL)
     process.wait(10)
+    wait_for(lambda: not group_alive(process.pid), 10, "the killed processes to go")
+
+
+def group_alive(group):
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def prepare(env):

@@ -11,6 +11,7 @@ import io
 import json
 import re
 import time
+from datetime import timedelta
 
 import pytest
 from werkzeug.datastructures import FileStorage, MultiDict
@@ -20,7 +21,7 @@ from petportal.extensions import db
 from petportal.models import AuditEntry, BulkImport, ImportRow
 
 from helpers import PASSWORDS, REDIS_URL, AuthActions, SlowStore, at_once, csrf_token
-from servers import FaultServer, answer, serve
+from servers import FaultServer, answer, delay, serve
 
 BOM = "\ufeff"
 MIXED = (
@@ -180,6 +181,8 @@ def test_an_import_is_audited_once_and_each_animal_once_and_listed_in_your_addit
     path = upload(staff, MIXED).headers["Location"]
     press(staff, path, "start")
     finished(staff, path)
+    [started] = audit_entries(portal_app, "import_started")
+    assert started.actor == "staff" and "(staff's), start" in started.detail
     [entry] = audit_entries(portal_app, "animals_imported")
     assert entry.actor == "staff" and entry.environment == "production"
     assert "4 created, 4 refused, 0 unknown, of 8 rows" in entry.detail
@@ -210,6 +213,7 @@ def test_a_name_a_spreadsheet_would_run_is_written_as_text_in_the_results(portal
         ("name,categoryId,status\n" + "Rex,1,\n" * 1001, "more than 1,000 animals"),
         ("name,category,status\nRex,1,\n", "must be the header name,categoryId,status, not “name,category,status”"),
         (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "not a CSV text file"),
+        ("name,categoryId,status\nRex,1,\n".encode("utf-16"), "This file is UTF-16"),
         ("name,categoryId,status\nZoë,1,\n".encode("latin-1"), "not UTF-8 text (line 2"),
         ("", "The file is empty"),
         ("name,categoryId,status\n\n", "a header but no animals"),
@@ -323,28 +327,68 @@ def test_a_switch_while_it_runs_stops_it_and_it_resumes_where_it_stopped(make_po
 
 
 @pytest.mark.parametrize(
-    "status, message",
+    "fault, message, unknown",
     [
-        (401, "The pet store refused the portal&#39;s key for production."),
-        (503, "The pet store of production stopped answering."),
+        (answer(401, {"code": "no", "message": "no"}), "The pet store refused the portal&#39;s key for production.", 0),
+        (answer(429, {"code": "slow", "message": "down"}), "The pet store of production stopped answering.", 0),
+        # A 503 may come from a gateway after the store got the call; a store that hangs may have got it too.
+        (answer(503, {"code": "no", "message": "no"}), "gave no usable answer for a row, so nothing more was sent", 1),
+        (delay(1.5, answer(201, {"id": 40, "name": "Rex", "categoryId": 1})), "gave no usable answer for a row", 1),
     ],
+    ids=["401", "429", "503", "hang"],
 )
 def test_a_refused_key_or_a_silent_store_pauses_the_import_until_it_is_resumed(
-    make_portal, auth_for, fault_server, status, message
+    make_portal, auth_for, fault_server, fault, message, unknown
 ):
-    app = make_portal.over(fault_server.base_url, fault_server.base_url)
+    app = make_portal.over(fault_server.base_url, fault_server.base_url, IMPORT_CONCURRENCY=1)
     staff = auth_for(app, "staff")
-    path = upload(staff, "name,categoryId,status\nRex,1,\nMia,2,\n").headers["Location"]
-    fault_server.script(answer(status, {"code": "no", "message": "no"}))
+    path = upload(staff, "name,categoryId,status\nRex,1,\nMia,2,\nZed,3,\n").headers["Location"]
+    fault_server.script(fault)
     press(staff, path, "start")
-    assert finished(staff, path)["state"] == "paused"
+    paused = finished(staff, path)
+    assert paused == {"state": "paused", "total": 3, "created": 0, "failed": 0, "unknown": unknown}
+    assert fault_server.methods().count("POST") == 1, "it went on sending after the first failure"
     page = staff.get(path).text
-    assert message in page and "Resume: send the 2 remaining to production" in page
-    fault_server.script(
-        answer(201, {"id": 41, "name": "Rex", "categoryId": 1}), answer(201, {"id": 42, "name": "Mia", "categoryId": 2})
-    )
+    remaining = 3 - unknown
+    assert message in page and f"Resume: send the {remaining} remaining to production" in page
+    fault_server.script(answer(201, {"id": 41, "name": "Mia", "categoryId": 2}))
     press(staff, path, "start")
-    assert finished(staff, path) == {"state": "done", "total": 2, "created": 2, "failed": 0, "unknown": 0}
+    done = finished(staff, path)
+    assert done == {"state": "done", "total": 3, "created": remaining, "failed": 0, "unknown": unknown}
+    sent = [json.loads(request.body)["name"] for request in fault_server.received if request.method == "POST"]
+    # Refused before any work (401, 429), Rex is sent again on resume; with no usable answer, never.
+    assert sent == (["Rex", "Mia", "Zed"] if unknown else ["Rex", "Rex", "Mia", "Zed"])
+
+
+def test_two_imports_in_one_process_share_its_places_without_pausing_each_other(make_portal, auth_for, tmp_path):
+    store = SlowStore(tmp_path, seconds=0.1)
+    with serve(store) as origin, FaultServer() as staging:
+        app = make_portal.over(origin + "/v1", staging.base_url, IMPORT_CONCURRENCY=2)
+        staff = auth_for(app, "staff")
+        paths = [
+            upload(staff, "name,categoryId,status\n" + "".join(f"{prefix}{n},1,\n" for n in range(6))).headers[
+                "Location"
+            ]
+            for prefix in ("Ant", "Bee")
+        ]
+        for path in paths:
+            press(staff, path, "start")
+        for path in paths:
+            assert finished(staff, path) == {"state": "done", "total": 6, "created": 6, "failed": 0, "unknown": 0}
+        assert sorted(store.names) == sorted(f"{prefix}{n}" for prefix in ("Ant", "Bee") for n in range(6))
+
+
+def test_a_preview_left_for_a_day_is_deleted_with_its_rows_at_the_next_upload(portal_app, auth_for):
+    staff = auth_for(portal_app, "staff")
+    old = upload(staff, "name,categoryId,status\nRex,1,\nMia,2,\n").headers["Location"].rsplit("/", 1)[1]
+    with portal_app.app_context():
+        db.session.get(BulkImport, old).created_at -= timedelta(days=1, minutes=1)
+        db.session.commit()
+    upload(staff, "name,categoryId,status\nZed,3,\n")
+    with portal_app.app_context():
+        assert db.session.get(BulkImport, old) is None
+        assert db.session.query(ImportRow).filter_by(import_id=old).count() == 0
+    assert imports_stored(portal_app) == (1, 1)
 
 
 def test_rows_the_store_refuses_are_kept_with_its_reason_and_can_be_sent_again(make_portal, auth_for, fault_server):

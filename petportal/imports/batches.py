@@ -31,8 +31,13 @@ FAILED_STATES = ("invalid", "refused")
 
 def create(user: Any, environment_name: str, filename: str, raw: bytes, rows: list[Row]) -> BulkImport:
     """Store a checked file as a preview for `user` and `environment_name`; nothing is sent."""
+    expired = select(BulkImport.id).where(
+        BulkImport.state == "preview", BulkImport.created_at < utcnow() - PREVIEW_LIFETIME
+    )
+    # The rows first, by hand: SQLite enforces no foreign keys unless told to, so ON DELETE CASCADE is not enough.
+    db.session.execute(delete(ImportRow).where(ImportRow.import_id.in_(expired)))
     db.session.execute(
-        delete(BulkImport).where(BulkImport.state == "preview", BulkImport.created_at < utcnow() - PREVIEW_LIFETIME),
+        delete(BulkImport).where(BulkImport.id.in_(expired.scalar_subquery())),
         execution_options={"synchronize_session": False},
     )
     batch = BulkImport(
@@ -179,9 +184,12 @@ def needs_runner(batch: BulkImport) -> bool:
     return batch.state in RUNNABLE and (batch.lease_until is None or batch.lease_until < utcnow())
 
 
-def runnable_ids() -> list[str]:
-    """Every import waiting to be sent or being sent: what a starting worker picks up."""
-    return list(db.session.scalars(select(BulkImport.id).where(BulkImport.state.in_(RUNNABLE))))
+def unheld_ids() -> list[str]:
+    """Every import that waits to be sent while no live runner holds it: what the engines' watchers pick up."""
+    unheld = BulkImport.lease_until.is_(None) | (BulkImport.lease_until < utcnow())
+    found = list(db.session.scalars(select(BulkImport.id).where(BulkImport.state.in_(RUNNABLE), unheld)))
+    db.session.commit()
+    return found
 
 
 def change(import_id: str, condition: Any, *, commit: bool = True, **values: Any) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 
 import click
 from flask import Flask, current_app
@@ -28,29 +29,62 @@ _ENGINE = "petportal.import_engine"
 import_commands = AppGroup("imports", help="Run bulk imports (with PETPORTAL_REDIS_URL set).")
 
 
+class Watcher:
+    """Every `every` seconds, has the imports sent that wait and that no live runner holds: queued ones, and
+    those whose runner died or stalled (its lease ran out). How an import goes on by itself after a crash."""
+
+    def __init__(self, app: Flask, dispatch: Callable[[str], None], every: float) -> None:
+        self._app, self._dispatch, self._every = app, dispatch, every
+        self._stopped = threading.Event()
+
+    def once(self) -> bool:
+        """One look; False when the database could not be read."""
+        with self._app.app_context():
+            try:
+                waiting = batches.unheld_ids()
+            except SQLAlchemyError as error:
+                log.error("no look for unfinished bulk imports: the database is unavailable: %s", type(error).__name__)
+                return False
+            finally:
+                db.session.remove()
+        for import_id in waiting:
+            self._dispatch(import_id)
+        return True
+
+    def start(self) -> None:
+        if self._every > 0:
+            threading.Thread(target=self._watch, name="import-watcher", daemon=True).start()
+
+    def stop(self) -> None:
+        self._stopped.set()
+
+    def _watch(self) -> None:
+        while not self._stopped.wait(self._every):
+            self.once()
+
+
 class Embedded:
-    """Runs each import on a thread of this process; one thread per import at most."""
+    """Runs each import on a thread of this process; one thread per import at most. From its first request
+    on, the process watches for imports a stopped process left."""
 
     def __init__(self, app: Flask) -> None:
         self._app = app
         self._lock = threading.Lock()
         self._running: set[str] = set()
-        self._resumed = False
-        app.before_request(self._resume_unfinished)
+        self._watcher: Watcher | None = None
+        app.before_request(self._watch_from_the_first_request)
 
-    def _resume_unfinished(self) -> None:
-        """At this process's first request, pick up the imports a stopped process left (after a crash)."""
-        if self._resumed:
-            return
-        try:
-            unfinished = batches.runnable_ids()
-        except SQLAlchemyError as error:
-            db.session.rollback()
-            log.error("unfinished bulk imports not looked for: the database is unavailable: %s", type(error).__name__)
-            return
-        self._resumed = True
-        for import_id in unfinished:
-            self.dispatch(import_id)
+    def _watch_from_the_first_request(self) -> None:
+        # Not at start-up: gunicorn forks its workers from the process that built the app, and a thread
+        # started before the fork would not run in them.
+        with self._lock:
+            if self._watcher is not None:
+                return
+            self._watcher = Watcher(self._app, self.dispatch, self._app.config["IMPORT_WATCH_SECONDS"])
+        if self._watcher.once():
+            self._watcher.start()
+        else:
+            self._watcher = None  # try again at the next request
 
     def dispatch(self, import_id: str) -> None:
         """Start a thread for the import, unless one of this process runs it already."""
@@ -65,7 +99,7 @@ class Embedded:
             with self._app.app_context():
                 runner.run(import_id)
         except Exception:
-            log.exception("bulk import %s: the runner failed; the import resumes when its page is opened", import_id)
+            log.exception("bulk import %s: the runner failed; the import goes on when it is next looked for", import_id)
         finally:
             with self._lock:
                 self._running.discard(import_id)
@@ -124,7 +158,13 @@ def worker(burst: bool) -> None:
         raise click.ClickException(
             "PETPORTAL_REDIS_URL is not set: without Redis, the portal runs bulk imports itself, and needs no worker."
         )
-    for import_id in batches.runnable_ids():
+    for import_id in batches.unheld_ids():
         engine.dispatch(import_id, again=True)
-    # SimpleWorker runs each job in this process, inside the app context this command runs in.
-    SimpleWorker([engine.queue], connection=engine.connection).work(burst=burst, with_scheduler=False)
+    app: Flask = current_app._get_current_object()  # type: ignore[attr-defined]  # the app, for the watcher's thread
+    watcher = Watcher(app, engine.dispatch, app.config["IMPORT_WATCH_SECONDS"])
+    watcher.start()
+    try:
+        # SimpleWorker runs each job in this process, inside the app context this command runs in.
+        SimpleWorker([engine.queue], connection=engine.connection).work(burst=burst, with_scheduler=False)
+    finally:
+        watcher.stop()

@@ -67,7 +67,7 @@ def read(raw: bytes, labels: dict[str, int]) -> list[Row]:
                 )
             rows.append(_row(reader.line_num, cells, labels))
     except csv.Error as error:
-        raise FileRefused(f"Line {reader.line_num} cannot be read as CSV ({error}). Nothing was stored.") from None
+        raise FileRefused(f"Line {reader.line_num} cannot be read as CSV ({error}).") from None
     if not header_seen:
         raise FileRefused("The file is empty. Its first line must be the header name,categoryId,status.")
     if not rows:
@@ -80,6 +80,8 @@ def _text(raw: bytes) -> str:
         raise FileRefused(f"The file is larger than {FILE_MAX_BYTES // 1024 // 1024} MB. Split it into smaller files.")
     if not raw.strip():
         raise FileRefused("The file is empty. Its first line must be the header name,categoryId,status.")
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise FileRefused("This file is UTF-16 (Excel's “Unicode Text”). Save it as “CSV UTF-8” instead.")
     if b"\x00" in raw:
         raise FileRefused("This is not a CSV text file (it holds binary data). Export the sheet as CSV, UTF-8.")
     try:
@@ -92,7 +94,7 @@ def _text(raw: bytes) -> str:
 
 
 def _check_header(cells: list[str]) -> None:
-    found = tuple(cell.strip() for cell in cells)
+    found = tuple(cell.strip().lstrip("\ufeff") for cell in cells)  # a second BOM, left by a bad export
     if found != HEADER:
         shown = ",".join(found)[:80]
         raise FileRefused(f"The first line must be the header name,categoryId,status, not “{shown}”.")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import threading
 import time
 import uuid
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -39,6 +40,10 @@ UNKNOWN_NO_ANSWER = "The pet store gave no usable answer: it may or may not have
 PAUSED = {
     "key_rejected": "The pet store refused the portal's key for {environment}. Nothing more was sent.",
     "unavailable": "The pet store of {environment} stopped answering. Nothing more was sent.",
+    "no_answer": (
+        "The pet store of {environment} gave no usable answer for a row, so nothing more was sent. Check the rows "
+        "listed under “Outcome unknown” first."
+    ),
 }
 
 
@@ -56,45 +61,25 @@ def run(import_id: str) -> None:
 
 
 def _take_over(import_id: str, runner: str, lease: float) -> bool:
-    """Hold the import: at once when no runner does, after its lease runs out when one did; False when a
-    live runner holds it (it renewed its lease meanwhile) or it no longer waits to be sent."""
-    while True:
-        row = db.session.execute(
-            select(BulkImport.state, BulkImport.lease_until).where(BulkImport.id == import_id)
-        ).one_or_none()
-        db.session.commit()
-        if row is None or row.state not in RUNNABLE:
-            return False
-        now = utcnow()
-        if row.lease_until is not None and row.lease_until > now:
-            # Wait for that lease to run out; if its runner renews it meanwhile, it is alive: leave it be.
-            time.sleep((row.lease_until - now).total_seconds() + 0.05)
-            renewed = db.session.scalar(select(BulkImport.lease_until).where(BulkImport.id == import_id))
-            db.session.commit()
-            if renewed != row.lease_until:
-                return False
-        condition = BulkImport.lease_until.is_(None) | (BulkImport.lease_until < utcnow())
-        if row.lease_until is not None:
-            condition = BulkImport.lease_until == row.lease_until
-        taken = change(
-            import_id,
-            condition & BulkImport.state.in_(RUNNABLE),
-            state="running",
-            runner=runner,
-            lease_until=utcnow() + timedelta(seconds=lease),
+    """Hold the import if it waits to be sent and no live runner holds it (none took it yet, or its lease
+    ran out: its runner died or stalled); False otherwise. The engines' watchers try again later."""
+    taken = change(
+        import_id,
+        BulkImport.state.in_(RUNNABLE) & (BulkImport.lease_until.is_(None) | (BulkImport.lease_until < utcnow())),
+        state="running",
+        runner=runner,
+        lease_until=utcnow() + timedelta(seconds=lease),
+    )
+    if taken:
+        # Whatever an earlier runner left being sent may have reached the store: never send it again.
+        db.session.execute(
+            update(ImportRow)
+            .where(ImportRow.import_id == import_id, ImportRow.state == "sending")
+            .values(state="unknown", message=UNKNOWN_AFTER_CRASH, updated_at=utcnow()),
+            execution_options={"synchronize_session": False},
         )
-        if taken:
-            # Whatever an earlier runner left being sent may have reached the store: never send it again.
-            db.session.execute(
-                update(ImportRow)
-                .where(ImportRow.import_id == import_id, ImportRow.state == "sending")
-                .values(state="unknown", message=UNKNOWN_AFTER_CRASH, updated_at=utcnow()),
-                execution_options={"synchronize_session": False},
-            )
-            db.session.commit()
-            return True
-        if row.lease_until is None:
-            return False  # another runner took it in between
+        db.session.commit()
+    return taken
 
 
 @dataclass(frozen=True)
@@ -119,12 +104,16 @@ def _send_rows(app: Flask, import_id: str, runner: str) -> None:
     db.session.commit()
     environment, active_at_start = batch.environment, batch.active_at_start
     lease = app.config["IMPORT_LEASE_SECONDS"]
+    concurrency = app.config["IMPORT_CONCURRENCY"]
+    # The places of this process's imports to this environment: never more calls than its import client has.
+    places = _places(app, environment)
     in_flight: set[Future[str | None]] = set()
     pause: str | None = None
     stop: str | None = None
+    all_claimed = False
     created_since_invalidated = False
     renewed_at = time.monotonic()  # _take_over has just set the lease
-    with ThreadPoolExecutor(app.config["IMPORT_CONCURRENCY"], thread_name_prefix="import") as pool:
+    with ThreadPoolExecutor(concurrency, thread_name_prefix="import") as pool:
         while True:
             if time.monotonic() - renewed_at >= RENEW_SECONDS:
                 if not change(import_id, _held_by(runner), lease_until=utcnow() + timedelta(seconds=lease)):
@@ -137,13 +126,21 @@ def _send_rows(app: Flask, import_id: str, runner: str) -> None:
                     f"The portal switched from {active_at_start} to {active} while this import ran. "
                     f"Nothing more was sent to {environment}."
                 )
-            while pause is None and stop is None and len(in_flight) < app.config["IMPORT_CONCURRENCY"]:
+            while not all_claimed and pause is None and stop is None and len(in_flight) < concurrency:
+                if not places.acquire(timeout=0 if in_flight else RENEW_SECONDS):
+                    break  # another import of this process has the places; wait for one
                 position = _claim_next(import_id, runner)
                 if position is None:
+                    places.release()
+                    all_claimed = True
                     break
-                in_flight.add(pool.submit(_in_app, app, _send_one, batch, position))
-            if not in_flight:
+                future = pool.submit(_in_app, app, _send_one, batch, position)
+                future.add_done_callback(lambda _: places.release())
+                in_flight.add(future)
+            if not in_flight and (all_claimed or pause is not None or stop is not None):
                 break
+            if not in_flight:
+                continue
             finished, in_flight = wait(in_flight, timeout=RENEW_SECONDS, return_when=FIRST_COMPLETED)
             for future in finished:
                 outcome = future.result()
@@ -157,7 +154,20 @@ def _send_rows(app: Flask, import_id: str, runner: str) -> None:
     _finish(batch, runner, pause, stop)
 
 
+_PLACES_LOCK = threading.Lock()
+
+
+def _places(app: Flask, environment: str) -> threading.BoundedSemaphore:
+    with _PLACES_LOCK:
+        places: dict[str, threading.BoundedSemaphore] = app.extensions.setdefault("petportal.import_places", {})
+        if environment not in places:
+            places[environment] = threading.BoundedSemaphore(app.config["IMPORT_CONCURRENCY"])
+        return places[environment]
+
+
 def _finish(batch: Sending, runner: str, pause: str | None, stop: str | None) -> None:
+    if (pause is not None or stop is not None) and not counts(batch.id)["issued"]:
+        pause = stop = None  # nothing is left to send: the import is done, its unknown rows listed
     if pause is not None:
         state, message = "paused", PAUSED[pause].format(environment=batch.environment)
     elif stop is not None:
@@ -247,9 +257,13 @@ def _send_one(batch: Sending, position: int) -> str | None:
         return "key_rejected"
     except (OutcomeUnknown, UnexpectedResponse):
         _settle(import_id, position, "unknown", message=UNKNOWN_NO_ANSWER)
-        return "unknown"
-    except Unavailable:
-        # Refused before any work, or never reached the store: nothing was created, so it may be sent later.
+        return "no_answer"
+    except Unavailable as error:
+        if error.status not in (None, 429):
+            # A 503 may come from a gateway after the store got the call: never resend a row on its word.
+            _settle(import_id, position, "unknown", message=UNKNOWN_NO_ANSWER)
+            return "no_answer"
+        # Never reached the store, or rate-limited: nothing was created, so it is sent when the import resumes.
         _settle(import_id, position, "issued")
         return "unavailable"
     except BaseException:

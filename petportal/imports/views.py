@@ -7,6 +7,7 @@ from flask import Blueprint, Response, abort, flash, redirect, render_template, 
 from flask_login import current_user
 from werkzeug.datastructures import CombinedMultiDict
 
+from .. import audit
 from ..auth.access import role_required
 from ..catalog import categories
 from ..catalog.browse import folded
@@ -157,6 +158,9 @@ def _send(import_id, queue, sending, nothing):
         return refused
     count = queue(batch, environments().active().name)
     if count:
+        # Who pressed the button: the entries of the animals it adds name the import's owner.
+        detail = f"import {batch.id} of {batch.filename!r} ({batch.username}'s), {request.endpoint.rsplit('.', 1)[-1]}"
+        audit.record("import_started", environment=batch.environment, detail=detail)
         engines.dispatch(batch.id)
         flash(sending(batch, count), "success")
     else:
