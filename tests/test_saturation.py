@@ -15,7 +15,7 @@ from petportal.processes import free_port, stop, wait_for_port
 from helpers import PRODUCTION_KEY, SECRET_KEY
 from servers import PROJECT_ROOT, FaultServer, answer, delay, portal_environment, reset
 
-SOAK_SECONDS = float(os.environ.get("PETPORTAL_SOAK_SECONDS", "60"))
+SOAK_SECONDS = float(os.environ.get("PETPORTAL_SOAK_SECONDS", "30"))  # longer soaks: set the variable
 CONNECTIONS = 32
 
 
