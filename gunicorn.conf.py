@@ -43,6 +43,14 @@ if "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="petportal-metrics-")
 
 
+def post_worker_init(worker):
+    """Without Redis each worker sends bulk imports itself, and watches for those a killed worker left."""
+    from petportal.imports import engines
+
+    if hasattr(worker.wsgi, "extensions"):
+        engines.watch(worker.wsgi)
+
+
 def child_exit(server, worker):
     """A worker that stopped keeps its counters in the sum, but its live gauges go."""
     from prometheus_client import multiprocess

@@ -330,8 +330,8 @@ def test_a_switch_while_it_runs_stops_it_and_it_resumes_where_it_stopped(make_po
     "fault, message, unknown",
     [
         (answer(401, {"code": "no", "message": "no"}), "The pet store refused the portal&#39;s key for production.", 0),
-        (answer(429, {"code": "slow", "message": "down"}), "The pet store of production stopped answering.", 0),
-        # A 503 may come from a gateway after the store got the call; a store that hangs may have got it too.
+        # 429 and 503 may come from a gateway after the store got the call; a store that hangs may have got it too.
+        (answer(429, {"code": "slow", "message": "down"}), "gave no usable answer for a row", 1),
         (answer(503, {"code": "no", "message": "no"}), "gave no usable answer for a row, so nothing more was sent", 1),
         (delay(1.5, answer(201, {"id": 40, "name": "Rex", "categoryId": 1})), "gave no usable answer for a row", 1),
     ],
@@ -356,8 +356,21 @@ def test_a_refused_key_or_a_silent_store_pauses_the_import_until_it_is_resumed(
     done = finished(staff, path)
     assert done == {"state": "done", "total": 3, "created": remaining, "failed": 0, "unknown": unknown}
     sent = [json.loads(request.body)["name"] for request in fault_server.received if request.method == "POST"]
-    # Refused before any work (401, 429), Rex is sent again on resume; with no usable answer, never.
+    # Refused before any work (401), Rex is sent again on resume; with no usable answer, never.
     assert sent == (["Rex", "Mia", "Zed"] if unknown else ["Rex", "Rex", "Mia", "Zed"])
+
+
+def test_a_store_that_refuses_connections_pauses_the_import_with_every_row_kept_to_send(make_portal, auth_for):
+    with FaultServer() as gone:
+        closed = gone.base_url
+    app = make_portal.over(closed, closed)
+    staff = auth_for(app, "staff")
+    path = upload(staff, "name,categoryId,status\nRex,1,\nMia,2,\n").headers["Location"]
+    press(staff, path, "start")
+    assert finished(staff, path) == {"state": "paused", "total": 2, "created": 0, "failed": 0, "unknown": 0}
+    page = staff.get(path).text
+    assert "The pet store of production stopped answering." in page
+    assert "Resume: send the 2 remaining to production" in page
 
 
 def test_two_imports_in_one_process_share_its_places_without_pausing_each_other(make_portal, auth_for, tmp_path):

@@ -72,11 +72,12 @@ class Embedded:
         self._lock = threading.Lock()
         self._running: set[str] = set()
         self._watcher: Watcher | None = None
-        app.before_request(self._watch_from_the_first_request)
+        app.before_request(self.watch)
 
-    def _watch_from_the_first_request(self) -> None:
-        # Not at start-up: gunicorn forks its workers from the process that built the app, and a thread
-        # started before the fork would not run in them.
+    def watch(self) -> None:
+        """Start this process's watcher, once. Not when the app is built: gunicorn forks its workers from the
+        process that built it, and no thread survives a fork. gunicorn.conf.py calls this in each new worker;
+        under another server, the first request does."""
         with self._lock:
             if self._watcher is not None:
                 return
@@ -139,6 +140,13 @@ def dispatch(import_id: str) -> None:
     """Have the import sent outside this request, by the engine this portal is configured with."""
     engine: Embedded | Queued = current_app.extensions[_ENGINE]
     engine.dispatch(import_id)
+
+
+def watch(app: Flask) -> None:
+    """Have this process look for bulk imports a stopped process left, from now on (a new gunicorn worker)."""
+    engine = app.extensions.get(_ENGINE)
+    if isinstance(engine, Embedded):
+        engine.watch()
 
 
 def register(app: Flask) -> None:

@@ -259,11 +259,12 @@ def _send_one(batch: Sending, position: int) -> str | None:
         _settle(import_id, position, "unknown", message=UNKNOWN_NO_ANSWER)
         return "no_answer"
     except Unavailable as error:
-        if error.status not in (None, 429):
-            # A 503 may come from a gateway after the store got the call: never resend a row on its word.
+        if error.status is not None:
+            # An answer the API does not define (503, 429): it may come from a gateway after the store got the
+            # call, so the row is never resent on its word.
             _settle(import_id, position, "unknown", message=UNKNOWN_NO_ANSWER)
             return "no_answer"
-        # Never reached the store, or rate-limited: nothing was created, so it is sent when the import resumes.
+        # The call never reached the store (refused, no place, no time left): it is sent when the import resumes.
         _settle(import_id, position, "issued")
         return "unavailable"
     except BaseException:
