@@ -118,6 +118,37 @@ def run_options(description):
     return parser.parse_args()
 
 
+def portal_variables(folder, production, **extra):
+    """A bench portal's environment: this process's without any PETSTORE_, PETPORTAL_ or PROMETHEUS_ variable,
+    over the store at `production` as its production, the cache off, its data in `folder`; then `extra`."""
+    return {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("PETSTORE_", "PETPORTAL_", "PROMETHEUS_"))},
+        "PETSTORE_PRODUCTION_URL": production + "/v1",
+        "PETSTORE_PRODUCTION_KEY": KEY,
+        "PETPORTAL_SECRET_KEY": secrets.token_urlsafe(32),
+        "PETPORTAL_HTTPS": "0",
+        "PETPORTAL_DATABASE_URL": f"sqlite:///{folder / 'portal.sqlite'}",
+        "PETPORTAL_CACHE_SECONDS": "0",
+        **extra,
+    }
+
+
+def prepare_portal(env, accounts=()):
+    """The portal's tables, and the accounts `accounts` ((name, role, password)...), made with its commands."""
+    flask = [sys.executable, "-m", "flask", "--app", "app"]
+    subprocess.run([*flask, "init-db"], cwd=ROOT, env=env, check=True, capture_output=True)
+    for name, role, password in accounts:
+        subprocess.run(
+            [*flask, "user", "create", name, "--role", role, "--password-stdin"],
+            cwd=ROOT,
+            env=env,
+            input=password + "\n",
+            text=True,
+            check=True,
+            capture_output=True,
+        )
+
+
 def seeded_store(folder, name):
     """The environment of a reference store keeping 100 sample animals in `folder`/`name`.sqlite."""
     env = {**os.environ, "PETSTORE_API_KEYS": KEY, "PETSTORE_DATABASE_URL": f"sqlite:///{folder / name}.sqlite"}
@@ -141,31 +172,16 @@ def main():
             gunicorn("petportal.store:create_app()", store_env, STORE_WORKERS, STORE_THREADS)
         )
         slow, _ = stack.enter_context(gunicorn("bench.slow_store:app", slow_env, 1, 32))
-        portal_env = {
-            **{k: v for k, v in os.environ.items() if not k.startswith(("PETSTORE_", "PETPORTAL_"))},
-            "PETSTORE_PRODUCTION_URL": store + "/v1",
-            "PETSTORE_PRODUCTION_KEY": KEY,
-            "PETSTORE_STAGING_URL": slow + "/v1",
-            "PETSTORE_STAGING_KEY": KEY,
-            "PETPORTAL_SECRET_KEY": secrets.token_urlsafe(32),
-            "PETPORTAL_HTTPS": "0",
-            "PETPORTAL_DATABASE_URL": f"sqlite:///{folder / 'portal.sqlite'}",
-            "PETPORTAL_CACHE_SECONDS": "0",
-            "PETPORTAL_UPSTREAM_POOL_SIZE": str(PORTAL_THREADS),
+        portal_env = portal_variables(
+            folder,
+            store,
+            PETSTORE_STAGING_URL=slow + "/v1",
+            PETSTORE_STAGING_KEY=KEY,
+            PETPORTAL_UPSTREAM_POOL_SIZE=str(PORTAL_THREADS),
             # The bench's admin previews staging; it measures pages, not the second factor.
-            "PETPORTAL_REQUIRE_ADMIN_MFA": "0",
-        }
-        flask = [sys.executable, "-m", "flask", "--app", "app"]
-        subprocess.run([*flask, "init-db"], cwd=ROOT, env=portal_env, check=True, capture_output=True)
-        subprocess.run(
-            [*flask, "user", "create", "bench", "--role", "admin", "--password-stdin"],
-            cwd=ROOT,
-            env=portal_env,
-            input=ADMIN_PASSWORD + "\n",
-            text=True,
-            check=True,
-            capture_output=True,
+            PETPORTAL_REQUIRE_ADMIN_MFA="0",
         )
+        prepare_portal(portal_env, [("bench", "admin", ADMIN_PASSWORD)])
         portal_config = ["-c", "gunicorn.conf.py"]
         portal, portal_master = stack.enter_context(
             gunicorn("app:app", portal_env, PORTAL_WORKERS, PORTAL_THREADS, portal_config)

@@ -13,8 +13,6 @@ import io
 import os
 import secrets
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -23,9 +21,17 @@ from pathlib import Path
 
 import requests
 
-from bench.__main__ import ROOT, STORE_THREADS, STORE_WORKERS, csrf_token, gunicorn, machine
+from bench.__main__ import (
+    KEY,
+    STORE_THREADS,
+    STORE_WORKERS,
+    csrf_token,
+    gunicorn,
+    machine,
+    portal_variables,
+    prepare_portal,
+)
 
-KEY = secrets.token_urlsafe(16)
 STAFF_PASSWORD = secrets.token_urlsafe(12)
 SENT_AT_ONCE = 4  # config.IMPORT_CONCURRENCY
 
@@ -109,26 +115,8 @@ def main():
         store, _ = stack.enter_context(
             gunicorn("petportal.store:create_app()", store_env, STORE_WORKERS, STORE_THREADS)
         )
-        portal_env = {
-            **{k: v for k, v in os.environ.items() if not k.startswith(("PETSTORE_", "PETPORTAL_"))},
-            "PETSTORE_PRODUCTION_URL": store + "/v1",
-            "PETSTORE_PRODUCTION_KEY": KEY,
-            "PETPORTAL_SECRET_KEY": secrets.token_urlsafe(32),
-            "PETPORTAL_HTTPS": "0",
-            "PETPORTAL_DATABASE_URL": f"sqlite:///{folder / 'portal.sqlite'}",
-            "PETPORTAL_CACHE_SECONDS": "0",
-        }
-        flask = [sys.executable, "-m", "flask", "--app", "app"]
-        subprocess.run([*flask, "init-db"], cwd=ROOT, env=portal_env, check=True, capture_output=True)
-        subprocess.run(
-            [*flask, "user", "create", "bench", "--role", "staff", "--password-stdin"],
-            cwd=ROOT,
-            env=portal_env,
-            input=STAFF_PASSWORD + "\n",
-            text=True,
-            check=True,
-            capture_output=True,
-        )
+        portal_env = portal_variables(folder, store)
+        prepare_portal(portal_env, [("bench", "staff", STAFF_PASSWORD)])
         portal, _ = stack.enter_context(gunicorn("app:app", portal_env, 2, 8, ["-c", "gunicorn.conf.py"]))
         browser = logged_in(portal)
         print(machine())

@@ -16,7 +16,6 @@ without metrics (bench/quiet_app.py), and with metrics and JSON logs.
 
 import os
 import re
-import secrets
 import shutil
 import statistics
 import subprocess
@@ -27,13 +26,14 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from bench.__main__ import (
-    KEY,
     PORTAL_THREADS,
     PORTAL_WORKERS,
     ROOT,
     STORE_THREADS,
     STORE_WORKERS,
     gunicorn,
+    portal_variables,
+    prepare_portal,
     print_settings,
     run_options,
     seeded_store,
@@ -58,22 +58,8 @@ def main():
         store, _ = stack.enter_context(
             gunicorn("petportal.store:create_app()", store_env, STORE_WORKERS, STORE_THREADS)
         )
-        portal_env = {
-            **{k: v for k, v in os.environ.items() if not k.startswith(("PETSTORE_", "PETPORTAL_", "PROMETHEUS_"))},
-            "PETSTORE_PRODUCTION_URL": store + "/v1",
-            "PETSTORE_PRODUCTION_KEY": KEY,
-            "PETPORTAL_SECRET_KEY": secrets.token_urlsafe(32),
-            "PETPORTAL_HTTPS": "0",
-            "PETPORTAL_DATABASE_URL": f"sqlite:///{folder / 'portal.sqlite'}",
-            "PETPORTAL_CACHE_SECONDS": "0",
-        }
-        subprocess.run(
-            [sys.executable, "-m", "flask", "--app", "app", "init-db"],
-            cwd=ROOT,
-            env=portal_env,
-            check=True,
-            capture_output=True,
-        )
+        portal_env = portal_variables(folder, store)
+        prepare_portal(portal_env)
         print_settings(args)
         if shutil.which("valgrind"):
             print_instructions(instructions_per_page(portal_env))

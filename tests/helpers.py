@@ -166,6 +166,15 @@ def at_once(calls, send):
         return [future.result() for future in futures]
 
 
+def logged_in(origin, username, password):
+    """A browser (a requests session) logged in to a portal running at `origin`."""
+    browser = requests.Session()
+    token = csrf_token(browser.get(f"{origin}/login").text)
+    response = browser.post(f"{origin}/login", data={"username": username, "password": password, "csrf_token": token})
+    assert response.status_code == 200, response.status_code
+    return browser
+
+
 def post_form(client, page_path, action, **fields):
     """Open `page_path`, then send `fields` to `action` with that page's CSRF token, as a browser does."""
     token = csrf_token(client.get(page_path).text)

@@ -238,6 +238,22 @@ def run_init_db(env):
     )
 
 
+def prepare_portal(env, accounts=()):
+    """`flask --app app init-db`, then `user create NAME --role ROLE --password-stdin` for each of `accounts`
+    ((name, role, password)...), as an operator readies a new portal."""
+    subprocess.run([*FLASK_PORTAL, "init-db"], cwd=PROJECT_ROOT, env=env, check=True, capture_output=True)
+    for name, role, password in accounts:
+        subprocess.run(
+            [*FLASK_PORTAL, "user", "create", name, "--role", role, "--password-stdin"],
+            cwd=PROJECT_ROOT,
+            env=env,
+            input=password + "\n",
+            text=True,
+            check=True,
+            capture_output=True,
+        )
+
+
 @contextmanager
 def portal_processes(env, count=2):
     """Run `count` portal instances under gunicorn (2 workers each), as in production, on one database;

@@ -17,7 +17,6 @@ import uuid
 
 import pytest
 import redis
-import requests
 
 from petportal.processes import free_port, wait_for_port
 
@@ -28,9 +27,10 @@ from helpers import (
     csrf_token,
     dispose_store,
     drop_postgres_schema,
+    logged_in,
     postgres_schema_url,
 )
-from servers import FLASK_PORTAL, PROJECT_ROOT, portal_environment, serve
+from servers import FLASK_PORTAL, PROJECT_ROOT, portal_environment, prepare_portal, serve
 
 pytestmark = pytest.mark.slow
 
@@ -39,26 +39,15 @@ PASSWORD = "crash test password " + uuid.uuid4().hex[:6]
 
 
 def start_portal(env, port):
-    """The portal under gunicorn (one worker), in a process group of its own so it can be killed whole."""
+    """The portal under gunicorn (one worker)."""
     command = [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "--bind", f"127.0.0.1:{port}"]
-    return subprocess.Popen(
-        [*command, "--workers", "1", "app:app"],
-        cwd=PROJECT_ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    return start([*command, "--workers", "1", "app:app"], env)
 
 
-def start_worker(env):
+def start(command, env):
+    """A process in a group of its own, so that it can be killed with all it starts."""
     return subprocess.Popen(
-        [*FLASK_PORTAL, "imports", "worker"],
-        cwd=PROJECT_ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
+        command, cwd=PROJECT_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
     )
 
 
@@ -78,23 +67,8 @@ def group_alive(group):
     return True
 
 
-def prepare(env):
-    subprocess.run([*FLASK_PORTAL, "init-db"], cwd=PROJECT_ROOT, env=env, check=True, capture_output=True)
-    subprocess.run(
-        [*FLASK_PORTAL, "user", "create", "kim", "--role", "staff", "--password-stdin"],
-        cwd=PROJECT_ROOT,
-        env=env,
-        input=PASSWORD + "\n",
-        text=True,
-        check=True,
-        capture_output=True,
-    )
-
-
 def upload_and_start(origin):
-    browser = requests.Session()
-    token = csrf_token(browser.get(f"{origin}/login").text)
-    browser.post(f"{origin}/login", data={"username": "kim", "password": PASSWORD, "csrf_token": token})
+    browser = logged_in(origin, "kim", PASSWORD)
     token = csrf_token(browser.get(f"{origin}/animals/import").text)
     rows = "".join(f"Crash {number:02d},1,\n" for number in range(ROWS))
     response = browser.post(
@@ -164,7 +138,7 @@ def portal_variables(store, **variables):
 
 def test_killing_the_portal_mid_import_loses_nothing_and_sends_nothing_twice(slow_store, tmp_path):
     env = portal_variables(slow_store, PETPORTAL_DATABASE_URL=f"sqlite:///{tmp_path / 'portal.sqlite'}")
-    prepare(env)
+    prepare_portal(env, [("kim", "staff", PASSWORD)])
     port = free_port()
     origin = f"http://127.0.0.1:{port}"
     portal = start_portal(env, port)
@@ -200,9 +174,9 @@ def test_killing_the_rq_worker_mid_import_loses_nothing_and_sends_nothing_twice(
     origin = f"http://127.0.0.1:{port}"
     portal = worker = None
     try:
-        prepare(env)
+        prepare_portal(env, [("kim", "staff", PASSWORD)])
         portal = start_portal(env, port)
-        worker = start_worker(env)
+        worker = start([*FLASK_PORTAL, "imports", "worker"], env)
         wait_for_port(port, portal)
         browser, path = upload_and_start(origin)
         wait_for(lambda: len(slow_store.names) >= 12, 30, "12 rows sent")
@@ -211,7 +185,7 @@ def test_killing_the_rq_worker_mid_import_loses_nothing_and_sends_nothing_twice(
         assert sent_before < ROWS
         stalled = progress(browser, origin, path)
         assert stalled["state"] == "running"
-        worker = start_worker(env)
+        worker = start([*FLASK_PORTAL, "imports", "worker"], env)
         wait_for(lambda: progress(browser, origin, path)["state"] == "done", 60, "the import reaching done")
         final = progress(browser, origin, path)
         check_the_outcome(final, slow_store, results_of(browser, origin, path))

@@ -6,7 +6,6 @@ a password changed on one logs the account's sessions on the other out.
 """
 
 import os
-import subprocess
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -24,16 +23,16 @@ from helpers import (
     csrf_token,
     dispose_store,
     drop_postgres_schema,
+    logged_in,
     make_store,
     postgres_schema_url,
     submission_token,
 )
 from servers import (
-    FLASK_PORTAL,
-    PROJECT_ROOT,
     RecordingMiddleware,
     portal_environment,
     portal_processes,
+    prepare_portal,
     serve,
 )
 
@@ -73,31 +72,13 @@ def instances(tmp_path_factory):
                 # The admin here switches environments; the second factor has its own tests.
                 PETPORTAL_REQUIRE_ADMIN_MFA="0",
             )
-            subprocess.run([*FLASK_PORTAL, "init-db"], cwd=PROJECT_ROOT, env=env, check=True, capture_output=True)
-            for name, role, password in (("root", "admin", ADMIN_PASSWORD), ("kim", "staff", STAFF_PASSWORD)):
-                subprocess.run(
-                    [*FLASK_PORTAL, "user", "create", name, "--role", role, "--password-stdin"],
-                    cwd=PROJECT_ROOT,
-                    env=env,
-                    input=password + "\n",
-                    text=True,
-                    check=True,
-                    capture_output=True,
-                )
+            prepare_portal(env, [("root", "admin", ADMIN_PASSWORD), ("kim", "staff", STAFF_PASSWORD)])
             with portal_processes(env) as origins:
                 yield origins, LiveStore(production + "/v1", PRODUCTION_KEY, production_recorder)
     finally:
         dispose_store(production_app)
         dispose_store(staging_app)
         drop_postgres_schema(schema)
-
-
-def logged_in(origin, username, password):
-    browser = requests.Session()
-    token = csrf_token(browser.get(f"{origin}/login").text)
-    response = browser.post(f"{origin}/login", data={"username": username, "password": password, "csrf_token": token})
-    assert response.status_code == 200, response.status_code
-    return browser
 
 
 def test_a_cache_invalidation_on_one_instance_is_seen_by_the_other(instances):
