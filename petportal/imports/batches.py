@@ -115,9 +115,10 @@ def counts(import_id: str) -> Counter[str]:
     return found
 
 
-def progress(batch: BulkImport) -> dict[str, Any]:
-    """What /animals/import/<id>.json answers: the import's state and its counts so far."""
-    found = counts(batch.id)
+def progress(batch: BulkImport, found: Counter[str] | None = None) -> dict[str, Any]:
+    """What /animals/import/<id>.json answers: the import's state and its counts so far (`found`, when the
+    caller has already read them with `counts`)."""
+    found = counts(batch.id) if found is None else found
     return {
         "state": batch.state,
         "total": batch.total,

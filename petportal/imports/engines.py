@@ -78,6 +78,8 @@ class Embedded:
         """Start this process's watcher, once. Not when the app is built: gunicorn forks its workers from the
         process that built it, and no thread survives a fork. gunicorn.conf.py calls this in each new worker;
         under another server, the first request does."""
+        if self._watcher is not None:
+            return  # every request after the first: no lock taken
         with self._lock:
             if self._watcher is not None:
                 return

@@ -186,13 +186,14 @@ def _refuse_unbound(batch):
 
 def _page(batch, problem=None):
     rows = batches.rows(batch)
+    found = batches.counts(batch.id)
     labels = categories.labels(batch.environment)
     return render_template(
         "imports/show.html",
         batch=batch,
         rows=rows,
-        counts=batches.counts(batch.id),
-        progress=batches.progress(batch),
+        counts=found,
+        progress=batches.progress(batch, found),
         earlier=batches.earlier_import(batch) if batch.state == "preview" else None,
         labels=labels,
         button=ButtonForm(),
