@@ -4,12 +4,16 @@ The figures come from the tests themselves (tests/conftest.py counts as they run
 pytest from a source checkout, with the test extra installed, and prints what it counted.
 """
 
+from __future__ import annotations
+
 import json
 import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 ROWS = [
@@ -31,7 +35,7 @@ ROWS = [
 ]
 
 
-def table(figures):
+def table(figures: Mapping[str, Any]) -> str:
     """The figures as a Markdown table, then why tests were skipped, so a missing figure has a reason."""
     lines = ["| check | figure |", "|---|---:|"]
     lines += [f"| {label} | {figures.get(key, 'not measured')} |" for label, key in ROWS]
@@ -40,7 +44,7 @@ def table(figures):
     return "\n".join(lines)
 
 
-def main(pytest_args):
+def main(pytest_args: Sequence[str]) -> int:
     """Run the suite, then print its figures; the exit status is pytest's."""
     with tempfile.TemporaryDirectory() as folder:
         figures_file = Path(folder) / "figures.json"

@@ -1,5 +1,7 @@
 """The base of every form of the portal."""
 
+from typing import Any
+
 from flask import request
 from flask_wtf import FlaskForm
 
@@ -14,7 +16,7 @@ class PortalForm(FlaskForm):
     next to the field.
     """
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         if not args and "formdata" not in kwargs and request.method in SUBMIT_METHODS:
             kwargs["formdata"] = request.form
         super().__init__(*args, **kwargs)

@@ -1,9 +1,11 @@
 """A request id on every request, in the response and every log line; logs as text or one JSON object a line."""
 
+from __future__ import annotations
+
 import logging
 import uuid
 
-from flask import g, has_request_context, request
+from flask import Flask, Response, g, has_request_context, request
 from pythonjsonlogger.json import JsonFormatter
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s [%(request_id)s] %(name)s: %(message)s"
@@ -18,7 +20,7 @@ class RequestContextFilter(logging.Filter):
     the database.
     """
 
-    def filter(self, record):
+    def filter(self, record: logging.LogRecord) -> bool:
         if has_request_context():
             user = g.get("_login_user")
             serving = g.get("serving")
@@ -30,7 +32,7 @@ class RequestContextFilter(logging.Filter):
         return True
 
 
-def configure(log_format):
+def configure(log_format: str) -> None:
     """Send the portal's logs to standard error, as text or as JSON (`PETPORTAL_LOG_FORMAT`)."""
     logger = logging.getLogger("petportal")
     for handler in [h for h in logger.handlers if any(isinstance(f, RequestContextFilter) for f in h.filters)]:
@@ -45,22 +47,22 @@ def configure(log_format):
     logger.setLevel(logging.INFO)
 
 
-def request_id(incoming):
+def request_id(incoming: str) -> str:
     """The id of a request: a proxy's own (`incoming`) when it looks like one, else a new one. Arbitrary
     text is never echoed into logs. Also used by the page cache, which answers before Flask."""
     return incoming if incoming.isalnum() and 8 <= len(incoming) <= 64 else uuid.uuid4().hex
 
 
-def register(app):
+def register(app: Flask) -> None:
     """Give every request an id, return it as X-Request-ID, and log with it."""
     configure(app.config["LOG_FORMAT"])
 
     @app.before_request
-    def assign_request_id():
+    def assign_request_id() -> None:
         g.request_id = request_id(request.headers.get("X-Request-ID", ""))
 
     @app.after_request
-    def return_request_id(response):
+    def return_request_id(response: Response) -> Response:
         if "request_id" in g:
             response.headers["X-Request-ID"] = g.request_id
         return response

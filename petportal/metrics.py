@@ -6,10 +6,14 @@ Labels are few and bounded: endpoints, statuses, environments, operations and ou
 name, an id or a URL.
 """
 
+from __future__ import annotations
+
 import os
 import time
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from flask import g, request
+from flask import Flask, Response, g, request
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     REGISTRY,
@@ -20,6 +24,9 @@ from prometheus_client import (
     generate_latest,
     multiprocess,
 )
+
+if TYPE_CHECKING:
+    from .petstore.client import Observer
 
 KNOWN_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 REQUESTS = Counter(
@@ -55,10 +62,10 @@ ACTIVE_ENVIRONMENT = Gauge(
 )
 
 
-def observe_upstream(environment):
+def observe_upstream(environment: str) -> Observer:
     """The client's hook for one environment: record each call's duration, outcome and retries."""
 
-    def observe(operation, outcome, seconds, retries):
+    def observe(operation: str, outcome: str, seconds: float, retries: int) -> None:
         UPSTREAM_SECONDS.labels(environment, operation, outcome).observe(seconds)
         if retries:
             UPSTREAM_RETRIES.labels(environment, operation).inc(retries)
@@ -68,13 +75,13 @@ def observe_upstream(environment):
     return observe
 
 
-def show_active(names, active):
+def show_active(names: Iterable[str], active: str) -> None:
     """Record which of `names` is the active environment."""
     for name in names:
         ACTIVE_ENVIRONMENT.labels(name).set(1 if name == active else 0)
 
 
-def exposition():
+def exposition() -> tuple[bytes, dict[str, str]]:
     """The metrics in Prometheus text format: every worker's, when running under gunicorn."""
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         registry = CollectorRegistry()
@@ -84,20 +91,20 @@ def exposition():
     return generate_latest(registry), {"Content-Type": CONTENT_TYPE_LATEST}
 
 
-def register(app):
+def register(app: Flask) -> None:
     """Time and count every request."""
 
     @app.before_request
-    def start_timer():
+    def start_timer() -> None:
         g.metrics_started = time.perf_counter()
 
     @app.after_request
-    def count_request(response):
+    def count_request(response: Response) -> Response:
         count(request.endpoint, request.method, response.status_code, g.get("metrics_started"))
         return response
 
 
-def count(endpoint, method, status, started):
+def count(endpoint: str | None, method: str, status: int, started: float | None) -> None:
     """One request answered; `started` is its `time.perf_counter()` (None if unknown). Also used by the page
     cache, which answers before Flask."""
     REQUESTS.labels(endpoint or "none", method if method in KNOWN_METHODS else "other", str(status)).inc()

@@ -1,5 +1,7 @@
 """Endpoints for operators and load balancers: /healthz, /readyz and /metrics."""
 
+from __future__ import annotations
+
 import hmac
 import ipaddress
 
@@ -16,13 +18,13 @@ bp = Blueprint("ops", __name__)
 
 
 @bp.get("/healthz")
-def healthz():
+def healthz() -> dict[str, str]:
     """200 while the process serves."""
     return {"status": "ok"}
 
 
 @bp.get("/readyz")
-def readyz():
+def readyz() -> tuple[dict[str, str | dict[str, str]], int]:
     """200 when the database and the active environment's API answer; 503 naming what does not, never why."""
     checks = {"database": "ok", "petstore": "ok"}
     try:
@@ -42,7 +44,7 @@ def readyz():
 
 
 @bp.get("/metrics")
-def metrics_page():
+def metrics_page() -> tuple[bytes, dict[str, str]]:
     """Prometheus metrics: with `PETPORTAL_METRICS_TOKEN`, for its bearer only; without it, for loopback only."""
     token = current_app.config["METRICS_TOKEN"]
     if token:

@@ -19,12 +19,16 @@ once; without Redis each process has a cache of its own, and the others show the
 PETPORTAL_CACHE_SECONDS. Another environment's pages are never under the same key.
 """
 
+from __future__ import annotations
+
 import math
 import time
+from collections.abc import Callable, Iterable
 from functools import wraps
+from typing import TYPE_CHECKING, ParamSpec, TypedDict, TypeVar
 from urllib.parse import parse_qsl
 
-from flask import current_app, make_response, request, session
+from flask import Flask, current_app, make_response, request, session
 from flask_login import current_user
 from werkzeug.exceptions import HTTPException
 from werkzeug.http import parse_cookie
@@ -36,6 +40,14 @@ from .environments import environments
 from .extensions import cache
 from .serving import serving
 
+if TYPE_CHECKING:
+    from _typeshed import OptExcInfo
+    from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
+    from flask.typing import ResponseReturnValue
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
 # After a failure, the cache is not asked again for this long (per process).
 RETRY_AFTER_FAILURE_SECONDS = 5
 # Set in the WSGI environ by `cached_page`: the environment whose page may be shared.
@@ -44,13 +56,15 @@ SHAREABLE = "petportal.page_cache.shareable"
 PER_RESPONSE = frozenset({"date", "x-request-id", "content-length"})
 
 
-def cached_page(*parameters):
+def cached_page(
+    *parameters: str,
+) -> Callable[[Callable[P, ResponseReturnValue]], Callable[P, ResponseReturnValue]]:
     """Give this GET view's anonymous pages an ETag and 304s, and let `SharedPages` share those whose query
     holds nothing but `parameters`, each at most once (any other query would only fill the cache)."""
 
-    def decorate(view):
+    def decorate(view: Callable[P, ResponseReturnValue]) -> Callable[P, ResponseReturnValue]:
         @wraps(view)
-        def serve(*args, **kwargs):
+        def serve(*args: P.args, **kwargs: P.kwargs) -> ResponseReturnValue:
             if current_user.is_authenticated:
                 return view(*args, **kwargs)
             response = make_response(view(*args, **kwargs))
@@ -62,22 +76,29 @@ def cached_page(*parameters):
                     request.environ[SHAREABLE] = serving().environment.name
             return response
 
-        serve.shared_parameters = frozenset(parameters)
+        serve.shared_parameters = frozenset(parameters)  # type: ignore[attr-defined]  # read by SharedPages
         return serve
 
     return decorate
 
 
+class _Answer(TypedDict, total=False):
+    """What Flask started its response with."""
+
+    status: str
+    headers: list[tuple[str, str]]
+
+
 class SharedPages:
     """The WSGI layer that stores and replays shared pages (see the module's description)."""
 
-    def __init__(self, app, wsgi_app):
+    def __init__(self, app: Flask, wsgi_app: WSGIApplication) -> None:
         self.app = app
         self.wsgi_app = wsgi_app
         self.seconds = math.ceil(app.config["CACHE_SECONDS"])
         self.cookies = (app.config["SESSION_COOKIE_NAME"], REMEMBER_COOKIE)
 
-    def __call__(self, environ, start_response):
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         started = time.perf_counter()
         endpoint = self._shared_endpoint(environ)
         if endpoint is None:
@@ -99,7 +120,7 @@ class SharedPages:
         metrics.count(endpoint, environ["REQUEST_METHOD"], response.status_code, started)
         return response(environ, start_response)
 
-    def _shared_endpoint(self, environ):
+    def _shared_endpoint(self, environ: WSGIEnvironment) -> str | None:
         """The endpoint of a GET or HEAD that a shared page may answer, else None."""
         if environ["REQUEST_METHOD"] not in ("GET", "HEAD"):
             return None
@@ -116,12 +137,16 @@ class SharedPages:
             return None
         return endpoint
 
-    def _answer_and_store(self, environ, start_response, key, environment):
+    def _answer_and_store(
+        self, environ: WSGIEnvironment, start_response: StartResponse, key: str, environment: str
+    ) -> list[bytes]:
         """Let Flask answer; keep its page when it marked it shareable for the environment of `key`."""
-        answer = {}
+        answer: _Answer = {}
 
-        def remember(status, headers, exc_info=None):
-            answer.update(status=status, headers=headers)
+        def remember(
+            status: str, headers: list[tuple[str, str]], exc_info: OptExcInfo | None = None
+        ) -> Callable[[bytes], object]:
+            answer.update({"status": status, "headers": headers})
             return start_response(status, headers, exc_info)
 
         chunks = self.wsgi_app(environ, remember)
@@ -143,7 +168,7 @@ class SharedPages:
         return [body]
 
 
-def invalidate(environment_name):
+def invalidate(environment_name: str) -> None:
     """Forget every cached page of one environment, in every process that shares the cache."""
     if _caching():
         _safely(cache.cache.inc, _generation_key(environment_name))
@@ -153,35 +178,35 @@ def invalidate(environment_name):
 PERSONAL_TYPES = frozenset({"text/html", "application/json", "text/csv"})
 
 
-def register(app):
+def register(app: Flask) -> None:
     """Bind the cache (Redis when configured; see config.derived), put the shared pages in front of Flask
     when caching is on, and mark every other page, JSON or CSV answer as never to be stored."""
     cache.init_app(app)
     app.extensions["petportal.page_cache"] = {"down_until": 0.0}
     if app.config["CACHE_SECONDS"] > 0:
-        app.wsgi_app = SharedPages(app, app.wsgi_app)
+        app.wsgi_app = SharedPages(app, app.wsgi_app)  # type: ignore[method-assign]  # Flask's own WSGI hook
 
     @app.after_request
-    def never_store_personal_pages(response):
+    def never_store_personal_pages(response: Response) -> Response:
         if "Cache-Control" not in response.headers and response.mimetype in PERSONAL_TYPES:
             response.headers["Cache-Control"] = "no-store"
         return response
 
 
-def _caching():
+def _caching() -> bool:
     return current_app.config["CACHE_SECONDS"] > 0
 
 
-def _generation_key(environment_name):
+def _generation_key(environment_name: str) -> str:
     return f"generation:{environment_name}"
 
 
-def _page_key(environment, request):
+def _page_key(environment: str, request: Request) -> str:
     generation = _safely(cache.get, _generation_key(environment)) or 0
     return f"page:{environment}:{generation}:{request.scheme}://{request.host}{request.full_path}"
 
 
-def _safely(operation, *args, **kwargs):
+def _safely(operation: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T | None:
     """A cache that is down is a cache miss, never an error page: one log line, then left alone a while."""
     state = current_app.extensions["petportal.page_cache"]
     if time.monotonic() < state["down_until"]:

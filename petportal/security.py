@@ -6,12 +6,18 @@ is one of `PETPORTAL_TRUSTED_HOSTS`: with none configured the portal never build
 the request's `Host`, and leaves the redirect to HTTPS to the proxy in front of it.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from flask import current_app, redirect, request
+from flask import Flask, Response, current_app, redirect, request
 from flask_talisman import Talisman
 from werkzeug.middleware.proxy_fix import ProxyFix
 from werkzeug.sansio.utils import host_is_trusted
+
+if TYPE_CHECKING:
+    from werkzeug.wrappers import Response as BaseResponse
 
 HSTS = "max-age=31536000; includeSubDomains"
 # Load balancers and Prometheus ask these over plain HTTP: they answer as they are, never with a redirect.
@@ -28,7 +34,7 @@ CONTENT_SECURITY_POLICY = {
 }
 
 
-def register(app):
+def register(app: Flask) -> None:
     """Send the security headers on every response, and honour the HTTPS, proxy and host settings."""
     Talisman(
         app,
@@ -44,27 +50,29 @@ def register(app):
     )
     proxies = app.config["TRUSTED_PROXIES"]
     if proxies:
-        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=proxies, x_proto=proxies, x_host=proxies, x_port=proxies)
+        app.wsgi_app = ProxyFix(  # type: ignore[method-assign]  # Flask's own WSGI hook
+            app.wsgi_app, x_for=proxies, x_proto=proxies, x_host=proxies, x_port=proxies
+        )
     if app.config["HTTPS"]:
         app.before_request(send_plain_http_to_https)
         app.after_request(send_hsts)
     app.after_request(keep_locations_on_trusted_hosts)
 
 
-def send_plain_http_to_https():
+def send_plain_http_to_https() -> BaseResponse | None:
     """Redirect plain HTTP to HTTPS, on a trusted host only; health checks are answered as they are."""
     if request.is_secure or request.endpoint in HEALTH_ENDPOINTS or not _trusted_hosts():
         return None
     return redirect(f"https://{request.host}{request.full_path.rstrip('?')}", 301)
 
 
-def send_hsts(response):
+def send_hsts(response: Response) -> Response:
     """Users reach the portal over HTTPS (`PETPORTAL_HTTPS=1`), even when a proxy ends TLS in front of it."""
     response.headers["Strict-Transport-Security"] = HSTS
     return response
 
 
-def keep_locations_on_trusted_hosts(response):
+def keep_locations_on_trusted_hosts(response: Response) -> Response:
     """A `Location` naming an untrusted host (Werkzeug builds some from `Host`) becomes a path on this site."""
     location = response.headers.get("Location")
     if not location:
@@ -76,5 +84,5 @@ def keep_locations_on_trusted_hosts(response):
     return response
 
 
-def _trusted_hosts():
+def _trusted_hosts() -> list[str]:
     return current_app.config["TRUSTED_HOSTS"]

@@ -1,5 +1,9 @@
 """Admins name category ids for people, per environment: the pet store shows no category records."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
 
 from ..auth.access import role_required
@@ -10,12 +14,15 @@ from ..petstore import INT64_MAX, INT64_MIN
 from ..serving import serving
 from .forms import CategoryLabelForm
 
+if TYPE_CHECKING:
+    from werkzeug.wrappers import Response
+
 bp = Blueprint("categories", __name__, url_prefix="/admin/categories")
 
 
 @bp.route("", methods=["GET", "POST"])
 @role_required("admin")
-def labels_page():
+def labels_page() -> tuple[str, int] | Response:
     """The labels of the environment this admin is served, and the form that adds or renames one."""
     environment = serving().environment
     form = CategoryLabelForm()
@@ -34,7 +41,7 @@ def labels_page():
 
 @bp.post("/<int(signed=True):category_id>/remove")
 @role_required("admin")
-def remove(category_id):
+def remove(category_id: int) -> tuple[str, int] | Response:
     """Take a label off; the id is shown alone again."""
     if not INT64_MIN <= category_id <= INT64_MAX:
         abort(404)
@@ -51,14 +58,14 @@ def remove(category_id):
     return redirect(url_for(".labels_page"), 303)
 
 
-def _page(form, problem=None):
+def _page(form: CategoryLabelForm, problem: str | None = None) -> str:
     environment = serving().environment
     form.environment.data = environment.name
     rows = categories.all_labels(environment.name)
     return render_template("admin/categories.html", form=form, rows=rows, remove_form=ButtonForm(), problem=problem)
 
 
-def _moved(shown_for, now):
+def _moved(shown_for: str, now: str) -> str:
     shown_for = shown_for if shown_for in ENVIRONMENT_NAMES else "another environment"
     return (
         f"This page was opened for {shown_for}, but you are now served {now}. "

@@ -1,6 +1,11 @@
 """The admin forms: switch the environment for everyone, preview one for yourself, and manage accounts."""
 
-from wtforms import HiddenField, SelectChoice, SelectField, StringField
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from wtforms import Field, HiddenField, SelectChoice, SelectField, StringField
 from wtforms.validators import DataRequired, Length, ValidationError
 
 from ..auth.accounts import USERNAME_MAX_LENGTH
@@ -9,10 +14,13 @@ from ..catalog.categories import LABEL_MAX_LENGTH
 from ..catalog.forms import category_id_field, readable, stripped
 from ..forms import PortalForm
 
+if TYPE_CHECKING:
+    from ..environments import Environment
+
 ROLE_CHOICES = [SelectChoice("staff", "Staff: adds animals"), SelectChoice("admin", "Admin: also runs the portal")]
 
 
-def environment_choices(environments, empty_label=None):
+def environment_choices(environments: Iterable[Environment], empty_label: str | None = None) -> list[SelectChoice]:
     """Every environment as a choice; unconfigured ones are shown but disabled."""
     choices = [SelectChoice("", empty_label)] if empty_label else []
     for environment in environments:
@@ -30,7 +38,7 @@ class SwitchEnvironmentForm(PortalForm):
         validators=[DataRequired("Type the environment's name to confirm the switch.")],
     )
 
-    def validate_confirm(self, field):
+    def validate_confirm(self, field: Field) -> None:
         """The typed name must be exactly the chosen environment's."""
         if field.data.strip() != self.environment.data:
             raise ValidationError(f"Type “{self.environment.data}” exactly to confirm. Nothing was switched.")

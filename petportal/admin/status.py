@@ -1,35 +1,42 @@
 """Probing each environment for the status page: reachable, latency, key, notices, stability."""
 
+from __future__ import annotations
+
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from email.utils import parsedate_to_datetime
+from typing import TYPE_CHECKING
 
 from ..petstore import NotFound, PetStoreError, Unauthorized, Unavailable
+
+if TYPE_CHECKING:
+    from ..environments import DeprecationNotice, Environment, Environments
+    from ..petstore import Operation
 
 
 @dataclass
 class EnvironmentStatus:
     """What an admin needs to know about one environment right now."""
 
-    environment: object
+    environment: Environment
     reachable: bool | None = None
     key_accepted: bool | None = None
     latency_ms: float | None = None
     problem: str | None = None
-    notices: dict = field(default_factory=dict)
-    operations: dict | None = None
+    notices: dict[str, DeprecationNotice] = field(default_factory=dict)
+    operations: dict[str, Operation] | None = None
 
 
-def probe_all(registry):
+def probe_all(registry: Environments) -> list[EnvironmentStatus]:
     """Probe every environment at once, all within one upstream timeout, so the page has one deadline."""
     deadline = time.monotonic() + registry.timeout
     with ThreadPoolExecutor(max_workers=len(registry.all())) as pool:
         return list(pool.map(lambda environment: probe(registry, environment, deadline), registry.all()))
 
 
-def probe(registry, environment, deadline):
+def probe(registry: Environments, environment: Environment, deadline: float) -> EnvironmentStatus:
     """A cheap listPets call, then getPet (for its notices) and the API description, all before `deadline`."""
     status = EnvironmentStatus(environment)
     if not environment.configured:
@@ -79,7 +86,7 @@ class NoticeInWords:
     removal: str
 
 
-def in_words(notice, today):
+def in_words(notice: DeprecationNotice, today: date) -> NoticeInWords:
     """`Deprecation: @1733356800` as "deprecated since 2024-12-05"; `Sunset` as its date and the days left."""
     since = _header_date(notice.deprecation, structured=True)
     if since is not None:
@@ -100,14 +107,14 @@ def in_words(notice, today):
     return NoticeInWords(deprecated, removal)
 
 
-def stability_in_words(marker):
+def stability_in_words(marker: str | None) -> str:
     """An operation's `x-stability` marker as a word, or what its absence means."""
     if marker is None:
         return "no stability marker (stable)"
     return STABILITY_WORDS.get(marker.strip().lower(), "a stability marker the portal does not know")
 
 
-def _header_date(value, structured=False):
+def _header_date(value: str | None, structured: bool = False) -> date | None:
     """The date of an HTTP-date, or of a structured `@<seconds>` date (RFC 9745), else None."""
     if not value:
         return None

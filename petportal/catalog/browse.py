@@ -1,11 +1,18 @@
 """Search and sort within the animals one listPets call returned: the API offers neither."""
 
+from __future__ import annotations
+
 import unicodedata
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..petstore import Pet
 
 SORTS = ("id", "name", "category", "status")
 
 
-def matching(animals, text):
+def matching(animals: Iterable[Pet], text: str | None) -> list[Pet]:
     """The animals whose name contains `text`, ignoring case and Unicode's spelling variants ("zoë" finds
     "Zoë" however either is composed)."""
     if not text:
@@ -14,7 +21,7 @@ def matching(animals, text):
     return [animal for animal in animals if wanted in folded(animal.name)]
 
 
-def sorted_by(animals, key, labels):
+def sorted_by(animals: Iterable[Pet], key: str, labels: Mapping[int, str]) -> list[Pet]:
     """`animals` in `key` order (one of SORTS); ties keep id order, and an animal without a status is last.
     By category, labelled categories come first in label order ("Cats", "Dogs"), then the others by id."""
     by_id = sorted(animals, key=lambda animal: animal.id)
@@ -27,11 +34,11 @@ def sorted_by(animals, key, labels):
     return by_id
 
 
-def folded(text):
+def folded(text: str) -> str:
     """`text` as search compares it: NFKC, then Unicode case folding ("Straße" is "strasse")."""
     return unicodedata.normalize("NFKC", text).casefold()
 
 
-def _category_order(category_id, labels):
+def _category_order(category_id: int, labels: Mapping[int, str]) -> tuple[int, str, int]:
     label = labels.get(category_id)
     return (0, folded(label), category_id) if label is not None else (1, "", category_id)

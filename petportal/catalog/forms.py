@@ -1,8 +1,11 @@
 """The catalog's forms: the list filter, and one animal's fields (the add form, each row of a bulk import)."""
 
-import unicodedata
+from __future__ import annotations
 
-from wtforms import HiddenField, IntegerField, SelectChoice, SelectField, StringField
+import unicodedata
+from typing import Any, TypedDict
+
+from wtforms import Field, Form, HiddenField, IntegerField, SelectChoice, SelectField, StringField
 from wtforms.validators import (
     DataRequired,
     InputRequired,
@@ -31,7 +34,7 @@ FILTER_PARAMETERS = ("status", "limit", "q", "sort")
 STATUS_LABELS = {status: status.capitalize() for status in PET_STATUSES}
 
 
-def _status_choices(empty_label):
+def _status_choices(empty_label: str) -> list[SelectChoice]:
     return [SelectChoice("", empty_label)] + [SelectChoice(status, STATUS_LABELS[status]) for status in PET_STATUSES]
 
 
@@ -42,10 +45,10 @@ class WholeNumberRange:
     (a typed 10**400), turning a bad input into a 500.
     """
 
-    def __init__(self, low, high, message):
+    def __init__(self, low: int, high: int, message: str) -> None:
         self.low, self.high, self.message = low, high, message
 
-    def __call__(self, form, field):
+    def __call__(self, form: Form, field: Field) -> None:
         if field.data is None or not self.low <= field.data <= self.high:
             raise ValidationError(self.message)
 
@@ -54,7 +57,7 @@ class WholeNumberRange:
 BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 
-def readable(form, field):
+def readable(form: Form, field: Field) -> None:
     """Text a person reads (a name, a label, a search): no control characters, no direction overrides,
     and something visible (not only zero-width characters). Joiners inside emoji stay allowed."""
     if not field.data:
@@ -66,7 +69,7 @@ def readable(form, field):
         raise ValidationError(f"The {what} must contain something visible.")
 
 
-def category_id_field(**options):
+def category_id_field(**options: Any) -> IntegerField:
     """A category id as the API takes it: any 64-bit whole number (the add form and the labels page)."""
     return IntegerField(
         "Category id",
@@ -78,8 +81,15 @@ def category_id_field(**options):
     )
 
 
-def stripped(value):
+def stripped(value: object) -> object:
     return value.strip() if isinstance(value, str) else value
+
+
+class PetsQuery(TypedDict):
+    """The listPets arguments of a list filter: `client.list_pets(**query)`."""
+
+    limit: int
+    status: str | None
 
 
 class AnimalFilterForm(PortalForm):
@@ -113,11 +123,11 @@ class AnimalFilterForm(PortalForm):
     )
     sort = SelectField("Sort by", choices=SORT_CHOICES, default="id", filters=[lambda value: value or "id"])
 
-    def query(self):
+    def query(self) -> PetsQuery:
         """The listPets arguments this filter asks for."""
         return {"limit": self.limit.data or LIMIT_DEFAULT, "status": self.status.data or None}
 
-    def kept(self):
+    def kept(self) -> dict[str, str | int]:
         """Every value this filter holds that differs from its default: what a link back to the list keeps."""
         values = {"limit": self.limit.data, "status": self.status.data or None, "q": self.q.data or None}
         values["sort"] = self.sort.data if self.sort.data != "id" else None
@@ -145,7 +155,7 @@ class AnimalForm(PortalForm):
         default="",
     )
 
-    def new_pet(self):
+    def new_pet(self) -> dict[str, str | int | None]:
         """The createPet arguments; no status chosen means none is sent."""
         return {"name": self.name.data, "category_id": self.category_id.data, "status": self.status.data or None}
 

@@ -1,7 +1,11 @@
 """The reference Pet Store v1 server: `flask --app petportal.store run --port 8001`."""
 
+from __future__ import annotations
+
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import click
 from flask import Flask
@@ -28,7 +32,7 @@ SAMPLE_ANIMALS = [
 ]
 
 
-def create_app(test_config=None):
+def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     """Build the reference store: defaults, then environment, then `test_config` on top."""
     app = Flask(__name__, instance_path=str(Path.cwd() / "instance"))
     app.config.from_mapping(
@@ -41,7 +45,7 @@ def create_app(test_config=None):
     )
     if test_config:
         app.config.from_mapping(test_config)
-    app.json.sort_keys = False
+    app.json.sort_keys = False  # type: ignore[attr-defined]  # Flask's DefaultJSONProvider has it
     if app.config["SQLALCHEMY_DATABASE_URI"].startswith("sqlite"):
         # Writers wait for each other instead of failing with "database is locked".
         app.config["SQLALCHEMY_ENGINE_OPTIONS"].setdefault("connect_args", {"timeout": 30})
@@ -62,7 +66,7 @@ def create_app(test_config=None):
 @click.command("seed")
 @with_appcontext
 @click.option("--count", default=len(SAMPLE_ANIMALS), show_default=True, help="How many animals the store should hold.")
-def seed(count):
+def seed(count: int) -> None:
     """Fill the store with sample animals up to COUNT animals; running it again adds none."""
     present = db.session.scalar(db.select(db.func.count()).select_from(Pet))
     for number in range(present, count):

@@ -1,16 +1,25 @@
 """The Pet Store v1 operations: listPets, createPet and the deprecated getPet."""
 
+from __future__ import annotations
+
 import hmac
 import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
-from flask import Blueprint, current_app, jsonify, request, url_for
+from flask import Blueprint, Response, current_app, jsonify, request, url_for
 from jsonschema import Draft7Validator
 from jsonschema.exceptions import best_match
 
 from .models import Pet, db
 from .openapi import PET_STATUSES, SCHEMAS, SUNSET, describe
 
-bp = Blueprint("api", __name__, url_prefix="/v1")
+if TYPE_CHECKING:
+    from jsonschema.exceptions import ValidationError
+    from werkzeug.exceptions import HTTPException
+
+URL_PREFIX = "/v1"
+bp = Blueprint("api", __name__, url_prefix=URL_PREFIX)
 
 INTEGER = re.compile(r"-?[0-9]{1,20}")
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -22,14 +31,14 @@ NEW_PET = Draft7Validator({**SCHEMAS["NewPet"], "components": {"schemas": SCHEMA
 class ApiError(Exception):
     """An error answered as an `Error` record."""
 
-    def __init__(self, status, code, message):
+    def __init__(self, status: int, code: str, message: str) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
 
 
-def error_response(status, code, message, headers=None):
+def error_response(status: int, code: str, message: str, headers: Mapping[str, str] | None = None) -> Response:
     """An `Error` record with its HTTP status."""
     response = jsonify(code=code, message=message, status=status)
     response.status_code = status
@@ -38,13 +47,13 @@ def error_response(status, code, message, headers=None):
 
 
 @bp.errorhandler(ApiError)
-def answer_api_error(error):
+def answer_api_error(error: ApiError) -> Response:
     """An `ApiError` raised by an operation, as its `Error` record."""
     return error_response(error.status, error.code, error.message)
 
 
 @bp.before_request
-def require_api_key():
+def require_api_key() -> None:
     """Refuse every operation without a configured bearer key (the description itself is public)."""
     if request.endpoint == "api.openapi":
         return
@@ -60,7 +69,7 @@ def require_api_key():
 
 
 @bp.after_request
-def announce_deprecation(response):
+def announce_deprecation(response: Response) -> Response:
     """Every answer of the deprecated getPet carries its Deprecation and Sunset notices."""
     if request.endpoint == "api.get_pet":
         response.headers["Deprecation"] = DEPRECATION
@@ -69,7 +78,7 @@ def announce_deprecation(response):
     return response
 
 
-def parse_int64(text, field):
+def parse_int64(text: str | None, field: str) -> int:
     """The integer that `text` spells, or a 400 naming `field`."""
     if text is None or not INTEGER.fullmatch(text) or not INT64_MIN <= int(text) <= INT64_MAX:
         raise ApiError(400, "invalid_parameter", f"{field} must be a 64-bit integer.")
@@ -77,7 +86,7 @@ def parse_int64(text, field):
 
 
 @bp.get("/pets")
-def list_pets():
+def list_pets() -> Response:
     """listPets: at most `limit` animals in order of id, optionally of one status."""
     limit = 20
     if "limit" in request.args:
@@ -94,7 +103,7 @@ def list_pets():
 
 
 @bp.post("/pets")
-def create_pet():
+def create_pet() -> tuple[dict[str, int | str], int, dict[str, str]]:
     """createPet: store a new animal and answer it with its id."""
     payload = request.get_json(force=True, silent=True, cache=False)
     if payload is None:
@@ -108,7 +117,7 @@ def create_pet():
     return pet.to_json(), 201, {"Location": url_for("api.get_pet", pet_id=pet.id)}
 
 
-def describe_problem(error):
+def describe_problem(error: ValidationError) -> str:
     """A short sentence for one schema violation, in terms of the NewPet fields."""
     field = ".".join(str(part) for part in error.absolute_path)
     if not field:
@@ -128,7 +137,7 @@ def describe_problem(error):
 
 
 @bp.get("/pets/<pet_id>")
-def get_pet(pet_id):
+def get_pet(pet_id: str) -> dict[str, int | str]:
     """getPet (deprecated): one animal by id."""
     pet = db.session.get(Pet, parse_int64(pet_id, "petId"))
     if pet is None:
@@ -137,19 +146,20 @@ def get_pet(pet_id):
 
 
 @bp.get("/openapi.json")
-def openapi():
+def openapi() -> dict[str, Any]:
     """This store's OpenAPI 3 description."""
-    return describe(request.url_root + bp.url_prefix.lstrip("/"))
+    return describe(request.url_root + URL_PREFIX.lstrip("/"))
 
 
-def unsupported_route(error):
+def unsupported_route(error: HTTPException) -> Response:
     """Unknown paths and methods, and any other HTTP error, answered as an `Error` record."""
     headers = {name: value for name, value in error.get_headers() if name != "Content-Type"}
     code = (error.name or "error").lower().replace(" ", "_")
-    return error_response(error.code, code, error.description or error.name, headers)
+    # Flask hands an error handler only exceptions that have a code (it returns the others as they are).
+    return error_response(error.code or 500, code, error.description or error.name, headers)
 
 
-def internal_error(error):
+def internal_error(error: Exception) -> Response:
     """A failure of the store itself, answered as an `Error` record without details."""
     current_app.logger.exception("unhandled error", exc_info=error)
     return error_response(500, "internal_error", "The store failed to answer this request.")

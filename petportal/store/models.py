@@ -20,9 +20,9 @@ class Pet(db.Model):
     category_id: Mapped[int] = mapped_column(BigInteger)
     status: Mapped[str | None] = mapped_column(String(16))
 
-    def to_json(self):
+    def to_json(self) -> dict[str, int | str]:
         """The animal as a `Pet` record; a missing status is left out, never null."""
-        record = {"id": self.id, "name": self.name, "categoryId": self.category_id}
+        record: dict[str, int | str] = {"id": self.id, "name": self.name, "categoryId": self.category_id}
         if self.status is not None:
             record["status"] = self.status
         return record

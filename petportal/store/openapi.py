@@ -1,5 +1,6 @@
 """The reference store's own OpenAPI 3 description, which also drives its request validation."""
 
+from collections.abc import Mapping
 from typing import Any
 
 INT64 = {"type": "integer", "format": "int64", "minimum": -(2**63), "maximum": 2**63 - 1}
@@ -19,8 +20,8 @@ _DEPRECATION_HEADERS = {
 }
 
 
-def _error(description, headers=None):
-    response = {"description": description, "content": {"application/json": {"schema": _ERROR_REF}}}
+def _error(description: str, headers: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    response: dict[str, Any] = {"description": description, "content": {"application/json": {"schema": _ERROR_REF}}}
     if headers:
         response["headers"] = headers
     return response
@@ -66,7 +67,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
 }
 
 
-def describe(server_url):
+def describe(server_url: str) -> dict[str, Any]:
     """Return the OpenAPI document, with `server_url` as its one server."""
     return {
         "openapi": "3.0.3",

@@ -18,7 +18,7 @@ branch_labels = None
 depends_on = None
 
 
-def upgrade():
+def upgrade() -> None:
     op.create_table(
         "audit_log",
         sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False),
@@ -68,7 +68,7 @@ def upgrade():
     )
 
 
-def downgrade():
+def downgrade() -> None:
     op.drop_table("users")
     with op.batch_alter_table("submission_tokens", schema=None) as batch_op:
         batch_op.drop_index(batch_op.f("ix_submission_tokens_user_id"))

@@ -15,7 +15,7 @@ branch_labels = None
 depends_on = None
 
 
-def upgrade():
+def upgrade() -> None:
     op.create_table(
         "login_sessions",
         sa.Column("id", sa.String(length=64), nullable=False),
@@ -42,7 +42,7 @@ def upgrade():
         batch_op.create_index(batch_op.f("ix_server_sessions_expires_at"), ["expires_at"], unique=False)
 
 
-def downgrade():
+def downgrade() -> None:
     with op.batch_alter_table("server_sessions", schema=None) as batch_op:
         batch_op.drop_index(batch_op.f("ix_server_sessions_expires_at"))
 

@@ -15,7 +15,7 @@ branch_labels = None
 depends_on = None
 
 
-def upgrade():
+def upgrade() -> None:
     op.create_table(
         "recovery_codes",
         sa.Column("id", sa.Integer(), nullable=False),
@@ -41,7 +41,7 @@ def upgrade():
         batch_op.add_column(sa.Column("logins_ended_at", sa.DateTime(timezone=True), nullable=True))
 
 
-def downgrade():
+def downgrade() -> None:
     with op.batch_alter_table("users", schema=None) as batch_op:
         batch_op.drop_column("logins_ended_at")
         batch_op.drop_column("mfa_last_step")

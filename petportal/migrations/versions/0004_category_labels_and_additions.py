@@ -15,7 +15,7 @@ branch_labels = None
 depends_on = None
 
 
-def upgrade():
+def upgrade() -> None:
     op.create_table(
         "category_labels",
         sa.Column("environment", sa.String(length=32), nullable=False),
@@ -40,7 +40,7 @@ def upgrade():
         )
 
 
-def downgrade():
+def downgrade() -> None:
     with op.batch_alter_table("additions", schema=None) as batch_op:
         batch_op.drop_index("ix_additions_user_environment_added")
     op.drop_table("additions")

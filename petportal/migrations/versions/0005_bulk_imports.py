@@ -15,7 +15,7 @@ branch_labels = None
 depends_on = None
 
 
-def upgrade():
+def upgrade() -> None:
     op.create_table(
         "imports",
         sa.Column("id", sa.String(length=32), nullable=False),
@@ -57,7 +57,7 @@ def upgrade():
         batch_op.create_index("ix_import_rows_import_state", ["import_id", "state"], unique=False)
 
 
-def downgrade():
+def downgrade() -> None:
     with op.batch_alter_table("import_rows", schema=None) as batch_op:
         batch_op.drop_index("ix_import_rows_import_state")
     op.drop_table("import_rows")
