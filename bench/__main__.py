@@ -22,11 +22,9 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
-import requests
-
+from bench.portal import PROJECT_ROOT, csrf_token, logged_in, portal_environment, prepare_portal
 from petportal.processes import free_port, stop, wait_for_port
 
-ROOT = Path(__file__).resolve().parent.parent
 KEY = secrets.token_urlsafe(16)
 ADMIN_PASSWORD = secrets.token_urlsafe(12)
 PORTAL_WORKERS, PORTAL_THREADS = 2, 8
@@ -57,7 +55,7 @@ def gunicorn(app, env, workers, threads, extra=()):
         *extra,
         app,
     ]
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(command, cwd=PROJECT_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for_port(port, process, seconds=60)
         yield f"http://127.0.0.1:{port}", process
@@ -119,34 +117,17 @@ def run_options(description):
 
 
 def portal_variables(folder, production, **extra):
-    """A bench portal's environment: this process's without any PETSTORE_, PETPORTAL_ or PROMETHEUS_ variable,
-    over the store at `production` as its production, the cache off, its data in `folder`; then `extra`."""
-    return {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("PETSTORE_", "PETPORTAL_", "PROMETHEUS_"))},
-        "PETSTORE_PRODUCTION_URL": production + "/v1",
-        "PETSTORE_PRODUCTION_KEY": KEY,
-        "PETPORTAL_SECRET_KEY": secrets.token_urlsafe(32),
-        "PETPORTAL_HTTPS": "0",
-        "PETPORTAL_DATABASE_URL": f"sqlite:///{folder / 'portal.sqlite'}",
-        "PETPORTAL_CACHE_SECONDS": "0",
+    """A bench portal's environment: `portal_environment`, over the store at `production` as its production,
+    the cache off, its data in `folder`; then `extra`."""
+    return portal_environment(
+        PETSTORE_PRODUCTION_URL=production + "/v1",
+        PETSTORE_PRODUCTION_KEY=KEY,
+        PETPORTAL_SECRET_KEY=secrets.token_urlsafe(32),
+        PETPORTAL_HTTPS="0",
+        PETPORTAL_DATABASE_URL=f"sqlite:///{folder / 'portal.sqlite'}",
+        PETPORTAL_CACHE_SECONDS="0",
         **extra,
-    }
-
-
-def prepare_portal(env, accounts=()):
-    """The portal's tables, and the accounts `accounts` ((name, role, password)...), made with its commands."""
-    flask = [sys.executable, "-m", "flask", "--app", "app"]
-    subprocess.run([*flask, "init-db"], cwd=ROOT, env=env, check=True, capture_output=True)
-    for name, role, password in accounts:
-        subprocess.run(
-            [*flask, "user", "create", name, "--role", role, "--password-stdin"],
-            cwd=ROOT,
-            env=env,
-            input=password + "\n",
-            text=True,
-            check=True,
-            capture_output=True,
-        )
+    )
 
 
 def seeded_store(folder, name):
@@ -154,7 +135,7 @@ def seeded_store(folder, name):
     env = {**os.environ, "PETSTORE_API_KEYS": KEY, "PETSTORE_DATABASE_URL": f"sqlite:///{folder / name}.sqlite"}
     subprocess.run(
         [sys.executable, "-m", "flask", "--app", "petportal.store", "seed", "--count", "100"],
-        cwd=ROOT,
+        cwd=PROJECT_ROOT,
         env=env,
         check=True,
         capture_output=True,
@@ -228,10 +209,7 @@ def auth_header(target):
 
 def slow_environment_effect(portal, seconds, medians):
     """An admin previewing the 2 s staging store under load, while customers load production pages."""
-    admin = requests.Session()
-    page = admin.get(f"{portal}/login").text
-    token = csrf_token(page)
-    admin.post(f"{portal}/login", data={"username": "bench", "password": ADMIN_PASSWORD, "csrf_token": token})
+    admin = logged_in(portal, "bench", ADMIN_PASSWORD)
     page = admin.get(f"{portal}/admin/environment").text
     token = csrf_token(page)
     admin.post(f"{portal}/admin/environment/preview", data={"environment": "staging", "csrf_token": token})
@@ -246,11 +224,6 @@ def slow_environment_effect(portal, seconds, medians):
     slow_output = slow_run.communicate()[0]
     slow_rps = float(re.search(r"Requests/sec:\s+([\d.]+)", slow_output).group(1))
     return {"baseline": medians[("portal", 8, 20)][0], "during": during.rps if during else None, "slow_rps": slow_rps}
-
-
-def csrf_token(page):
-    """The CSRF token of the first form on a portal page."""
-    return re.search(r'name="csrf_token" (?:type="hidden" )?value="([^"]+)"', page).group(1)
 
 
 def machine():

@@ -3,9 +3,10 @@
     python -m bench.imports [--rows 500] [--rounds 3]
 
 Starts, on loopback, under gunicorn: the reference store, and the portal (gunicorn.conf.py, SQLite, the
-embedded runner). Each round, alternating the order: the store alone takes `rows` createPet calls, four at
-a time as an import sends them; then the portal previews and imports a file of `rows` animals. Prints
-rows per second for both, their ratio, the preview's time, and the list page's latency while an import runs.
+embedded runner). Each round, alternating the order: the store alone takes `rows` createPet calls,
+IMPORT_CONCURRENCY (the portal's setting) at a time as an import sends them; then the portal previews and
+imports a file of `rows` animals. Prints rows per second for both, their ratio, the preview's time, and the
+list page's latency while an import runs.
 """
 
 import argparse
@@ -21,19 +22,11 @@ from pathlib import Path
 
 import requests
 
-from bench.__main__ import (
-    KEY,
-    STORE_THREADS,
-    STORE_WORKERS,
-    csrf_token,
-    gunicorn,
-    machine,
-    portal_variables,
-    prepare_portal,
-)
+from bench.__main__ import KEY, STORE_THREADS, STORE_WORKERS, gunicorn, machine, portal_variables
+from bench.portal import csrf_token, logged_in, prepare_portal
+from petportal.config import IMPORT_CONCURRENCY
 
 STAFF_PASSWORD = secrets.token_urlsafe(12)
-SENT_AT_ONCE = 4  # config.IMPORT_CONCURRENCY
 
 
 def options():
@@ -44,9 +37,9 @@ def options():
 
 
 def store_alone(store, rows, round_number):
-    """Seconds the store takes for `rows` createPet calls, SENT_AT_ONCE at a time."""
+    """Seconds the store takes for `rows` createPet calls, IMPORT_CONCURRENCY at a time."""
     session = requests.Session()
-    session.mount("http://", requests.adapters.HTTPAdapter(pool_maxsize=SENT_AT_ONCE))
+    session.mount("http://", requests.adapters.HTTPAdapter(pool_maxsize=IMPORT_CONCURRENCY))
     headers = {"Authorization": f"Bearer {KEY}"}
 
     def create(number):
@@ -55,16 +48,9 @@ def store_alone(store, rows, round_number):
         answer.raise_for_status()
 
     started = time.perf_counter()
-    with ThreadPoolExecutor(SENT_AT_ONCE) as pool:
+    with ThreadPoolExecutor(IMPORT_CONCURRENCY) as pool:
         list(pool.map(create, range(rows)))
     return time.perf_counter() - started
-
-
-def logged_in(portal):
-    browser = requests.Session()
-    token = csrf_token(browser.get(f"{portal}/login").text)
-    browser.post(f"{portal}/login", data={"username": "bench", "password": STAFF_PASSWORD, "csrf_token": token})
-    return browser
 
 
 def portal_import(portal, browser, rows, round_number):
@@ -118,7 +104,7 @@ def main():
         portal_env = portal_variables(folder, store)
         prepare_portal(portal_env, [("bench", "staff", STAFF_PASSWORD)])
         portal, _ = stack.enter_context(gunicorn("app:app", portal_env, 2, 8, ["-c", "gunicorn.conf.py"]))
-        browser = logged_in(portal)
+        browser = logged_in(portal, "bench", STAFF_PASSWORD)
         print(machine())
         print(f"store: gunicorn gthread, {STORE_WORKERS} workers x {STORE_THREADS} threads, SQLite")
         print("portal: gunicorn.conf.py (2 workers x 8 threads), SQLite, the embedded import runner; all on loopback")
@@ -137,7 +123,7 @@ def main():
         store_rate = args.rows / statistics.median(alone)
         import_rate = args.rows / statistics.median(imported)
         ratios = [a / i for a, i in zip(alone, imported, strict=True)]
-        print(f"\n{args.rows} rows, {SENT_AT_ONCE} at a time; median of {args.rounds} rounds (min-max)\n")
+        print(f"\n{args.rows} rows, {IMPORT_CONCURRENCY} at a time; median of {args.rounds} rounds (min-max)\n")
         print("| measure | value |")
         print("|---|---:|")
         print(f"| store alone: createPet per second | {store_rate:.0f} |")

@@ -28,18 +28,17 @@ from pathlib import Path
 from bench.__main__ import (
     PORTAL_THREADS,
     PORTAL_WORKERS,
-    ROOT,
     STORE_THREADS,
     STORE_WORKERS,
     gunicorn,
     portal_variables,
-    prepare_portal,
     print_settings,
     run_options,
     seeded_store,
     workers_cpu_seconds,
     wrk,
 )
+from bench.portal import PROJECT_ROOT, prepare_portal
 
 PAGES = (5, 45)
 BASELINE = "no metrics, text logs"
@@ -105,7 +104,7 @@ def instructions_per_page(portal_env):
             module.removesuffix(":app"),
             str(pages),
         ]
-        result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+        result = subprocess.run(command, cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, check=False)
         if result.returncode:
             raise SystemExit(f"callgrind run failed: {result.stderr[-500:]}")
         return int(re.search(r"Collected : (\d+)", result.stderr).group(1))

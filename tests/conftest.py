@@ -1,15 +1,22 @@
 """Fixtures: real reference stores on real ports, the portal over them (built and closed for each test,
 every response scanned for secrets), a fault server, and the optional real PostgreSQL.
 
-Helpers live in helpers.py, real servers in servers.py, the figures and the secret scan in scanning.py.
+Helpers live in helpers.py, real servers in servers.py, the figures and the secret scan in scanning.py; what
+the benches use too (readying a portal with its commands, a form's CSRF token, a logged-in browser) in
+bench/portal.py.
 """
 
 import logging
+import sys
+from pathlib import Path
 
 import pytest
 
+# The checkout's root, where `python -m bench` finds the `bench` package: so that `from bench.portal import`
+# works here too (pytest itself puts only tests/ on the path).
+sys.path.append(str(Path(__file__).resolve().parent.parent))
 # Before they are imported: their asserts then explain themselves as a test's own do.
-pytest.register_assert_rewrite("helpers", "scanning")
+pytest.register_assert_rewrite("helpers", "scanning", "bench.portal")
 
 from petportal import create_app  # noqa: E402
 from petportal.extensions import db  # noqa: E402

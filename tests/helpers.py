@@ -18,6 +18,7 @@ import requests
 import sqlalchemy
 from werkzeug.security import generate_password_hash
 
+from bench.portal import csrf_token
 from petportal.store import create_app as create_store
 from petportal.store.models import db as store_db
 
@@ -138,15 +139,7 @@ class Clock:
         self.now += timedelta(**delta)
 
 
-CSRF_PATTERN = re.compile(r'name="csrf_token" type="hidden" value="([^"]+)"|name="csrf_token" value="([^"]+)"')
 TOKEN_PATTERN = re.compile(r'name="submission_token" type="hidden" value="([^"]*)"')
-
-
-def csrf_token(html):
-    """The CSRF token of the first form on a page."""
-    match = CSRF_PATTERN.search(html)
-    assert match, "no CSRF token on the page"
-    return match.group(1) or match.group(2)
 
 
 def submission_token(html):
@@ -164,15 +157,6 @@ def at_once(calls, send):
     with ThreadPoolExecutor(len(calls)) as pool:
         futures = [pool.submit(send, *call, start) for call in calls]
         return [future.result() for future in futures]
-
-
-def logged_in(origin, username, password):
-    """A browser (a requests session) logged in to a portal running at `origin`."""
-    browser = requests.Session()
-    token = csrf_token(browser.get(f"{origin}/login").text)
-    response = browser.post(f"{origin}/login", data={"username": username, "password": password, "csrf_token": token})
-    assert response.status_code == 200, response.status_code
-    return browser
 
 
 def post_form(client, page_path, action, **fields):

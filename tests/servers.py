@@ -3,7 +3,6 @@
 import base64
 import io
 import json
-import os
 import socket
 import socketserver
 import struct
@@ -13,11 +12,11 @@ import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from urllib.parse import quote
 
 from werkzeug.serving import make_server
 
+from bench.portal import FLASK_PORTAL, PROJECT_ROOT, prepare_portal
 from petportal.processes import free_port, stop, wait_for_port
 
 
@@ -220,17 +219,6 @@ class RecordingMiddleware:
         return [request.method for request in self.received]
 
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-FLASK_PORTAL = [sys.executable, "-m", "flask", "--app", "app"]
-
-
-def portal_environment(**variables):
-    """This process's environment without any PETSTORE_, PETPORTAL_ or PROMETHEUS_ variable, plus `variables`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PETSTORE_", "PETPORTAL_", "PROMETHEUS_"))}
-    env.update(variables)
-    return env
-
-
 def run_init_db(env):
     """`flask --app app init-db` with `env`, as an operator runs it; the finished process, never raised."""
     return subprocess.run(
@@ -238,27 +226,11 @@ def run_init_db(env):
     )
 
 
-def prepare_portal(env, accounts=()):
-    """`flask --app app init-db`, then `user create NAME --role ROLE --password-stdin` for each of `accounts`
-    ((name, role, password)...), as an operator readies a new portal."""
-    subprocess.run([*FLASK_PORTAL, "init-db"], cwd=PROJECT_ROOT, env=env, check=True, capture_output=True)
-    for name, role, password in accounts:
-        subprocess.run(
-            [*FLASK_PORTAL, "user", "create", name, "--role", role, "--password-stdin"],
-            cwd=PROJECT_ROOT,
-            env=env,
-            input=password + "\n",
-            text=True,
-            check=True,
-            capture_output=True,
-        )
-
-
 @contextmanager
 def portal_processes(env, count=2):
     """Run `count` portal instances under gunicorn (2 workers each), as in production, on one database;
     yields their origins."""
-    subprocess.run([*FLASK_PORTAL, "init-db"], cwd=PROJECT_ROOT, env=env, check=True, capture_output=True)
+    prepare_portal(env)
     ports = [free_port() for _ in range(count)]
     processes = [
         subprocess.Popen(

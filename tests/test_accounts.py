@@ -5,11 +5,12 @@ import re
 
 import pytest
 
+from bench.portal import csrf_token
 from petportal.auth import accounts
 from petportal.extensions import db
 from petportal.models import AuditEntry, User
 
-from helpers import NEW_PASSWORDS, PASSWORDS, AuthActions, at_once, csrf_token, post_form
+from helpers import NEW_PASSWORDS, PASSWORDS, AuthActions, at_once, post_form
 
 INITIAL, CHOSEN, LATER = NEW_PASSWORDS
 

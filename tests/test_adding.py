@@ -8,7 +8,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
-from helpers import PASSWORDS, AuthActions, csrf_token, submission_token
+from bench.portal import csrf_token
+
+from helpers import PASSWORDS, AuthActions, submission_token
 from servers import FaultServer, answer, delay, serve
 
 

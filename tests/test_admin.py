@@ -5,17 +5,11 @@ from datetime import UTC, datetime
 
 import pytest
 
+from bench.portal import csrf_token
 from petportal.extensions import db
 from petportal.models import AuditEntry
 
-from helpers import (
-    PASSWORDS,
-    PRODUCTION_KEY,
-    STAGING_KEY,
-    AuthActions,
-    csrf_token,
-    portal_config,
-)
+from helpers import PASSWORDS, PRODUCTION_KEY, STAGING_KEY, AuthActions, portal_config
 from servers import FaultServer, answer
 
 

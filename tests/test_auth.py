@@ -4,10 +4,11 @@ from urllib.parse import urljoin, urlsplit
 
 import pytest
 
+from bench.portal import csrf_token
 from petportal.extensions import db
 from petportal.models import AuditEntry
 
-from helpers import PASSWORDS, csrf_token
+from helpers import PASSWORDS
 from scanning import FIGURES
 
 HOSTILE_NEXT = [

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from servers import PROJECT_ROOT, portal_environment
+from bench.portal import PROJECT_ROOT, portal_environment
 
 pytestmark = pytest.mark.slow
 

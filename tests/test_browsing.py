@@ -7,10 +7,11 @@ import unicodedata
 
 import pytest
 
+from bench.portal import csrf_token
 from petportal.extensions import db
 from petportal.models import AuditEntry, CategoryLabel
 
-from helpers import csrf_token, post_form, submission_token
+from helpers import post_form, submission_token
 
 HOSTILE = '<script>alert("x")</script> & <b>bold</b>'
 

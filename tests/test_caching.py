@@ -4,7 +4,9 @@ import time
 
 import pytest
 
-from helpers import AuthActions, csrf_token, submission_token
+from bench.portal import csrf_token
+
+from helpers import AuthActions, submission_token
 
 
 @pytest.fixture

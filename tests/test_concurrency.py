@@ -14,15 +14,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
-from helpers import (
-    PASSWORDS,
-    PRODUCTION_KEY,
-    csrf_token,
-    dispose_store,
-    make_store,
-    portal_config,
-    submission_token,
-)
+from bench.portal import csrf_token
+
+from helpers import PASSWORDS, PRODUCTION_KEY, dispose_store, make_store, portal_config, submission_token
 from scanning import FIGURES
 from servers import serve
 

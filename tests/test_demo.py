@@ -9,10 +9,8 @@ import time
 import pytest
 import requests
 
+from bench.portal import PROJECT_ROOT, csrf_token, portal_environment
 from petportal.processes import free_port, is_listening, wait_for_port
-
-from helpers import csrf_token
-from servers import PROJECT_ROOT, portal_environment
 
 pytestmark = pytest.mark.slow
 

@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from bench.portal import PROJECT_ROOT, csrf_token, portal_environment
 from petportal import create_app
 from petportal.environments import Environments
 from petportal.extensions import db
@@ -17,16 +18,8 @@ from petportal.models import AuditEntry, User
 from petportal.petstore import PetStoreError, Unauthorized
 from petportal.petstore.errors import WITHHELD, clean
 
-from helpers import (
-    PRODUCTION_KEY,
-    REDIS_URL,
-    STAGING_KEY,
-    AuthActions,
-    csrf_token,
-    portal_config,
-    submission_token,
-)
-from servers import PROJECT_ROOT, EchoingStore, answer, delay, portal_environment, serve
+from helpers import PRODUCTION_KEY, REDIS_URL, STAGING_KEY, AuthActions, portal_config, submission_token
+from servers import EchoingStore, answer, delay, serve
 
 ECHO_STATUSES = [400, 401, 404, 410, 429, 500, 502, 503]
 

@@ -8,7 +8,9 @@ import time
 
 import pytest
 
-from helpers import AuthActions, csrf_token, submission_token
+from bench.portal import csrf_token
+
+from helpers import AuthActions, submission_token
 from scanning import FIGURES
 from servers import FaultServer, answer, delay, drip, huge, lying_length, reset_mid_body
 

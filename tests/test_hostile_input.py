@@ -5,7 +5,9 @@ import re
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from helpers import csrf_token, submission_token
+from bench.portal import csrf_token
+
+from helpers import submission_token
 from scanning import FIGURES
 
 NASTY = [

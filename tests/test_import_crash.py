@@ -18,19 +18,11 @@ import uuid
 import pytest
 import redis
 
+from bench.portal import FLASK_PORTAL, PROJECT_ROOT, csrf_token, logged_in, portal_environment, prepare_portal
 from petportal.processes import free_port, wait_for_port
 
-from helpers import (
-    PRODUCTION_KEY,
-    SECRET_KEY,
-    SlowStore,
-    csrf_token,
-    dispose_store,
-    drop_postgres_schema,
-    logged_in,
-    postgres_schema_url,
-)
-from servers import FLASK_PORTAL, PROJECT_ROOT, portal_environment, prepare_portal, serve
+from helpers import PRODUCTION_KEY, SECRET_KEY, SlowStore, dispose_store, drop_postgres_schema, postgres_schema_url
+from servers import serve
 
 pytestmark = pytest.mark.slow
 

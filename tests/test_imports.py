@@ -17,10 +17,11 @@ import pytest
 from werkzeug.datastructures import FileStorage, MultiDict
 from werkzeug.test import encode_multipart
 
+from bench.portal import csrf_token
 from petportal.extensions import db
 from petportal.models import AuditEntry, BulkImport, ImportRow
 
-from helpers import PASSWORDS, REDIS_URL, AuthActions, SlowStore, at_once, csrf_token
+from helpers import PASSWORDS, REDIS_URL, AuthActions, SlowStore, at_once
 from servers import FaultServer, answer, delay, serve
 
 BOM = "\ufeff"

@@ -14,27 +14,21 @@ import pytest
 import redis
 import requests
 
+from bench.portal import csrf_token, logged_in, portal_environment, prepare_portal
+
 from helpers import (
     NEW_PASSWORDS,
     PRODUCTION_KEY,
     SECRET_KEY,
     STAGING_KEY,
     LiveStore,
-    csrf_token,
     dispose_store,
     drop_postgres_schema,
-    logged_in,
     make_store,
     postgres_schema_url,
     submission_token,
 )
-from servers import (
-    RecordingMiddleware,
-    portal_environment,
-    portal_processes,
-    prepare_portal,
-    serve,
-)
+from servers import RecordingMiddleware, portal_processes, serve
 
 pytestmark = pytest.mark.slow
 

@@ -1,17 +1,17 @@
 """The schema over time: init-db creates or upgrades, a 0.1.0 database keeps its accounts and audit log."""
 
 import subprocess
-import sys
 
 import flask_migrate
 import sqlalchemy
 from werkzeug.security import generate_password_hash
 
+from bench.portal import FLASK_PORTAL, PROJECT_ROOT, portal_environment, prepare_portal
 from petportal import create_app
 from petportal.extensions import db
 
 from helpers import PASSWORDS, AuthActions, portal_config
-from servers import PROJECT_ROOT, portal_environment, run_init_db
+from servers import run_init_db
 
 
 def make_0_1_0_database(app):
@@ -84,10 +84,9 @@ def test_the_models_and_the_migrations_agree(tmp_path):
         PETPORTAL_SECRET_KEY="x" * 32,
         PETPORTAL_DATABASE_URL=f"sqlite:///{tmp_path / 'check.sqlite'}",
     )
-    flask = [sys.executable, "-m", "flask", "--app", "app"]
-    subprocess.run([*flask, "init-db"], cwd=PROJECT_ROOT, env=env, check=True, capture_output=True)
+    prepare_portal(env)
     check = subprocess.run(
-        [*flask, "db", "check"], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, check=False
+        [*FLASK_PORTAL, "db", "check"], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, check=False
     )
     assert check.returncode == 0, check.stdout + check.stderr
     assert "No new upgrade operations detected" in check.stdout + check.stderr

@@ -13,6 +13,7 @@ from datetime import UTC, date, datetime
 import pytest
 import requests
 
+from bench.portal import PROJECT_ROOT, portal_environment
 from petportal.admin.status import in_words, stability_in_words
 from petportal.environments import DeprecationNotice
 from petportal.logs import RequestContextFilter
@@ -20,7 +21,7 @@ from petportal.processes import free_port, stop, wait_for_port
 from petportal.store import create_app as create_store
 
 from helpers import PRODUCTION_KEY, SECRET_KEY, AuthActions
-from servers import PROJECT_ROOT, portal_environment, portal_processes
+from servers import portal_processes
 
 FLASK = [sys.executable, "-m", "flask"]
 

@@ -10,10 +10,10 @@ import pyotp
 import pytest
 import requests
 
+from bench.portal import PROJECT_ROOT, csrf_token, portal_environment
 from petportal.processes import free_port, wait_for_port
 
-from helpers import SECRET_PATTERN, STAGING_KEY, csrf_token
-from servers import PROJECT_ROOT, portal_environment
+from helpers import SECRET_PATTERN, STAGING_KEY
 
 pytestmark = pytest.mark.slow
 

@@ -10,10 +10,11 @@ from collections import Counter
 
 import pytest
 
+from bench.portal import PROJECT_ROOT, portal_environment
 from petportal.processes import free_port, stop, wait_for_port
 
 from helpers import PRODUCTION_KEY, SECRET_KEY
-from servers import PROJECT_ROOT, FaultServer, answer, delay, portal_environment, reset
+from servers import FaultServer, answer, delay, reset
 
 SOAK_SECONDS = float(os.environ.get("PETPORTAL_SOAK_SECONDS", "30"))  # longer soaks: set the variable
 CONNECTIONS = 32

@@ -7,13 +7,14 @@ import sys
 import pytest
 from flask.testing import FlaskClient
 
+from bench.portal import csrf_token, portal_environment
 from petportal.config import from_environment
 from petportal.extensions import db
 from petportal.imports import batches, files
 from petportal.models import AuditEntry, BulkImport, CategoryLabel, User
 
-from helpers import NEW_PASSWORDS, PASSWORDS, AuthActions, csrf_token
-from servers import portal_environment, run_init_db
+from helpers import NEW_PASSWORDS, PASSWORDS, AuthActions
+from servers import run_init_db
 
 POST_ROUTES = [
     "/login",
