@@ -29,7 +29,8 @@ THREADS = 20
 
 class FaultInjector:
     """Wraps the real store: names starting "slow" are stored but answered after the portal gave up;
-    names starting "busy" are refused with 503 before reaching the store. Records what was accepted."""
+    names starting "busy" are answered 503 without reaching the store, which the portal cannot tell from
+    a gateway's 503 after the store added it. Records what was accepted."""
 
     def __init__(self, store):
         self.store = store
@@ -146,7 +147,8 @@ def test_two_hundred_submissions_end_honestly_with_no_duplicate_and_none_lost(tm
     assert lost == []
     assert all(injector.accepted[name] == 0 for name, seen in outcomes.items() if next(iter(seen))[0] == "failed")
     told = {name: next(iter(seen))[0] for name, seen in outcomes.items()}
-    assert {told[name] for name in told if name.startswith("busy")} == {"failed"}
+    # Only 201, 400 and 401 are certain answers to createPet: a 503 may follow the store's adding it.
+    assert {told[name] for name in told if name.startswith("busy")} == {"unknown"}
     assert {told[name] for name in told if name.startswith("slow")} == {"unknown"}
     # A healthy store's answer can still miss the timeout on a stalled machine; that is reported honestly.
     assert {told[name] for name in told if name.startswith("fine")} <= {"created", "unknown"}

@@ -13,14 +13,14 @@ from urllib.parse import urlencode, urlsplit
 
 from urllib3 import connection_from_url
 from urllib3.connectionpool import ConnectionPool
-from urllib3.exceptions import ConnectTimeoutError, DecodeError, MaxRetryError, TimeoutError
+from urllib3.exceptions import ConnectTimeoutError, DecodeError, MaxRetryError, SSLError, TimeoutError
 from urllib3.exceptions import HTTPError as TransportError
 from urllib3.response import BaseHTTPResponse
 from urllib3.util.retry import Retry
 from urllib3.util.timeout import Timeout
 
 from .bulkhead import Bulkhead
-from .errors import Busy, OutcomeUnknown, PetStoreError, Unavailable, UnexpectedResponse
+from .errors import CHANGES, Busy, OutcomeUnknown, PetStoreError, Unavailable, UnexpectedResponse
 from .records import (
     INT64_MAX,
     INT64_MIN,
@@ -234,31 +234,29 @@ class PetStoreClient:
             raise Busy("Too many pages are waiting on the pet store already.", method=method, url=url)
         _call.deadline = deadline
         try:
-            status, headers, body = self._send(method, path, url, deadline, **kwargs)
+            status, headers, body = self._send(method, path, operation, url, deadline, **kwargs)
         finally:
             if self._gate is not None:
                 self._gate.leave()
         if self._on_answer is not None:
             self._on_answer(operation, status, headers)
         log.debug("%s %s -> %s in %.1f ms", method, url, status, (time.monotonic() - started) * 1000)
-        if status >= 300 or status < 200:
+        if not 200 <= status < 300 or status != CHANGES.get(operation, status):
             raise PetStoreError.from_status(
                 status, body, operation=operation, method=method, url=url, secrets=self._secrets
             )
         if any(secret.encode() in body for secret in self._secrets if secret):
             # An animal named after the key would put it on a customer's page.
-            raise UnexpectedResponse("The store's answer quoted a credential.", status=status, method=method, url=url)
+            raise _unusable(operation, "The store's answer quoted a credential.", status, method, url)
         try:
             return parse(json.loads(body))
         except (ValueError, RecursionError) as exc:
             # ShapeError is a ValueError too; all mean the answer is outside the interface.
             reason = str(exc) if isinstance(exc, ShapeError) else "not valid JSON"
-            raise UnexpectedResponse(
-                f"The store's answer is unusable: {reason}.", status=status, method=method, url=url
-            ) from exc
+            raise _unusable(operation, f"The store's answer is unusable: {reason}.", status, method, url) from exc
 
     def _send(
-        self, method: str, path: str, url: str, deadline: float, **kwargs: Any
+        self, method: str, path: str, operation: str, url: str, deadline: float, **kwargs: Any
     ) -> tuple[int, Mapping[str, str], bytes]:
         """One request for `path` (below the base URL, which is `url`'s start), with its retries, all of it
         before `deadline`: (status, headers, whole body)."""
@@ -273,12 +271,12 @@ class PetStoreClient:
                 **kwargs,
             )
         except (TransportError, OSError) as exc:
-            error = _transport_error(exc, method, url)
+            error = _transport_error(exc, operation, method, url)
             log.warning("%s %s failed: %s", method, url, error.message)
             raise error from exc
         read = False
         try:
-            body = self._read_body(response, method, url, deadline)
+            body = self._read_body(response, operation, method, url, deadline)
             read = True
         finally:
             if not read:
@@ -286,26 +284,26 @@ class PetStoreClient:
             response.release_conn()
         return response.status, response.headers, body
 
-    def _read_body(self, response: BaseHTTPResponse, method: str, url: str, deadline: float) -> bytes:
+    def _read_body(self, response: BaseHTTPResponse, operation: str, method: str, url: str, deadline: float) -> bytes:
         """The whole body, refusing one over `max_body_bytes` or one still arriving at `deadline`."""
         declared = response.headers.get("Content-Length", "")
+        too_large = "The store's answer is larger than the portal accepts."
         if declared.isdigit() and int(declared) > self.max_body_bytes:
-            raise _too_large(response.status, method, url)
+            raise _unusable(operation, too_large, response.status, method, url)
         chunks, size = [], 0
         try:
             while chunk := response.read1(READ_CHUNK_BYTES, decode_content=True):
                 size += len(chunk)
                 if size > self.max_body_bytes:
-                    raise _too_large(response.status, method, url)
+                    raise _unusable(operation, too_large, response.status, method, url)
                 if time.monotonic() > deadline:
-                    raise _no_answer(method, url, "The store's answer arrived too slowly.")
+                    raise _no_answer(operation, method, url, "The store's answer arrived too slowly.")
                 chunks.append(chunk)
         except DecodeError as exc:
-            raise UnexpectedResponse(
-                "The store's answer could not be decoded.", status=response.status, method=method, url=url
-            ) from exc
+            message = "The store's answer could not be decoded."
+            raise _unusable(operation, message, response.status, method, url) from exc
         except (TransportError, OSError) as exc:
-            raise _no_answer(method, url, "The connection broke while the store was answering.") from exc
+            raise _no_answer(operation, method, url, "The connection broke while the store was answering.") from exc
         return b"".join(chunks)
 
 
@@ -330,27 +328,29 @@ def _check_status(status: str | None) -> None:
         raise ValueError(f"status must be one of {', '.join(PET_STATUSES)}")
 
 
-def _no_answer(method: str, url: str, message: str) -> Unavailable:
-    """The store stopped answering: for a POST it may have acted, so the outcome is unknown."""
-    error_class = OutcomeUnknown if method == "POST" else Unavailable
+def _no_answer(operation: str, method: str, url: str, message: str) -> PetStoreError:
+    """The store stopped answering after the request was sent: a change may have happened, so its outcome is
+    unknown; a read is only unavailable."""
+    error_class = OutcomeUnknown if operation in CHANGES else Unavailable
     return error_class(message, method=method, url=url)
 
 
-def _too_large(status: int, method: str, url: str) -> UnexpectedResponse:
-    return UnexpectedResponse(
-        "The store's answer is larger than the portal accepts.", status=status, method=method, url=url
-    )
+def _unusable(operation: str, message: str, status: int, method: str, url: str) -> PetStoreError:
+    """An answer outside the interface: for a change, one that may follow the store's acting on it."""
+    error_class = OutcomeUnknown if operation in CHANGES else UnexpectedResponse
+    return error_class(message, status=status, method=method, url=url)
 
 
-def _transport_error(exc: Exception, method: str, url: str) -> Unavailable:
+def _transport_error(exc: Exception, operation: str, method: str, url: str) -> PetStoreError:
     """The typed error for a request that got no answer at all."""
     reason = exc.reason if isinstance(exc, MaxRetryError) else exc
-    if isinstance(reason, ConnectTimeoutError):
-        # Covers refused connections too (NewConnectionError): nothing reached the store.
+    if isinstance(reason, ConnectTimeoutError | SSLError):
+        # Nothing reached the store: a refused connection or an unknown host (NewConnectionError and
+        # NameResolutionError are ConnectTimeoutErrors), a connect timeout, or a TLS handshake that failed.
         return Unavailable("The pet store could not be reached.", method=method, url=url)
     if isinstance(reason, TimeoutError):
-        return _no_answer(method, url, "The pet store did not answer in time.")
-    return _no_answer(method, url, "The connection to the pet store failed.")
+        return _no_answer(operation, method, url, "The pet store did not answer in time.")
+    return _no_answer(operation, method, url, "The connection to the pet store failed.")
 
 
 __all__ = ["PetStoreClient", "PetStoreError"]

@@ -126,19 +126,28 @@ class PetStoreError(Exception):
                 message = record["message"]
         except (ValueError, RecursionError):
             pass
-        error_class: type[PetStoreError]
-        if status == 404 and operation != "getPet":
-            error_class = UnexpectedResponse
-        elif status in STATUS_ERRORS:
-            error_class = STATUS_ERRORS[status]
-        elif status in (429, 503):
-            # Refused before any work: safe to say nothing happened.
-            error_class = Unavailable
-        elif status >= 500:
-            error_class = OutcomeUnknown if method == "POST" else Unavailable
-        else:
-            error_class = UnexpectedResponse
+        error_class = classify(operation, status)
         return error_class(message, status=status, code=code, method=method, url=url, secrets=secrets)
+
+
+def classify(operation: str, status: int) -> type[PetStoreError]:
+    """What a non-2xx answer to `operation` means: the one place that decides it.
+
+    A change (createPet) is certain only for the answers the interface defines for it: 400 and 401 say
+    nothing was added. Any other answer (5xx, 429, a 418 from a gateway) may come after the store acted,
+    so its outcome is unknown. A read's outcome never matters: 429 and 5xx only say to try again.
+    """
+    if status in CERTAIN_REFUSALS.get(operation, ()):
+        return STATUS_ERRORS[status]
+    if operation in CHANGES:
+        return OutcomeUnknown
+    if status == 404 and operation != "getPet":
+        return UnexpectedResponse
+    if status in STATUS_ERRORS:
+        return STATUS_ERRORS[status]
+    if status == 429 or status >= 500:
+        return Unavailable
+    return UnexpectedResponse
 
 
 class InvalidRequest(PetStoreError):
@@ -158,15 +167,18 @@ class Gone(PetStoreError):
 
 
 class Unavailable(PetStoreError):
-    """The store did not answer: refused, reset, timed out, rate-limited or a 5xx."""
+    """No usable answer, and nothing changed: a read that failed (refused, reset, timed out, rate-limited, a 5xx),
+    or a change that never reached the store (refused connection, unknown host, TLS failure, no time left)."""
 
 
 class Busy(Unavailable):
     """Not sent: so many pages already wait on the pet store that this one would only queue."""
 
 
-class OutcomeUnknown(Unavailable):
-    """A POST may have reached the store, but no answer came back: it may or may not have happened."""
+class OutcomeUnknown(PetStoreError):
+    """A change reached the store, or may have, and no answer the interface defines came back: a timeout or
+    reset after sending, a status it does not define (5xx, 429, ...) or an unreadable 201. It may or may not
+    have happened, so it is never sent again."""
 
 
 class UnexpectedResponse(PetStoreError):
@@ -174,3 +186,7 @@ class UnexpectedResponse(PetStoreError):
 
 
 STATUS_ERRORS: dict[int, type[PetStoreError]] = {400: InvalidRequest, 401: Unauthorized, 404: NotFound, 410: Gone}
+# The operations that change the store, with the one success the interface defines for each.
+CHANGES = {"createPet": 201}
+# The error answers the interface defines for each change: certain to have changed nothing.
+CERTAIN_REFUSALS = {"createPet": (400, 401)}
