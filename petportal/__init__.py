@@ -21,6 +21,7 @@ from . import (
     page_cache,
     security,
     session_store,
+    unit_of_work,
 )
 from .account import bp as account_bp
 from .admin import bp as admin_bp
@@ -60,6 +61,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     Path(app.instance_path).mkdir(parents=True, exist_ok=True)
     app.extensions[WHEN_BUILT] = []
 
+    unit_of_work.register(app)  # first, so its commit runs after every other hook
     demo.register(app)
     logs.register(app)
     metrics.register(app)

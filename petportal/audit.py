@@ -8,7 +8,7 @@ from .models import AuditEntry
 
 
 def record(action, *, actor=None, target=None, environment=None, detail=""):
-    """Add one audit entry for the current request (or command) and commit it; `target` is the account changed."""
+    """Add one audit entry to the current unit of work (see unit_of_work); `target` is the account changed."""
     if actor is None:
         actor = current_user.username if current_user.is_authenticated else "anonymous"
     db.session.add(
@@ -21,4 +21,3 @@ def record(action, *, actor=None, target=None, environment=None, detail=""):
             remote_addr=request.remote_addr if request else None,
         )
     )
-    db.session.commit()

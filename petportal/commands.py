@@ -62,6 +62,7 @@ def create_user(name, role, password_stdin):
     except accounts.AccountError as error:
         raise click.ClickException(str(error)) from None
     audit.record("user_created", actor=COMMAND_LINE, target=user.username, detail=f"role {role}; from the command line")
+    db.session.commit()  # the command is the unit of work: the account and its audit entry together
     click.echo(f"Added {role} {user.username!r}.")
 
 
@@ -77,6 +78,7 @@ def reset_mfa(name):
     except accounts.AccountError as error:
         raise click.ClickException(str(error)) from None
     audit.record("mfa_reset", actor=COMMAND_LINE, target=user.username, detail="from the command line")
+    db.session.commit()
     click.echo(f"Removed {user.username!r}'s second factor; they set up a new one at their next admin page.")
 
 

@@ -11,10 +11,12 @@ from __future__ import annotations
 import os
 import secrets
 from collections.abc import Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from dotenv import find_dotenv, load_dotenv
+
+from .clock import real_time
 
 ENVIRONMENT_NAMES = ("production", "staging")
 # How long the page cache keeps an environment's generation counter after its last change: 30 days.
@@ -37,7 +39,7 @@ def defaults(instance_path: str) -> dict[str, Any]:
         "SQLALCHEMY_DATABASE_URI": f"sqlite:///{os.path.join(instance_path, 'petportal.sqlite')}",
         "BOOTSTRAP_SERVE_LOCAL": True,
         "WTF_CSRF_TIME_LIMIT": None,
-        "CLOCK": lambda: datetime.now(UTC),
+        "CLOCK": real_time,
         "LOGIN_LIMIT_PER_ACCOUNT_ADDRESS": "5 per minute; 20 per hour",
         "LOGIN_LIMIT_PER_ADDRESS": "20 per minute; 100 per hour",
         "LOGIN_LIMIT_PER_ACCOUNT": "30 per minute; 100 per hour",

@@ -18,6 +18,7 @@ from .extensions import db
 from .models import Setting
 from .petstore import PetStoreClient
 from .petstore.bulkhead import Bulkhead
+from .unit_of_work import after_commit
 
 log = logging.getLogger(__name__)
 ACTIVE_SETTING = "active_environment"
@@ -160,13 +161,16 @@ class Environments:
         return environment
 
     def set_active(self, name: str) -> None:
-        """Make `name` the active environment for every user and every process."""
+        """Make `name` the active environment for every user and every process, once the caller's unit of work
+        commits."""
         row = db.session.get(Setting, ACTIVE_SETTING)
         if row is None:
             db.session.add(Setting(key=ACTIVE_SETTING, value=name))
         else:
             row.value = name
-        db.session.commit()
+        after_commit(lambda: self._now_active(name))
+
+    def _now_active(self, name: str) -> None:
         self._active = (name, time.monotonic())
         metrics.show_active(ENVIRONMENT_NAMES, name)
 

@@ -1,5 +1,7 @@
 """Friendly error pages: no stack trace, no upstream body, always the request id."""
 
+import functools
+
 from flask import current_app, g, render_template, request
 from flask_login import current_user
 from flask_wtf.csrf import CSRFError
@@ -100,14 +102,17 @@ def handle_pet_store_error(error):
         current_app.logger.warning("pet store unavailable: %s", error)
         return render_error(503, "The pet store is not answering. Try again in a moment.", retry=True)
     if isinstance(error, Unauthorized):
-        name = serving().environment.name
-        current_app.logger.error("the %s API key was rejected", name)
-        if current_user.is_authenticated and current_user.is_admin:
-            message = f"The {name} API key was rejected by the pet store. Check its configuration."
-            return render_error(502, message)
-        return render_error(502, "The pet store is temporarily unavailable. Try again later.", retry=True)
+        return key_rejected_page(serving().environment.name)
     current_app.logger.error("unusable answer from the pet store: %s", error)
     return render_error(502, retry=True)
+
+
+def key_rejected_page(name):
+    """The store refused environment `name`'s key: admins are told so, everyone else that it is unavailable."""
+    current_app.logger.error("the %s API key was rejected", name)
+    if current_user.is_authenticated and current_user.is_admin:
+        return render_error(502, f"The {name} API key was rejected by the pet store. Check its configuration.")
+    return render_error(502, "The pet store is temporarily unavailable. Try again later.", retry=True)
 
 
 def handle_unexpected_error(error):
@@ -117,9 +122,22 @@ def handle_unexpected_error(error):
 
 
 def register(app):
-    """Install the error pages."""
-    app.register_error_handler(HTTPException, handle_http_error)
-    app.register_error_handler(PetStoreError, handle_pet_store_error)
-    app.register_error_handler(SQLAlchemyError, handle_database_error)
-    app.register_error_handler(InternalServerError, handle_unexpected_error)
-    app.register_error_handler(Exception, handle_unexpected_error)
+    """Install the error pages. Each first rolls back what the request had added: a request that fails on
+    its way leaves nothing half-written (see unit_of_work)."""
+    for error_class, handler in (
+        (HTTPException, handle_http_error),
+        (PetStoreError, handle_pet_store_error),
+        (SQLAlchemyError, handle_database_error),
+        (InternalServerError, handle_unexpected_error),
+        (Exception, handle_unexpected_error),
+    ):
+        app.register_error_handler(error_class, _rolled_back_first(handler))
+
+
+def _rolled_back_first(handler):
+    @functools.wraps(handler)
+    def handle(error):
+        db.session.rollback()
+        return handler(error)
+
+    return handle

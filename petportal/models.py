@@ -2,6 +2,7 @@
 submission tokens, category labels, each account's additions, and bulk imports with their rows."""
 
 from datetime import UTC, datetime
+from enum import StrEnum
 
 from flask_login import UserMixin
 from sqlalchemy import (
@@ -21,14 +22,38 @@ from sqlalchemy import true as sa_true
 from sqlalchemy.orm import Mapped, mapped_column
 from werkzeug.security import check_password_hash, generate_password_hash
 
+from .clock import now
 from .extensions import db
 
 ROLES = ("staff", "admin")
 
 
-def utcnow():
-    """The current time, timezone-aware, in UTC."""
-    return datetime.now(UTC)
+class TicketState(StrEnum):
+    """Where one animal to add stands: an add form's submission token, or one row of a bulk import.
+
+    issued: not sent yet (or never reached the store: it may be sent); sending: one request or runner holds it
+    and calls createPet; created: `pet_id` is the animal; refused: the store answered 400, nothing was added;
+    unknown: the call may have reached the store, so it is never sent again. invalid: an import row the
+    portal's own checks refused at preview, never sent.
+    """
+
+    ISSUED = "issued"
+    SENDING = "sending"
+    CREATED = "created"
+    REFUSED = "refused"
+    UNKNOWN = "unknown"
+    INVALID = "invalid"
+
+
+class ImportState(StrEnum):
+    """Where a bulk import stands (see `BulkImport`)."""
+
+    PREVIEW = "preview"
+    QUEUED = "queued"
+    RUNNING = "running"
+    PAUSED = "paused"
+    STOPPED = "stopped"
+    DONE = "done"
 
 
 class UTCDateTime(TypeDecorator):
@@ -46,6 +71,23 @@ class UTCDateTime(TypeDecorator):
         return value
 
 
+class StateColumn(TypeDecorator):
+    """A state stored as its text, read back as its `StrEnum` member."""
+
+    impl = String(16)
+    cache_ok = True
+
+    def __init__(self, states: type[StrEnum]) -> None:
+        super().__init__()
+        self.states = states
+
+    def process_bind_param(self, value, dialect):
+        return None if value is None else str(self.states(value))
+
+    def process_result_value(self, value, dialect):
+        return None if value is None else self.states(value)
+
+
 class User(UserMixin, db.Model):
     """A staff member or an admin; customers have no account."""
 
@@ -55,7 +97,7 @@ class User(UserMixin, db.Model):
     username: Mapped[str] = mapped_column(String(80), unique=True)
     password_hash: Mapped[str] = mapped_column(String(255))
     role: Mapped[str] = mapped_column(String(16))
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=now)
     last_login_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     # A disabled account cannot log in, and its open logins end on their next request.
     enabled: Mapped[bool] = mapped_column(Boolean, default=True, server_default=sa_true())
@@ -117,7 +159,7 @@ class Setting(db.Model):
 
     key: Mapped[str] = mapped_column(String(64), primary_key=True)
     value: Mapped[str] = mapped_column(String(255))
-    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=now, onupdate=now)
 
 
 class AuditEntry(db.Model):
@@ -126,7 +168,7 @@ class AuditEntry(db.Model):
     __tablename__ = "audit_log"
 
     id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
-    at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, index=True)
+    at: Mapped[datetime] = mapped_column(UTCDateTime, default=now, index=True)
     actor: Mapped[str] = mapped_column(String(80))
     action: Mapped[str] = mapped_column(String(32))
     # The account an admin's change was made to, when it was made to one.
@@ -148,10 +190,10 @@ class SubmissionToken(db.Model):
     token: Mapped[str] = mapped_column(String(64), primary_key=True)
     user_id: Mapped[int] = mapped_column(Integer, index=True)
     environment: Mapped[str] = mapped_column(String(32))
-    state: Mapped[str] = mapped_column(String(16), default="issued")
+    state: Mapped[TicketState] = mapped_column(StateColumn(TicketState), default=TicketState.ISSUED)
     pet_id: Mapped[int | None] = mapped_column(BigInteger)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, index=True)
-    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=now, index=True)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=now, onupdate=now)
 
 
 class CategoryLabel(db.Model):
@@ -163,7 +205,7 @@ class CategoryLabel(db.Model):
     environment: Mapped[str] = mapped_column(String(32), primary_key=True)
     category_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
     label: Mapped[str] = mapped_column(String(60))
-    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=now, onupdate=now)
 
 
 class Addition(db.Model):
@@ -176,7 +218,7 @@ class Addition(db.Model):
     environment: Mapped[str] = mapped_column(String(32))
     pet_id: Mapped[int] = mapped_column(BigInteger)
     name: Mapped[str] = mapped_column(Text)
-    added_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    added_at: Mapped[datetime] = mapped_column(UTCDateTime, default=now)
 
     __table_args__ = (Index("ix_additions_user_environment_added", "user_id", "environment", "added_at"),)
 
@@ -200,13 +242,13 @@ class BulkImport(db.Model):
     # SHA-256 of the file, so the preview can warn about a file already imported.
     digest: Mapped[str] = mapped_column(String(64))
     total: Mapped[int] = mapped_column(Integer)
-    state: Mapped[str] = mapped_column(String(16), default="preview")
+    state: Mapped[ImportState] = mapped_column(StateColumn(ImportState), default=ImportState.PREVIEW)
     message: Mapped[str | None] = mapped_column(Text)
     # The active environment when the import was (re)started: a switch away from it stops the import.
     active_at_start: Mapped[str | None] = mapped_column(String(32))
     runner: Mapped[str | None] = mapped_column(String(64))
     lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=now)
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
@@ -230,10 +272,10 @@ class ImportRow(db.Model):
     category: Mapped[str] = mapped_column(Text)
     category_id: Mapped[int | None] = mapped_column(BigInteger)
     status: Mapped[str | None] = mapped_column(Text)
-    state: Mapped[str] = mapped_column(String(16))
+    state: Mapped[TicketState] = mapped_column(StateColumn(TicketState))
     message: Mapped[str | None] = mapped_column(Text)
     pet_id: Mapped[int | None] = mapped_column(BigInteger)
-    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=now, onupdate=now)
 
     __table_args__ = (Index("ix_import_rows_import_state", "import_id", "state"),)
 

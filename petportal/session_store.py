@@ -13,8 +13,9 @@ from flask_session.base import ServerSideSession, ServerSideSessionInterface
 from flask_session.redis import RedisSessionInterface
 from sqlalchemy import delete, text
 
+from .clock import now
 from .extensions import db
-from .models import ServerSession, utcnow
+from .models import ServerSession
 
 log = logging.getLogger(__name__)
 KEY_PREFIX = "petportal:session:"
@@ -78,7 +79,7 @@ class DatabaseSessions(_Resilient, ServerSideSessionInterface):
 
     def _retrieve_session_data(self, store_id):
         row = db.session.get(ServerSession, store_id)
-        if row is None or row.expires_at <= utcnow():
+        if row is None or row.expires_at <= now():
             return None
         return self.serializer.decode(row.data)
 
@@ -89,7 +90,7 @@ class DatabaseSessions(_Resilient, ServerSideSessionInterface):
     def _upsert_session(self, session_lifetime, session, store_id):
         data = self.serializer.encode(session)
         row = db.session.get(ServerSession, store_id)
-        expires_at = utcnow() + session_lifetime
+        expires_at = now() + session_lifetime
         if row is None:
             db.session.add(ServerSession(id=store_id, data=data, expires_at=expires_at))
         else:
@@ -99,7 +100,7 @@ class DatabaseSessions(_Resilient, ServerSideSessionInterface):
         db.session.commit()
 
     def _delete_expired_sessions(self):
-        db.session.execute(delete(ServerSession).where(ServerSession.expires_at <= utcnow()))
+        db.session.execute(delete(ServerSession).where(ServerSession.expires_at <= now()))
 
 
 def register(app):

@@ -16,7 +16,9 @@ import pyotp
 import pytest
 import requests
 import sqlalchemy
+from werkzeug.datastructures import FileStorage, MultiDict
 from werkzeug.security import generate_password_hash
+from werkzeug.test import encode_multipart
 
 from bench.portal import csrf_token
 from petportal.store import create_app as create_store
@@ -222,3 +224,37 @@ class SlowStore:
             environ["wsgi.input"] = io.BytesIO(body)
             time.sleep(self.seconds)
         return self.app(environ, start_response)
+
+
+# --- bulk imports, as staff drive them through their pages ---------------------------------------------
+
+
+def creates(store):
+    return [json.loads(request.body) for request in store.received if request.method == "POST"]
+
+
+def upload(client, content, filename="animals.csv"):
+    """Send a file through the upload form, as a browser does."""
+    token = csrf_token(client.get("/animals/import").text)
+    data = content.encode() if isinstance(content, str) else content
+    fields = MultiDict({"csrf_token": token, "file": FileStorage(io.BytesIO(data), filename)})
+    # Encoded in memory: the test client would spool a large body to a temporary file it never closes.
+    boundary, body = encode_multipart(fields)
+    return client.post("/animals/import", data=body, content_type=f"multipart/form-data; boundary={boundary}")
+
+
+def press(client, import_path, action):
+    """Press a button of the import's page (start, retry, discard)."""
+    token = csrf_token(client.get(import_path).text)
+    return client.post(f"{import_path}/{action}", data={"csrf_token": token})
+
+
+def finished(client, import_path, seconds=15):
+    """The import's progress JSON once it stops sending."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        progress = client.get(f"{import_path}.json").get_json()
+        if progress["state"] not in ("queued", "running"):
+            return progress
+        time.sleep(0.05)
+    raise AssertionError(f"the import still runs after {seconds} s: {progress}")

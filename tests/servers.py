@@ -21,9 +21,9 @@ from petportal.processes import free_port, stop, wait_for_port
 
 
 @contextmanager
-def serve(app, host="127.0.0.1"):
-    """Serve a WSGI app on a free port in a background thread; yields its origin URL."""
-    server = make_server(host, 0, app, threaded=True)
+def serve(app, host="127.0.0.1", port=0):
+    """Serve a WSGI app in a background thread, on `port` or else a free one; yields its origin URL."""
+    server = make_server(host, port, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:

@@ -14,14 +14,12 @@ import time
 from datetime import timedelta
 
 import pytest
-from werkzeug.datastructures import FileStorage, MultiDict
-from werkzeug.test import encode_multipart
 
 from bench.portal import csrf_token
 from petportal.extensions import db
 from petportal.models import AuditEntry, BulkImport, ImportRow
 
-from helpers import PASSWORDS, REDIS_URL, AuthActions, SlowStore, at_once
+from helpers import PASSWORDS, REDIS_URL, AuthActions, SlowStore, at_once, creates, finished, press, upload
 from servers import FaultServer, answer, delay, serve
 
 BOM = "\ufeff"
@@ -45,37 +43,6 @@ VALID = [
     ("<script>alert('x')</script>", 4, "pending"),
     ("Labelled", 7, "sold"),
 ]
-
-
-def creates(store):
-    return [json.loads(request.body) for request in store.received if request.method == "POST"]
-
-
-def upload(client, content, filename="animals.csv"):
-    """Send a file through the upload form, as a browser does."""
-    token = csrf_token(client.get("/animals/import").text)
-    data = content.encode() if isinstance(content, str) else content
-    fields = MultiDict({"csrf_token": token, "file": FileStorage(io.BytesIO(data), filename)})
-    # Encoded in memory: the test client would spool a large body to a temporary file it never closes.
-    boundary, body = encode_multipart(fields)
-    return client.post("/animals/import", data=body, content_type=f"multipart/form-data; boundary={boundary}")
-
-
-def press(client, import_path, action):
-    """Press a button of the import's page (start, retry, discard)."""
-    token = csrf_token(client.get(import_path).text)
-    return client.post(f"{import_path}/{action}", data={"csrf_token": token})
-
-
-def finished(client, import_path, seconds=15):
-    """The import's progress JSON once it stops sending."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        progress = client.get(f"{import_path}.json").get_json()
-        if progress["state"] not in ("queued", "running"):
-            return progress
-        time.sleep(0.05)
-    raise AssertionError(f"the import still runs after {seconds} s: {progress}")
 
 
 def label_dogs(app):
@@ -295,6 +262,7 @@ def test_an_import_previewed_for_one_environment_is_not_started_in_another(porta
         from petportal.environments import environments
 
         environments().set_active("staging")
+        db.session.commit()
     response = staff.post(f"{path}/start", data={"csrf_token": token})
     assert response.status_code == 409
     assert "previewed for production, but the portal now serves staging. Nothing was sent." in response.text
@@ -315,12 +283,14 @@ def test_a_switch_while_it_runs_stops_it_and_it_resumes_where_it_stopped(make_po
             from petportal.environments import environments
 
             environments().set_active("staging")
+            db.session.commit()
         stopped = finished(staff, path)
         assert stopped["state"] == "stopped" and stopped["created"] < 40
         page = html.unescape(staff.get(path).text)
         assert "The portal switched from production to staging while this import ran." in page
         with app.app_context():
             environments().set_active("production")
+            db.session.commit()
         time.sleep(1.1)  # every process reads the active environment at least once a second
         press(staff, path, "start")
         assert finished(staff, path) == {"state": "done", "total": 40, "created": 40, "failed": 0, "unknown": 0}

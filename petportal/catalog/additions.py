@@ -10,7 +10,7 @@ RECENT = 50
 
 
 def record(user_id, environment_name, pet_id, name):
-    """Note one animal `user_id` added; committed with the caller's next commit."""
+    """Note one animal `user_id` added, in the caller's unit of work."""
     db.session.add(Addition(user_id=user_id, environment=environment_name, pet_id=pet_id, name=name))
 
 

@@ -16,6 +16,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from .. import audit, page_cache
 from ..extensions import db
 from ..models import CategoryLabel
+from ..unit_of_work import after_commit
 from .browse import folded
 
 log = logging.getLogger(__name__)
@@ -82,6 +83,12 @@ def remove(environment_name, category_id):
 
 
 def _changed(environment_name, action, detail):
-    audit.record(action, environment=environment_name, detail=detail)  # commits the change with its entry
-    current_app.extensions.get(_READ, {}).pop(environment_name, None)
-    page_cache.invalidate(environment_name)
+    """Audit a label change; once it is committed, forget this process's labels and the cached pages."""
+    audit.record(action, environment=environment_name, detail=detail)
+    known = current_app.extensions.get(_READ, {})
+
+    def forget():
+        known.pop(environment_name, None)
+        page_cache.invalidate(environment_name)
+
+    after_commit(forget)

@@ -12,22 +12,18 @@ from flask import (
 )
 from flask_login import current_user
 
-from .. import audit, metrics, page_cache
+from .. import metrics, page_cache
 from ..auth.access import role_required
-from ..errors import render_error
+from ..errors import key_rejected_page, render_error
 from ..petstore import (
     GET_PET_REMOVAL,
     INT64_MAX,
     LIMIT_MAX,
     LIMIT_MIN,
     Gone,
-    InvalidRequest,
-    OutcomeUnknown,
-    Unavailable,
-    UnexpectedResponse,
 )
 from ..serving import serving
-from . import additions, browse, categories, submissions
+from . import adding, additions, browse, categories
 from .forms import FILTER_PARAMETERS, NAME_MAX_LENGTH, SEARCH_MAX_LENGTH, AddAnimalForm, AnimalFilterForm
 
 bp = Blueprint("catalog", __name__)
@@ -122,44 +118,52 @@ def add_animal():
     environment = current.environment
     form = AddAnimalForm()
     if request.method == "GET":
-        form.submission_token.data = submissions.issue(current_user.id, current)
+        form.submission_token.data = adding.issue_form_token(current_user.id, environment.name)
         return _add_page(form, environment)
     if not form.validate_on_submit():
         return _form_again(form, environment, None, 400)
+    ticket = adding.FormTicket(
+        form.submission_token.data,
+        current_user.id,
+        current_user.username,
+        environment.name,
+        adding.NewAnimal(**form.new_pet()),
+    )
     try:
-        pet_id, repeated = submissions.create_once(form.submission_token.data, current_user.id, current, form.new_pet())
-    except submissions.FormExpired:
-        form.submission_token.data = submissions.issue(current_user.id, current)
+        outcome = adding.add_from_form(ticket, current.client)
+    except adding.FormExpired:
+        form.submission_token.data = adding.issue_form_token(current_user.id, environment.name)
         return _form_again(form, environment, "This form has expired. Check the values and add the animal again.", 400)
-    except submissions.EnvironmentChanged as changed:
-        form.submission_token.data = submissions.issue(current_user.id, current)
+    except adding.EnvironmentChanged as changed:
+        form.submission_token.data = adding.issue_form_token(current_user.id, environment.name)
         message = (
             f"This form was opened for {changed.opened_for}, but the portal now serves {environment.name}. "
             f"Nothing was added. Check the values and add the animal to {environment.name} if that is what you want."
         )
         return _form_again(form, environment, message, 409)
-    except InvalidRequest as refused:
-        metrics.SUBMISSIONS.labels("refused").inc()
-        return _form_again(form, environment, f"The pet store refused this animal: {refused.message}", 400)
-    except (OutcomeUnknown, UnexpectedResponse):
-        metrics.SUBMISSIONS.labels("unknown").inc()
-        # No usable answer to a createPet the store received: it may or may not have added the animal.
-        return render_template("catalog/outcome_unknown.html", form=form, environment=environment), 502
-    except Unavailable:
-        metrics.SUBMISSIONS.labels("failed").inc()
-        message = "The pet store is not answering, so nothing was added. Try again in a moment."
-        return _form_again(form, environment, message, 503)
-    metrics.SUBMISSIONS.labels("repeated" if repeated else "created").inc()
-    if repeated:
-        flash("This form had already been sent; here is the animal it added.", "info")
-    else:
-        page_cache.invalidate(environment.name)
-        additions.record(current_user.id, environment.name, pet_id, form.name.data)
-        audit.record("animal_added", environment=environment.name, detail=f"id {pet_id}: {form.name.data}")
-        # A message with links: [text, (link text, URL)...]; base.html draws the links.
-        added = f"Added {form.name.data} to {environment.name}."
-        links = [(f"{form.name.data}, id {pet_id}", url_for(".show_animal", pet_id=pet_id))]
-        flash([added, *links, ("Your additions", url_for(".your_additions"))], "success")
+    match outcome:
+        case adding.Created(pet_id=pet_id, repeated=True):
+            metrics.SUBMISSIONS.labels("repeated").inc()
+            flash("This form had already been sent; here is the animal it added.", "info")
+        case adding.Created(pet_id=pet_id):
+            metrics.SUBMISSIONS.labels("created").inc()
+            # A message with links: [text, (link text, URL)...]; base.html draws the links.
+            added = f"Added {form.name.data} to {environment.name}."
+            links = [(f"{form.name.data}, id {pet_id}", url_for(".show_animal", pet_id=pet_id))]
+            flash([added, *links, ("Your additions", url_for(".your_additions"))], "success")
+        case adding.Refused(message=message):
+            metrics.SUBMISSIONS.labels("refused").inc()
+            return _form_again(form, environment, f"The pet store refused this animal: {message}", 400)
+        case adding.Unknown():
+            metrics.SUBMISSIONS.labels("unknown").inc()
+            return render_template("catalog/outcome_unknown.html", form=form, environment=environment), 502
+        case adding.NotSent(reason=adding.NotSentReason.KEY_REJECTED):
+            metrics.SUBMISSIONS.labels("failed").inc()
+            return key_rejected_page(environment.name)
+        case adding.NotSent():
+            metrics.SUBMISSIONS.labels("failed").inc()
+            message = "The pet store is not answering, so nothing was added. Try again in a moment."
+            return _form_again(form, environment, message, 503)
     return redirect(url_for(".show_animal", pet_id=pet_id), 303)
 
 

@@ -1,7 +1,8 @@
 """Bulk imports in the portal's database: made from a checked file, started, discarded, counted.
 
 Every change of state is one conditional UPDATE, so two tabs, two processes or two hosts pressing the
-same button change it once. Sending the rows is runner.py's work; starting one is engines.py's.
+same button change it once. These functions only add to the session: the request, or the runner's step,
+commits. Sending the rows is runner.py's work; starting one is engines.py's.
 """
 
 from __future__ import annotations
@@ -12,27 +13,28 @@ from collections import Counter
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import CursorResult, delete, func, select, update
+from sqlalchemy import CursorResult, delete, exists, func, select, update
 
+from ..clock import now
 from ..extensions import db
-from ..models import BulkImport, ImportRow, utcnow
+from ..models import BulkImport, ImportRow, ImportState, TicketState
 from .files import Row
 
 # A preview nobody started is deleted after this long (with the next upload).
 PREVIEW_LIFETIME = timedelta(days=1)
 RECENT = 20
 # A runner may take over an import in these states; the others wait for staff.
-RUNNABLE = ("queued", "running")
+RUNNABLE = (ImportState.QUEUED, ImportState.RUNNING)
 # Sending has stopped: the runner paused (store unavailable, key refused), stopped (a switch) or finished.
-STOPPED = ("paused", "stopped", "done")
-STARTABLE = ("preview", "paused", "stopped")
-FAILED_STATES = ("invalid", "refused")
+STOPPED = (ImportState.PAUSED, ImportState.STOPPED, ImportState.DONE)
+STARTABLE = (ImportState.PREVIEW, ImportState.PAUSED, ImportState.STOPPED)
+FAILED_STATES = (TicketState.INVALID, TicketState.REFUSED)
 
 
 def create(user: Any, environment_name: str, filename: str, raw: bytes, rows: list[Row]) -> BulkImport:
     """Store a checked file as a preview for `user` and `environment_name`; nothing is sent."""
     expired = select(BulkImport.id).where(
-        BulkImport.state == "preview", BulkImport.created_at < utcnow() - PREVIEW_LIFETIME
+        BulkImport.state == ImportState.PREVIEW, BulkImport.created_at < now() - PREVIEW_LIFETIME
     )
     # The rows first, by hand: SQLite enforces no foreign keys unless told to, so ON DELETE CASCADE is not enough.
     db.session.execute(delete(ImportRow).where(ImportRow.import_id.in_(expired)))
@@ -48,11 +50,11 @@ def create(user: Any, environment_name: str, filename: str, raw: bytes, rows: li
         filename=filename[:255],
         digest=hashlib.sha256(raw).hexdigest(),
         total=len(rows),
-        state="preview",
+        state=ImportState.PREVIEW,
     )
     db.session.add(batch)
     db.session.flush()
-    now = utcnow()
+    updated_at = now()
     db.session.execute(
         ImportRow.__table__.insert(),
         [
@@ -64,14 +66,13 @@ def create(user: Any, environment_name: str, filename: str, raw: bytes, rows: li
                 "category": row.category,
                 "category_id": row.category_id,
                 "status": row.status,
-                "state": "invalid" if row.problems else "issued",
+                "state": TicketState.INVALID if row.problems else TicketState.ISSUED,
                 "message": " ".join(row.problems) or None,
-                "updated_at": now,
+                "updated_at": updated_at,
             }
             for position, row in enumerate(rows, start=1)
         ],
     )
-    db.session.commit()
     return batch
 
 
@@ -95,7 +96,7 @@ def earlier_import(batch: BulkImport) -> BulkImport | None:
         BulkImport.digest == batch.digest,
         BulkImport.user_id == batch.user_id,
         BulkImport.environment == batch.environment,
-        BulkImport.state != "preview",
+        BulkImport.state != ImportState.PREVIEW,
         BulkImport.id != batch.id,
     )
     return db.session.scalars(query.order_by(BulkImport.created_at.desc()).limit(1)).first()
@@ -110,9 +111,7 @@ def rows(batch: BulkImport) -> list[ImportRow]:
 def counts(import_id: str) -> Counter[str]:
     """How many rows are in each state."""
     query = select(ImportRow.state, func.count()).where(ImportRow.import_id == import_id).group_by(ImportRow.state)
-    found: Counter[str] = Counter({state: number for state, number in db.session.execute(query).all()})
-    db.session.commit()
-    return found
+    return Counter({state: number for state, number in db.session.execute(query).all()})
 
 
 def progress(batch: BulkImport, found: Counter[str] | None = None) -> dict[str, Any]:
@@ -122,9 +121,9 @@ def progress(batch: BulkImport, found: Counter[str] | None = None) -> dict[str, 
     return {
         "state": batch.state,
         "total": batch.total,
-        "created": found["created"],
+        "created": found[TicketState.CREATED],
         "failed": sum(found[state] for state in FAILED_STATES),
-        "unknown": found["unknown"],
+        "unknown": found[TicketState.UNKNOWN],
     }
 
 
@@ -134,10 +133,10 @@ def start(batch: BulkImport, active_name: str) -> bool:
     changed = change(
         batch.id,
         BulkImport.state.in_(STARTABLE),
-        state="queued",
+        state=ImportState.QUEUED,
         message=None,
         active_at_start=active_name,
-        started_at=func.coalesce(BulkImport.started_at, utcnow()),
+        started_at=func.coalesce(BulkImport.started_at, now()),
     )
     db.session.refresh(batch)
     return changed
@@ -145,60 +144,53 @@ def start(batch: BulkImport, active_name: str) -> bool:
 
 def retry_refused(batch: BulkImport, active_name: str) -> int:
     """Queue again the rows the store refused, once the import has stopped sending; how many."""
-    queued = change(
+    stopped = exists().where(BulkImport.id == batch.id, BulkImport.state.in_(STOPPED))
+    result: CursorResult[Any] = db.session.execute(  # type: ignore[assignment]  # an UPDATE's result has a rowcount
+        update(ImportRow)
+        .where(ImportRow.import_id == batch.id, ImportRow.state == TicketState.REFUSED, stopped)
+        .values(state=TicketState.ISSUED, message=None, updated_at=now()),
+        execution_options={"synchronize_session": False},
+    )
+    if not result.rowcount:
+        return 0
+    change(
         batch.id,
         BulkImport.state.in_(STOPPED),
-        commit=False,
-        state="queued",
+        state=ImportState.QUEUED,
         message=None,
         active_at_start=active_name,
         finished_at=None,
     )
-    result: CursorResult[Any] = db.session.execute(  # type: ignore[assignment]  # an UPDATE's result has a rowcount
-        update(ImportRow)
-        .where(ImportRow.import_id == batch.id, ImportRow.state == "refused")
-        .values(state="issued", message=None, updated_at=utcnow()),
-        execution_options={"synchronize_session": False},
-    )
-    if not queued or not result.rowcount:
-        db.session.rollback()
-        return 0
-    db.session.commit()
     db.session.refresh(batch)
     return result.rowcount
 
 
 def discard(batch: BulkImport) -> bool:
-    """Delete an import that was never started, with its rows; False once it was started."""
-    result: CursorResult[Any] = db.session.execute(  # type: ignore[assignment]  # an UPDATE's result has a rowcount
-        delete(BulkImport).where(BulkImport.id == batch.id, BulkImport.state == "preview"),
+    """Delete an import that was never started, with its rows; False once it was started (or already gone)."""
+    result: CursorResult[Any] = db.session.execute(  # type: ignore[assignment]  # a DELETE's result has a rowcount
+        delete(BulkImport).where(BulkImport.id == batch.id, BulkImport.state == ImportState.PREVIEW),
         execution_options={"synchronize_session": False},
     )
     if result.rowcount == 1:
         db.session.execute(delete(ImportRow).where(ImportRow.import_id == batch.id))
-    db.session.commit()
     return result.rowcount == 1
 
 
 def needs_runner(batch: BulkImport) -> bool:
     """Whether the import waits to be sent and no runner holds it (none took it yet, or its runner died)."""
-    return batch.state in RUNNABLE and (batch.lease_until is None or batch.lease_until < utcnow())
+    return batch.state in RUNNABLE and (batch.lease_until is None or batch.lease_until < now())
 
 
 def unheld_ids() -> list[str]:
     """Every import that waits to be sent while no live runner holds it: what the engines' watchers pick up."""
-    unheld = BulkImport.lease_until.is_(None) | (BulkImport.lease_until < utcnow())
-    found = list(db.session.scalars(select(BulkImport.id).where(BulkImport.state.in_(RUNNABLE), unheld)))
-    db.session.commit()
-    return found
+    unheld = BulkImport.lease_until.is_(None) | (BulkImport.lease_until < now())
+    return list(db.session.scalars(select(BulkImport.id).where(BulkImport.state.in_(RUNNABLE), unheld)))
 
 
-def change(import_id: str, condition: Any, *, commit: bool = True, **values: Any) -> bool:
+def change(import_id: str, condition: Any, **values: Any) -> bool:
     """Set the import's columns to `values` where `condition` holds, in one UPDATE; whether it did."""
     result: CursorResult[Any] = db.session.execute(  # type: ignore[assignment]  # an UPDATE's result has a rowcount
         update(BulkImport).where(BulkImport.id == import_id, condition).values(**values),
         execution_options={"synchronize_session": False},
     )
-    if commit:
-        db.session.commit()
     return result.rowcount == 1

@@ -18,6 +18,7 @@ from redis.exceptions import RedisError
 from sqlalchemy.exc import SQLAlchemyError
 
 from ..extensions import db
+from ..unit_of_work import after_commit
 from . import batches, runner
 
 log = logging.getLogger(__name__)
@@ -139,9 +140,10 @@ def run_job(import_id: str) -> None:
 
 
 def dispatch(import_id: str) -> None:
-    """Have the import sent outside this request, by the engine this portal is configured with."""
+    """Have the import sent outside this request, by the engine this portal is configured with, once the
+    request's work is committed (a runner must find it queued)."""
     engine: Embedded | Queued = current_app.extensions[_ENGINE]
-    engine.dispatch(import_id)
+    after_commit(lambda: engine.dispatch(import_id))
 
 
 def watch(app: Flask) -> None:

@@ -14,6 +14,7 @@ from ..catalog.browse import folded
 from ..catalog.forms import BIDI_CONTROLS
 from ..environments import environments
 from ..forms import ButtonForm
+from ..models import ImportState, TicketState
 from ..serving import serving
 from . import batches, engines, files
 from .forms import UploadForm
@@ -22,20 +23,20 @@ bp = Blueprint("imports", __name__, url_prefix="/animals/import")
 # secrets.token_urlsafe(16): 22 characters, so "<id>.json" never reads as an id.
 IMPORT_ID = "<string(length=22):import_id>"
 OUTCOMES = {
-    "invalid": "Refused by the portal",
-    "issued": "Not sent yet",
-    "sending": "Being sent",
-    "created": "Added",
-    "refused": "Refused by the pet store",
-    "unknown": "Unknown",
+    TicketState.INVALID: "Refused by the portal",
+    TicketState.ISSUED: "Not sent yet",
+    TicketState.SENDING: "Being sent",
+    TicketState.CREATED: "Added",
+    TicketState.REFUSED: "Refused by the pet store",
+    TicketState.UNKNOWN: "Unknown",
 }
 STATES = {
-    "preview": "preview, not started",
-    "queued": "waiting to be sent",
-    "running": "being sent",
-    "paused": "paused",
-    "stopped": "stopped by a switch",
-    "done": "done",
+    ImportState.PREVIEW: "preview, not started",
+    ImportState.QUEUED: "waiting to be sent",
+    ImportState.RUNNING: "being sent",
+    ImportState.PAUSED: "paused",
+    ImportState.STOPPED: "stopped by a switch",
+    ImportState.DONE: "done",
 }
 # A spreadsheet runs a cell starting with one of these as a formula; results.csv quotes it as text.
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
@@ -132,10 +133,12 @@ def discard(import_id):
     batch = _find(import_id)
     if not ButtonForm().validate_on_submit():
         abort(400)
-    filename = batch.filename
+    filename, environment, owner = batch.filename, batch.environment, batch.username
     if not batches.discard(batch):
         flash("This import was already started, so it is kept with its results.", "warning")
         return redirect(url_for(".show", import_id=import_id), 303)
+    detail = f"import {import_id} of {filename!r} ({owner}'s): preview discarded, nothing sent"
+    audit.record("import_discarded", environment=environment, detail=detail)
     flash(f"Discarded the preview of {filename}. Nothing was sent.", "success")
     return redirect(url_for(".upload"), 303)
 
@@ -194,7 +197,7 @@ def _page(batch, problem=None):
         rows=rows,
         counts=found,
         progress=batches.progress(batch, found),
-        earlier=batches.earlier_import(batch) if batch.state == "preview" else None,
+        earlier=batches.earlier_import(batch) if batch.state == ImportState.PREVIEW else None,
         labels=labels,
         button=ButtonForm(),
         problem=problem,

@@ -1,0 +1,344 @@
+"""The one way an animal is added: claim a ticket, send createPet once, settle one typed outcome.
+
+A ticket is what stands for one animal to add: an add form's submission token, or one row of a bulk
+import. Whoever moves it from `issued` to `sending` in one conditional UPDATE is the only caller of
+createPet for it. The store's answer, classified by the client (petstore.errors.classify), becomes one
+`Outcome`, and the ticket is settled to match in the same commit as the animal's records:
+
+| outcome | means | the ticket becomes | sent again? |
+|---|---|---|---|
+| `Created` | 201 with the new animal | created, with its id | never |
+| `Refused` | 400: the store refused the values | refused | only once corrected (form) or retried (import) |
+| `Unknown` | any other answer, or none after sending | unknown | never: the store may have added it |
+| `NotSent` | never reached the store, or the key was refused | issued | yes |
+
+The add form and the import only present these outcomes; neither decides one. This is the only module
+outside the client that calls `create_pet`.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any, Protocol
+
+from sqlalchemy import CursorResult, delete, exists, select, update
+
+from .. import audit, page_cache
+from ..clock import now
+from ..extensions import db
+from ..models import BulkImport, ImportRow, SubmissionToken, TicketState
+from ..petstore import Busy, InvalidRequest, OutcomeUnknown, PetStoreClient, Unauthorized, Unavailable
+from ..unit_of_work import after_commit
+from . import additions
+
+TOKEN_LIFETIME = timedelta(hours=12)
+POLL_SECONDS = 0.1
+UNKNOWN_NO_ANSWER = "The pet store gave no usable answer: it may or may not have added this animal."
+UNKNOWN_EARLIER = "An earlier submission of this form got no usable answer from the pet store."
+
+
+@dataclass(frozen=True)
+class NewAnimal:
+    """The values of one animal to add, already checked by the add form's fields."""
+
+    name: str
+    category_id: int
+    status: str | None
+
+
+@dataclass(frozen=True)
+class Created:
+    """The store added the animal. `repeated`: an earlier submission of the same form did."""
+
+    pet_id: int
+    repeated: bool = False
+
+
+@dataclass(frozen=True)
+class Refused:
+    """The store refused the values (400); nothing was added. `message` is the store's, cleaned by the client."""
+
+    message: str
+
+
+@dataclass(frozen=True)
+class Unknown:
+    """The call may have reached the store and no usable answer came back: it is never sent again."""
+
+    reason: str
+
+
+class NotSentReason(StrEnum):
+    """Why a call did not add anything: it never reached the store, or the store refused the portal's key."""
+
+    UNREACHABLE = "unreachable"
+    BUSY = "busy"
+    KEY_REJECTED = "key_rejected"
+
+
+@dataclass(frozen=True)
+class NotSent:
+    """Nothing was added: the same ticket may be sent again."""
+
+    reason: NotSentReason
+
+
+Outcome = Created | Refused | Unknown | NotSent
+
+
+class Ticket(Protocol):
+    """One animal to add, already claimed (in `sending`) by its caller."""
+
+    @property
+    def animal(self) -> NewAnimal: ...
+
+    @property
+    def user_id(self) -> int: ...
+
+    @property
+    def username(self) -> str: ...
+
+    @property
+    def environment(self) -> str: ...
+
+    @property
+    def source(self) -> str:
+        """Where the animal came from, for its audit entry ("" for the add form)."""
+        ...
+
+    def settle(self, state: TicketState, pet_id: int | None, message: str | None) -> None:
+        """Record the ticket's new state, in the session (the caller commits)."""
+        ...
+
+
+def send(ticket: Ticket, client: PetStoreClient) -> Outcome:
+    """Send createPet once for a claimed ticket, then settle it with its outcome, and the new animal's records
+    when there is one, in one commit."""
+    animal = ticket.animal
+    try:
+        pet = client.create_pet(
+            animal.name, animal.category_id, animal.status, deadline=time.monotonic() + client.timeout
+        )
+        outcome: Outcome = Created(pet.id)
+    except InvalidRequest as refused:
+        outcome = Refused(refused.message)
+    except Unauthorized:
+        outcome = NotSent(NotSentReason.KEY_REJECTED)
+    except OutcomeUnknown:
+        outcome = Unknown(UNKNOWN_NO_ANSWER)
+    except Busy:
+        outcome = NotSent(NotSentReason.BUSY)
+    except Unavailable:
+        outcome = NotSent(NotSentReason.UNREACHABLE)
+    except BaseException:
+        # Whatever failed, the call may have gone out: never send it again.
+        db.session.rollback()
+        ticket.settle(TicketState.UNKNOWN, None, UNKNOWN_NO_ANSWER)
+        db.session.commit()
+        raise
+    _settle(ticket, outcome)
+    db.session.commit()  # the settle step: the ticket's state and the animal's records together
+    return outcome
+
+
+def _settle(ticket: Ticket, outcome: Outcome) -> None:
+    match outcome:
+        case Created(pet_id=pet_id):
+            ticket.settle(TicketState.CREATED, pet_id, None)
+            additions.record(ticket.user_id, ticket.environment, pet_id, ticket.animal.name)
+            detail = f"id {pet_id}: {ticket.animal.name}{ticket.source}"
+            audit.record("animal_added", actor=ticket.username, environment=ticket.environment, detail=detail)
+            environment = ticket.environment
+            after_commit(lambda: page_cache.invalidate(environment))
+        case Refused(message=message):
+            ticket.settle(TicketState.REFUSED, None, f"The pet store refused it: {message}")
+        case Unknown(reason=reason):
+            ticket.settle(TicketState.UNKNOWN, None, reason)
+        case NotSent():
+            ticket.settle(TicketState.ISSUED, None, None)
+
+
+# --- the add form's ticket --------------------------------------------------------------------------
+
+
+class FormExpired(Exception):
+    """The token is unknown, too old, or belongs to someone else."""
+
+
+class EnvironmentChanged(Exception):
+    """The form was opened for another environment than the one now being served."""
+
+    def __init__(self, opened_for: str) -> None:
+        super().__init__(opened_for)
+        self.opened_for = opened_for
+
+
+def issue_form_token(user_id: int, environment: str) -> str:
+    """A fresh token for one add form shown to `user_id` for `environment` (stored with the request)."""
+    db.session.execute(
+        delete(SubmissionToken).where(SubmissionToken.created_at < _oldest_valid()),
+        execution_options={"synchronize_session": False},
+    )
+    token = secrets.token_urlsafe(32)
+    db.session.add(SubmissionToken(token=token, user_id=user_id, environment=environment))
+    return token
+
+
+@dataclass(frozen=True)
+class FormTicket:
+    """One submission of an add form: its one-time token, who sends it and to which environment."""
+
+    token: str
+    user_id: int
+    username: str
+    environment: str
+    animal: NewAnimal
+    source: str = ""
+
+    def settle(self, state: TicketState, pet_id: int | None, message: str | None) -> None:
+        """The token's outcome (a form has no message to keep: the page shows it)."""
+        db.session.execute(
+            update(SubmissionToken)
+            .where(SubmissionToken.token == self.token)
+            .values(state=state, pet_id=pet_id, updated_at=now()),
+            execution_options={"synchronize_session": False},
+        )
+
+
+def add_from_form(ticket: FormTicket, client: PetStoreClient) -> Outcome:
+    """Add the form's animal at most once for its token, across double clicks, refreshes and processes.
+
+    A repeat of a form being sent waits as long as that call can take (connect, read and body) and a margin,
+    then answers with its outcome. Raises `FormExpired` or `EnvironmentChanged`.
+    """
+    wait_until = time.monotonic() + client.timeout * 3 + 2
+    while not _claim_form(ticket):
+        earlier = _wait_for_outcome(ticket, wait_until)
+        if earlier is not None:
+            return earlier
+    return send(ticket, client)
+
+
+def _claim_form(ticket: FormTicket) -> bool:
+    result: CursorResult[Any] = db.session.execute(  # type: ignore[assignment]  # an UPDATE's result has a rowcount
+        update(SubmissionToken)
+        .where(
+            SubmissionToken.token == ticket.token,
+            SubmissionToken.user_id == ticket.user_id,
+            SubmissionToken.environment == ticket.environment,
+            # A refused form may be corrected and sent again: the store added nothing.
+            SubmissionToken.state.in_((TicketState.ISSUED, TicketState.REFUSED)),
+            SubmissionToken.created_at >= _oldest_valid(),
+        )
+        .values(state=TicketState.SENDING, updated_at=now()),
+        execution_options={"synchronize_session": False},
+    )
+    db.session.commit()  # the claim step: every other request must see the token taken before the call goes out
+    return result.rowcount == 1
+
+
+def _wait_for_outcome(ticket: FormTicket, deadline: float) -> Outcome | None:
+    """Poll, reading only, until the request holding the token settles it; None when it was released (nothing
+    was added), so the caller may claim it again. A write per poll would starve the holder's own update."""
+    while True:
+        # Plain columns, not an ORM object: an object would reload itself after the commit below and hold a
+        # pooled connection through the sleep, and enough waiters could starve the one request that settles.
+        row = db.session.execute(
+            select(
+                SubmissionToken.user_id, SubmissionToken.environment, SubmissionToken.state, SubmissionToken.pet_id
+            ).where(SubmissionToken.token == ticket.token, SubmissionToken.created_at >= _oldest_valid())
+        ).one_or_none()
+        db.session.commit()  # end the read at once, and give the connection back to the pool
+        if row is None or row.user_id != ticket.user_id:
+            raise FormExpired()
+        if row.environment != ticket.environment:
+            raise EnvironmentChanged(row.environment)
+        if row.state == TicketState.CREATED:
+            return Created(row.pet_id, repeated=True)
+        if row.state in (TicketState.ISSUED, TicketState.REFUSED):
+            return None
+        if row.state == TicketState.UNKNOWN or time.monotonic() > deadline:
+            return Unknown(UNKNOWN_EARLIER)
+        time.sleep(POLL_SECONDS)
+
+
+def _oldest_valid() -> datetime:
+    return now() - TOKEN_LIFETIME
+
+
+# --- a bulk import's ticket -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RowTicket:
+    """One row of a bulk import, claimed by the runner holding the import's lease."""
+
+    import_id: str
+    position: int
+    line: int
+    user_id: int
+    username: str
+    environment: str
+    animal: NewAnimal
+
+    @property
+    def source(self) -> str:
+        return f" (bulk import {self.import_id}, line {self.line})"
+
+    def settle(self, state: TicketState, pet_id: int | None, message: str | None) -> None:
+        """The row's outcome. A row marked unknown by a runner that took over may still learn it was created."""
+        settled_from = (
+            (TicketState.SENDING, TicketState.UNKNOWN) if state == TicketState.CREATED else (TicketState.SENDING,)
+        )
+        db.session.execute(
+            update(ImportRow)
+            .where(
+                ImportRow.import_id == self.import_id,
+                ImportRow.position == self.position,
+                ImportRow.state.in_(settled_from),
+            )
+            .values(state=state, pet_id=pet_id, message=message, updated_at=now()),
+            execution_options={"synchronize_session": False},
+        )
+
+
+def claim_next_row(batch: Any, runner: str) -> RowTicket | None:
+    """Claim the import's first unsent row for `runner`, while its lease holds; None when no row is left or the
+    lease is lost. `batch` carries the import's id, environment, user_id and username."""
+    lease_holds = exists().where(BulkImport.id == batch.id, held_by(runner))
+    while True:
+        row = db.session.execute(
+            select(ImportRow.position, ImportRow.line, ImportRow.name, ImportRow.category_id, ImportRow.status)
+            .where(ImportRow.import_id == batch.id, ImportRow.state == TicketState.ISSUED)
+            .order_by(ImportRow.position)
+            .limit(1)
+        ).one_or_none()
+        if row is None:
+            db.session.commit()
+            return None
+        result: CursorResult[Any] = db.session.execute(  # type: ignore[assignment]  # an UPDATE's result has a rowcount
+            update(ImportRow)
+            .where(
+                ImportRow.import_id == batch.id,
+                ImportRow.position == row.position,
+                ImportRow.state == TicketState.ISSUED,
+                lease_holds,
+            )
+            .values(state=TicketState.SENDING, updated_at=now()),
+            execution_options={"synchronize_session": False},
+        )
+        db.session.commit()  # the claim step
+        if result.rowcount == 1:
+            animal = NewAnimal(row.name, row.category_id, row.status)
+            return RowTicket(batch.id, row.position, row.line, batch.user_id, batch.username, batch.environment, animal)
+        if not db.session.scalar(select(lease_holds)):
+            return None
+
+
+def held_by(runner: str) -> Any:
+    """The condition that `runner` still holds the import's lease."""
+    return (BulkImport.runner == runner) & (BulkImport.lease_until > now())

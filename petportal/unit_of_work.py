@@ -1,0 +1,60 @@
+"""Who commits the portal's database session: the code that owns a unit of work, once, at its end.
+
+- A request is one unit. It commits once, after its view and every other hook have run, when its
+  answer is not a server error; an error page, or a request that failed on the way, rolls back whatever
+  it had added. Views and helpers (the audit log, labels, accounts, logins) only add to the session.
+- A job step of the import runner commits itself, once per step (imports/runner.py).
+- A few protocol steps must be durable before the next thing happens, so they commit on their own:
+  claiming and settling an add's ticket around its createPet call (adding.py), replacing a remember-me
+  token, and saving a server-side session. Each says so where it does it.
+
+Work that must follow a commit (waking an import runner, clearing cached pages) is handed to
+`after_commit`, so nothing outside the database runs ahead of a change that is then rolled back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from flask import Flask, Response, current_app
+from sqlalchemy import event
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session
+
+from .extensions import db
+
+_AFTER_COMMIT = "petportal.after_commit"
+
+
+def after_commit(callback: Callable[[], None]) -> None:
+    """Run `callback` once the current unit of work commits; never, if it is rolled back."""
+    db.session.info.setdefault(_AFTER_COMMIT, []).append(callback)
+
+
+@event.listens_for(Session, "after_commit")
+def _run_after_commit(session: Session) -> None:
+    for callback in session.info.pop(_AFTER_COMMIT, []):
+        callback()
+
+
+@event.listens_for(Session, "after_soft_rollback")
+def _forget_after_rollback(session: Session, _previous_transaction: object) -> None:
+    session.info.pop(_AFTER_COMMIT, None)
+
+
+def register(app: Flask) -> None:
+    """Commit each request's work at its end. Registered before every other `after_request` hook, so it
+    runs after all of them (Flask runs them in reverse order)."""
+
+    @app.after_request
+    def commit_the_request(response: Response) -> Response:
+        if response.status_code >= 500:
+            db.session.rollback()
+            return response
+        try:
+            db.session.commit()
+        except SQLAlchemyError as error:
+            from .errors import handle_database_error  # errors needs the environments, which need this module
+
+            return current_app.make_response(handle_database_error(error))
+        return response
