@@ -61,7 +61,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     Path(app.instance_path).mkdir(parents=True, exist_ok=True)
     app.extensions[WHEN_BUILT] = []
 
-    unit_of_work.register(app)  # first, so its commit runs after every other hook
+    unit_of_work.register(app, errors.handle_database_error)  # first: its commit runs after every other hook
     demo.register(app)
     logs.register(app)
     metrics.register(app)

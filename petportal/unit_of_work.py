@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from flask import Flask, Response, current_app
+from flask.typing import ResponseReturnValue
 from sqlalchemy import event
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
@@ -42,9 +43,10 @@ def _forget_after_rollback(session: Session, _previous_transaction: object) -> N
     session.info.pop(_AFTER_COMMIT, None)
 
 
-def register(app: Flask) -> None:
-    """Commit each request's work at its end. Registered before every other `after_request` hook, so it
-    runs after all of them (Flask runs them in reverse order)."""
+def register(app: Flask, database_failed: Callable[[SQLAlchemyError], ResponseReturnValue]) -> None:
+    """Commit each request's work at its end; a commit that fails is answered by `database_failed`.
+    Registered before every other `after_request` hook, so it runs after all of them (Flask runs them in
+    reverse order)."""
 
     @app.after_request
     def commit_the_request(response: Response) -> Response:
@@ -54,7 +56,5 @@ def register(app: Flask) -> None:
         try:
             db.session.commit()
         except SQLAlchemyError as error:
-            from .errors import handle_database_error  # errors needs the environments, which need this module
-
-            return current_app.make_response(handle_database_error(error))
+            return current_app.make_response(database_failed(error))
         return response
