@@ -235,6 +235,9 @@ def test_a_preview_can_be_discarded_and_then_is_gone(portal_app, auth_for, produ
     assert staff.get(path).status_code == 404
     assert imports_stored(portal_app) == (0, 0)
     assert creates(production_store) == []
+    admin = auth_for(portal_app, "admin")
+    entry = admin.get("/admin/audit").text.split("import discarded", 1)[1].split("</tr>", 1)[0]
+    assert f"import {path.rsplit('/', 1)[1]} of &#39;animals.csv&#39; (staff&#39;s): preview discarded" in entry
 
 
 def test_only_its_owner_and_admins_see_an_import_and_customers_none(portal_app, auth_for, client):
