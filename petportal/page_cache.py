@@ -31,7 +31,6 @@ from urllib.parse import parse_qsl
 from flask import Flask, current_app, make_response, request, session
 from flask_login import current_user
 from werkzeug.exceptions import HTTPException
-from werkzeug.http import parse_cookie
 from werkzeug.wrappers import Request, Response
 
 from . import logs, metrics
@@ -124,7 +123,8 @@ class SharedPages:
         """The endpoint of a GET or HEAD that a shared page may answer, else None."""
         if environ["REQUEST_METHOD"] not in ("GET", "HEAD"):
             return None
-        cookies = parse_cookie(environ.get("HTTP_COOKIE", ""))
+        # Read as Flask reads it (Werkzeug's Request): a cookie that is not UTF-8 must not crash the front door.
+        cookies = Request(environ).cookies
         if any(name in cookies for name in self.cookies):
             return None
         try:
