@@ -19,6 +19,7 @@ from . import (
     metrics,
     ops,
     page_cache,
+    reading,
     security,
     session_store,
     unit_of_work,
@@ -57,6 +58,8 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     )
     # No redirect from /a//b to /a/b: Werkzeug would build its Location, and its body, from the Host header.
     app.url_map.merge_slashes = False
+    # Ids in paths are ASCII digits, read as the forms read them (an Arabic-Indic 1 names no animal).
+    app.url_map.converters["int"] = reading.WholeNumberConverter
     app.config.from_mapping(config.load(app.instance_path, os.environ, test_config))
     Path(app.instance_path).mkdir(parents=True, exist_ok=True)
     app.extensions[WHEN_BUILT] = []

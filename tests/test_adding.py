@@ -71,8 +71,11 @@ def test_a_chosen_status_is_sent(client, auth, production_store):
         ({"name": "x" * 101}, "name", "100 characters or fewer"),
         ({"name": "Rex\u0000"}, "name", "control characters"),
         ({"category_id": ""}, "category_id", "Enter the category id"),
-        ({"category_id": "abc"}, "category_id", "Not a valid integer"),
-        ({"category_id": "1.5"}, "category_id", "Not a valid integer"),
+        ({"category_id": "abc"}, "category_id", "must be a 64-bit whole number"),
+        ({"category_id": "1.5"}, "category_id", "must be a 64-bit whole number"),
+        ({"category_id": "\u0661"}, "category_id", "must be a 64-bit whole number"),  # Arabic-Indic 1
+        ({"category_id": "\uff19"}, "category_id", "must be a 64-bit whole number"),  # full-width 9
+        ({"category_id": "1_000"}, "category_id", "must be a 64-bit whole number"),
         ({"category_id": str(2**63)}, "category_id", "64-bit whole number"),
         ({"category_id": str(10**400)}, "category_id", "64-bit whole number"),
         ({"status": "lost"}, "status", "Not a valid choice"),

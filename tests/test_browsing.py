@@ -121,7 +121,8 @@ def test_each_environment_keeps_its_own_labels(portal_app, auth_for):
         ("1", "", "Enter the label."),
         ("1", "x" * 61, "Keep the label to 60 characters or fewer."),
         ("1", "Dogs\x00", "must not contain control characters"),
-        ("one", "Dogs", "Not a valid integer value."),
+        ("one", "Dogs", "The category id must be a 64-bit whole number."),
+        ("\u0661", "Dogs", "The category id must be a 64-bit whole number."),
         (str(2**63), "Dogs", "The category id must be a 64-bit whole number."),
     ],
 )

@@ -51,8 +51,11 @@ def test_empty_status_means_all_animals(client, production_store):
         ("limit=101", "limit", "from 1 to 100"),
         ("limit=-3", "limit", "from 1 to 100"),
         (f"limit={10**400}", "limit", "from 1 to 100"),
-        ("limit=abc", "limit", "Not a valid integer"),
-        ("limit=1.5", "limit", "Not a valid integer"),
+        ("limit=abc", "limit", "Choose a number from 1 to 100."),
+        ("limit=1.5", "limit", "Choose a number from 1 to 100."),
+        ("limit=%D9%A1%D9%A0", "limit", "Choose a number from 1 to 100."),
+        ("limit=%EF%BC%99", "limit", "Choose a number from 1 to 100."),
+        ("limit=1_0", "limit", "Choose a number from 1 to 100."),
         ("status=foo", "status", "Not a valid choice"),
     ],
 )
@@ -120,7 +123,10 @@ def test_unknown_id_gives_the_404_page(client):
     assert "No animal has this id" in page.text
 
 
-@pytest.mark.parametrize("path", ["/animals/99999999999999999999999", "/animals/abc", "/animals/-1"])
+@pytest.mark.parametrize(
+    "path",
+    ["/animals/99999999999999999999999", "/animals/abc", "/animals/-1", "/animals/%D9%A1", "/animals/%EF%BC%99"],
+)
 def test_ids_that_cannot_exist_give_404_without_an_upstream_call(client, production_store, path):
     assert client.get(path).status_code == 404
     assert production_store.received == []

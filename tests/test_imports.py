@@ -94,6 +94,16 @@ def test_the_preview_lists_every_row_with_the_reason_a_bad_one_is_refused_and_se
     }
 
 
+@pytest.mark.parametrize("category", ["\u0661", "\uff19", "1_000"])  # Arabic-Indic 1, full-width 9, 1_000
+def test_digits_python_reads_but_people_do_not_type_are_refused_as_the_add_form_refuses_them(
+    portal_app, auth_for, production_store, category
+):
+    staff = auth_for(portal_app, "staff")
+    page = staff.get(upload(staff, f"name,categoryId,status\nRex,{category},\n").headers["Location"]).text
+    assert f"“{category}” is neither a category id nor the label of a category." in page
+    assert "1 row will be refused" in page
+
+
 def test_a_mixed_file_started_twice_at_once_gives_one_create_pet_per_valid_row(
     make_portal, database_url, auth_for, production_store
 ):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import unicodedata
 from typing import Any, TypedDict
 
-from wtforms import Field, Form, HiddenField, IntegerField, SelectChoice, SelectField, StringField
+from wtforms import Field, Form, HiddenField, SelectChoice, SelectField, StringField
 from wtforms.validators import (
     DataRequired,
     InputRequired,
@@ -23,6 +23,7 @@ from ..petstore import (
     LIMIT_MIN,
     PET_STATUSES,
 )
+from ..reading import WholeNumberField
 from .browse import SORTS
 
 # The portal's own rule, not the API's: a name people can read in a list.
@@ -69,9 +70,9 @@ def readable(form: Form, field: Field) -> None:
         raise ValidationError(f"The {what} must contain something visible.")
 
 
-def category_id_field(**options: Any) -> IntegerField:
-    """A category id as the API takes it: any 64-bit whole number (the add form and the labels page)."""
-    return IntegerField(
+def category_id_field(**options: Any) -> WholeNumberField:
+    """A category id as the API takes it: any 64-bit whole number (the add form, the labels page, import rows)."""
+    return WholeNumberField(
         "Category id",
         validators=[
             InputRequired("Enter the category id, a whole number."),
@@ -104,7 +105,7 @@ class AnimalFilterForm(PortalForm):
         choices=_status_choices("All"),
         default="",
     )
-    limit = IntegerField(
+    limit = WholeNumberField(
         "Show",
         default=LIMIT_DEFAULT,
         validators=[

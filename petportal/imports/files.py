@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import csv
 import io
-import re
 from dataclasses import dataclass
 
 from werkzeug.datastructures import MultiDict
@@ -17,11 +16,11 @@ from werkzeug.datastructures import MultiDict
 from ..catalog.browse import folded
 from ..catalog.forms import AnimalForm
 from ..petstore import PET_STATUSES
+from ..reading import WHOLE_NUMBER
 
 FILE_MAX_BYTES = 1024 * 1024
 ROWS_MAX = 1000
 HEADER = ("name", "categoryId", "status")
-WHOLE_NUMBER = re.compile(r"[+-]?[0-9]+")
 
 
 class FileRefused(ValueError):

@@ -1,0 +1,41 @@
+"""One reading of each kind of number a person or an address gives the portal: ids, category ids, limits.
+
+Python's `int()` also takes Arabic-Indic and full-width digits and `1_000`, so it is
+never called on text from outside directly. The add form, the list filter, a bulk import's rows and the
+URL converter all read numbers here, so each value is taken, or refused, alike everywhere.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from werkzeug.routing import IntegerConverter
+from wtforms import IntegerField
+
+# A whole number as people type it: an optional sign, then ASCII digits only.
+WHOLE_NUMBER = re.compile(r"[+-]?[0-9]+", re.ASCII)
+
+
+def whole_number(text: str) -> int | None:
+    """`text` (spaces around it allowed) as a whole number, or None when it is not one written in ASCII
+    digits."""
+    text = text.strip(" \t")
+    return int(text) if WHOLE_NUMBER.fullmatch(text) else None
+
+
+class WholeNumberField(IntegerField):
+    """A form field holding a whole number read by `whole_number`; anything else leaves it empty (None), for
+    the field's range validator to refuse with its own words."""
+
+    data: Any  # an int once validated, as WTForms' own fields leave it untyped
+
+    def process_formdata(self, valuelist: list[Any]) -> None:
+        if valuelist:
+            self.data = whole_number(valuelist[0]) if isinstance(valuelist[0], str) else None
+
+
+class WholeNumberConverter(IntegerConverter):
+    """Werkzeug's `int` converter, matching ASCII digits only (its own `\\d` takes any script's digits)."""
+
+    regex = r"[0-9]+"
