@@ -7,7 +7,14 @@ from .extensions import db
 from .models import AuditEntry
 
 
-def record(action, *, actor=None, target=None, environment=None, detail=""):
+def record(
+    action: str,
+    *,
+    actor: str | None = None,
+    target: str | None = None,
+    environment: str | None = None,
+    detail: str = "",
+) -> None:
     """Add one audit entry to the current unit of work (see unit_of_work); `target` is the account changed."""
     if actor is None:
         actor = current_user.username if current_user.is_authenticated else "anonymous"

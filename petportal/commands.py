@@ -23,7 +23,7 @@ COMMAND_LINE = "command line"
 
 @click.command("init-db")
 @with_appcontext
-def init_db():
+def init_db() -> None:
     """Create the portal's tables, or upgrade them to the latest migration; running it again changes nothing."""
     try:
         upgrade_database()
@@ -33,7 +33,7 @@ def init_db():
     click.echo("The portal's tables are ready.")
 
 
-def upgrade_database():
+def upgrade_database() -> None:
     """Bring the database to the latest migration; a database made by 0.1.0's init-db is adopted first."""
     tables = inspect(db.engine).get_table_names()
     if tables and "alembic_version" not in tables:
@@ -41,7 +41,7 @@ def upgrade_database():
     flask_migrate.upgrade()
 
 
-def _first_line(error):
+def _first_line(error: object) -> str:
     return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
 
 
@@ -49,7 +49,7 @@ def _first_line(error):
 @click.argument("name")
 @click.option("--role", type=click.Choice(ROLES), required=True, help="staff adds animals; admin also runs the portal.")
 @click.option("--password-stdin", is_flag=True, help="Read the password from standard input instead of prompting.")
-def create_user(name, role, password_stdin):
+def create_user(name: str, role: str, password_stdin: bool) -> None:
     """Add an account called NAME, ready to use."""
     if accounts.find(name.strip()) is not None:
         raise click.ClickException(f"An account called {name.strip()!r} already exists.")
@@ -68,7 +68,7 @@ def create_user(name, role, password_stdin):
 
 @user_commands.command("reset-mfa")
 @click.argument("name")
-def reset_mfa(name):
+def reset_mfa(name: str) -> None:
     """Remove the second factor of the account called NAME (a lost device, and no other admin to reset it)."""
     user = accounts.find(name)
     if user is None:
@@ -82,7 +82,7 @@ def reset_mfa(name):
     click.echo(f"Removed {user.username!r}'s second factor; they set up a new one at their next admin page.")
 
 
-def register(app: Flask):
+def register(app: Flask) -> None:
     """Add the operator commands to `flask --app app`."""
     app.cli.add_command(init_db)
     app.cli.add_command(user_commands)

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import click
@@ -47,13 +48,14 @@ def register(app: Flask) -> None:
     if started:
         app.config.update(json.loads(started))
         return
+    stores = start_stores(app.instance_path)
     settings = {
-        "PETSTORE_ENVIRONMENTS": start_stores(app.instance_path),
+        "PETSTORE_ENVIRONMENTS": stores,
         "SQLALCHEMY_DATABASE_URI": fresh_portal_database(app.instance_path),
     }
     app.config.update(settings)
     os.environ[STARTED_VARIABLE] = json.dumps(settings)
-    app.extensions["petportal.when_built"].append(lambda: _open(settings["PETSTORE_ENVIRONMENTS"]))
+    app.extensions["petportal.when_built"].append(lambda: _open(stores))
 
 
 def _serving() -> bool:
@@ -62,17 +64,19 @@ def _serving() -> bool:
     return context is None or context.info_name == "run"
 
 
-def _open(stores):
+def _open(stores: Mapping[str, Mapping[str, str]]) -> None:
     """The fresh database's tables, then the accounts."""
     upgrade_database()
     create_accounts(stores)
 
 
-def start_stores(instance_path):
+def start_stores(instance_path: str) -> dict[str, dict[str, str]]:
     """Start one reference store per environment and return their settings (URL and key)."""
     folder = Path(instance_path) / "demo"
     folder.mkdir(parents=True, exist_ok=True)
-    stores, processes = {}, []
+    stores: dict[str, dict[str, str]] = {}
+    processes: list[subprocess.Popen[bytes]] = []
+    ports: list[int] = []
     for name in ENVIRONMENT_NAMES:
         database = folder / f"{name}.sqlite"
         env = {
@@ -92,22 +96,23 @@ def start_stores(instance_path):
             preexec_fn=_die_with_parent,  # noqa: PLW1509 - before any thread of the portal starts serving
         )
         processes.append(process)
-        stores[name] = {"url": f"http://127.0.0.1:{port}/v1", "key": env["PETSTORE_API_KEYS"], "port": port}
+        ports.append(port)
+        stores[name] = {"url": f"http://127.0.0.1:{port}/v1", "key": env["PETSTORE_API_KEYS"]}
     atexit.register(_stop, processes, os.getpid())
     _exit_cleanly_on(signal.SIGTERM, signal.SIGHUP)
-    for settings in stores.values():
-        wait_for_port(settings.pop("port"))
+    for port in ports:
+        wait_for_port(port)
     return stores
 
 
-def fresh_portal_database(instance_path):
+def fresh_portal_database(instance_path: str) -> str:
     """A new, empty SQLite file for the portal's own demo data (accounts, audit, settings) on each start."""
     database = Path(instance_path) / "demo" / "portal.sqlite"
     database.unlink(missing_ok=True)
     return f"sqlite:///{database}"
 
 
-def create_accounts(stores):
+def create_accounts(stores: Mapping[str, Mapping[str, str]]) -> None:
     """Create (or reset) the demo accounts; print the stores' addresses and the new passwords once."""
     lines = [f"  {name:<10} store: {settings['url']}" for name, settings in stores.items()]
     for username, role in DEMO_ACCOUNTS:
@@ -123,13 +128,13 @@ def create_accounts(stores):
     click.echo("\n".join(lines))
 
 
-def _stop(processes, owner):
+def _stop(processes: Iterable[subprocess.Popen[bytes]], owner: int) -> None:
     if os.getpid() != owner:
         return  # a forked server worker exiting; the stores belong to the process that started them
     stop(processes, seconds=5)
 
 
-def _exit_cleanly_on(*signals):
+def _exit_cleanly_on(*signals: signal.Signals) -> None:
     """Turn these signals into a normal exit, so the atexit hook stops the stores (SIGINT already is one).
 
     gunicorn installs its own handlers afterwards in its master, and stops the stores at its own exit.
@@ -140,7 +145,7 @@ def _exit_cleanly_on(*signals):
         signal.signal(number, lambda received, _frame: sys.exit(128 + received))
 
 
-def _die_with_parent():
+def _die_with_parent() -> None:
     """In a store process: be sent SIGTERM when the portal that started it dies, even by SIGKILL (Linux)."""
     try:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)

@@ -1,8 +1,11 @@
 """Friendly error pages: no stack trace, no upstream body, always the request id."""
 
 import functools
+from collections.abc import Callable
+from typing import TypeVar
 
-from flask import current_app, g, render_template, request
+from flask import Flask, current_app, g, render_template, request
+from flask.typing import ResponseReturnValue
 from flask_login import current_user
 from flask_wtf.csrf import CSRFError
 from markupsafe import escape
@@ -35,9 +38,14 @@ MESSAGES = {
     502: ("Temporarily unavailable", "The pet store gave an answer the portal could not use."),
     503: ("The pet store is not answering", "The pet store did not answer in time. Try again in a moment."),
 }
+# An error page and its status.
+ErrorPage = tuple[str, int]
+E = TypeVar("E", bound=Exception)
 
 
-def render_error(status, message=None, *, retry=False, title=None):
+def render_error(
+    status: int, message: str | None = None, *, retry: bool = False, title: str | None = None
+) -> ErrorPage:
     """The error page for `status`, with an optional more specific message (and title). Never raises:
     when even the page's template fails, a bare page that needs nothing is sent instead."""
     default_title, default_message = MESSAGES.get(status, (f"Error {status}", "The request failed."))
@@ -61,7 +69,7 @@ def render_error(status, message=None, *, retry=False, title=None):
     return page, status
 
 
-def handle_http_error(error):
+def handle_http_error(error: HTTPException) -> ResponseReturnValue:
     """Any HTTP error Flask raises (404, 405, 413, ...)."""
     if isinstance(error, SecurityError | BadHost):
         # An untrusted or malformed Host: no URLs can be built for it, so the page stands alone.
@@ -80,7 +88,7 @@ def handle_http_error(error):
     return render_error(error.code or 500)
 
 
-def handle_database_error(error):
+def handle_database_error(error: SQLAlchemyError) -> ErrorPage:
     """The portal's own database failed: one log line, a 503 page that needs no database."""
     db.session.rollback()
     current_app.logger.error("the portal's database is unavailable: %s", type(error).__name__)
@@ -88,7 +96,7 @@ def handle_database_error(error):
     return render_error(503, message, title="Temporarily unavailable", retry=True)
 
 
-def handle_pet_store_error(error):
+def handle_pet_store_error(error: PetStoreError) -> ResponseReturnValue:
     """What customers, staff and admins are told when the pet store fails."""
     if isinstance(error, NotFound):
         return render_error(404, "No animal has this id in this environment.")
@@ -107,7 +115,7 @@ def handle_pet_store_error(error):
     return render_error(502, retry=True)
 
 
-def key_rejected_page(name):
+def key_rejected_page(name: str) -> ErrorPage:
     """The store refused environment `name`'s key: admins are told so, everyone else that it is unavailable."""
     current_app.logger.error("the %s API key was rejected", name)
     if current_user.is_authenticated and current_user.is_admin:
@@ -115,13 +123,13 @@ def key_rejected_page(name):
     return render_error(502, "The pet store is temporarily unavailable. Try again later.", retry=True)
 
 
-def handle_unexpected_error(error):
+def handle_unexpected_error(error: Exception) -> ErrorPage:
     """A bug: log it with the request id, show a generic page."""
     current_app.logger.exception("unhandled error", exc_info=error)
     return render_error(500)
 
 
-def register(app):
+def register(app: Flask) -> None:
     """Install the error pages. Each first rolls back what the request had added: a request that fails on
     its way leaves nothing half-written (see unit_of_work)."""
     for error_class, handler in (
@@ -134,9 +142,9 @@ def register(app):
         app.register_error_handler(error_class, _rolled_back_first(handler))
 
 
-def _rolled_back_first(handler):
+def _rolled_back_first(handler: Callable[[E], ResponseReturnValue]) -> Callable[[E], ResponseReturnValue]:
     @functools.wraps(handler)
-    def handle(error):
+    def handle(error: E) -> ResponseReturnValue:
         db.session.rollback()
         return handler(error)
 

@@ -19,6 +19,7 @@ from sqlalchemy import (
 )
 from sqlalchemy import false as sa_false
 from sqlalchemy import true as sa_true
+from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Mapped, mapped_column
 from werkzeug.security import check_password_hash, generate_password_hash
 
@@ -56,22 +57,22 @@ class ImportState(StrEnum):
     DONE = "done"
 
 
-class UTCDateTime(TypeDecorator):
+class UTCDateTime(TypeDecorator[datetime]):
     """A UTC timestamp that reads back timezone-aware on every database (SQLite drops the zone)."""
 
     impl = DateTime(timezone=True)
     cache_ok = True
 
-    def process_bind_param(self, value, dialect):
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
         return value.astimezone(UTC) if value is not None else None
 
-    def process_result_value(self, value, dialect):
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
         if value is not None and value.tzinfo is None:
             return value.replace(tzinfo=UTC)
         return value
 
 
-class StateColumn(TypeDecorator):
+class StateColumn(TypeDecorator[StrEnum]):
     """A state stored as its text, read back as its `StrEnum` member."""
 
     impl = String(16)
@@ -81,10 +82,10 @@ class StateColumn(TypeDecorator):
         super().__init__()
         self.states = states
 
-    def process_bind_param(self, value, dialect):
+    def process_bind_param(self, value: str | None, dialect: Dialect) -> str | None:
         return None if value is None else str(self.states(value))
 
-    def process_result_value(self, value, dialect):
+    def process_result_value(self, value: str | None, dialect: Dialect) -> StrEnum | None:
         return None if value is None else self.states(value)
 
 
@@ -112,28 +113,28 @@ class User(UserMixin, db.Model):
     # begun before then and still waiting for its second factor can no longer finish.
     logins_ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
-    def set_password(self, password):
+    def set_password(self, password: str) -> None:
         """Store a salted scrypt hash of `password` (werkzeug's default)."""
         self.password_hash = generate_password_hash(password)
 
-    def check_password(self, password):
+    def check_password(self, password: str) -> bool:
         """Whether `password` is this user's password."""
         return check_password_hash(self.password_hash, password)
 
-    def has_role(self, role):
+    def has_role(self, role: str) -> bool:
         """Admins may do everything staff may do."""
         return self.role == role or self.role == "admin"
 
     @property
-    def is_admin(self):
+    def is_admin(self) -> bool:
         return self.role == "admin"
 
     @property
-    def mfa_enabled(self):
+    def mfa_enabled(self) -> bool:
         return self.mfa_secret is not None
 
     @property
-    def is_active(self):
+    def is_active(self) -> bool:
         """Flask-Login's word for an account that may log in."""
         return self.enabled
 
@@ -181,8 +182,9 @@ class AuditEntry(db.Model):
 class SubmissionToken(db.Model):
     """A one-time token carried by one rendered add form, so that form creates at most one animal.
 
-    States: issued (not yet used), sending (a request holds it), created (pet_id is the animal),
-    unknown (the store may or may not have created it; never resent).
+    States (`TicketState`): issued (not yet used), sending (a request holds it), created (`pet_id` is the
+    animal), refused (the store answered 400: nothing was added, and the form may be corrected and sent
+    again), unknown (the store may or may not have created it; never resent).
     """
 
     __tablename__ = "submission_tokens"

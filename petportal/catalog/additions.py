@@ -1,5 +1,7 @@
 """What each account added through the portal: its "Your additions" page reads these, not the audit log."""
 
+from collections.abc import Sequence
+
 from sqlalchemy import select
 
 from ..config import ENVIRONMENT_NAMES
@@ -9,14 +11,14 @@ from ..models import Addition
 RECENT = 50
 
 
-def record(user_id, environment_name, pet_id, name):
+def record(user_id: int, environment_name: str, pet_id: int, name: str) -> None:
     """Note one animal `user_id` added, in the caller's unit of work."""
     db.session.add(Addition(user_id=user_id, environment=environment_name, pet_id=pet_id, name=name))
 
 
-def recent(user_id):
+def recent(user_id: int) -> dict[str, Sequence[Addition]]:
     """{environment name: this account's RECENT latest additions there, newest first}, for every environment."""
-    found = {}
+    found: dict[str, Sequence[Addition]] = {}
     for environment_name in ENVIRONMENT_NAMES:
         query = (
             select(Addition)

@@ -23,12 +23,14 @@ log = logging.getLogger(__name__)
 LABEL_MAX_LENGTH = 60
 REFRESH_SECONDS = 1.0
 _READ = "petportal.category_labels"
+# What this process last read, in app.extensions[_READ]: {environment name: (when, {category id: label})}.
+LabelsRead = dict[str, tuple[float, dict[int, str]]]
 
 
-def labels(environment_name):
+def labels(environment_name: str) -> dict[int, str]:
     """{category id: label} for one environment (shared: do not change it). While the database is down,
     the labels last read, or none: customers keep browsing."""
-    known = current_app.extensions.setdefault(_READ, {})
+    known: LabelsRead = current_app.extensions.setdefault(_READ, {})
     read_at, found = known.get(environment_name, (0.0, {}))
     if time.monotonic() - read_at > REFRESH_SECONDS:
         query = select(CategoryLabel.category_id, CategoryLabel.label)
@@ -42,7 +44,7 @@ def labels(environment_name):
     return found
 
 
-def all_labels(environment_name):
+def all_labels(environment_name: str) -> list[CategoryLabel]:
     """One environment's labels, in label order ignoring case, then by id: for the admin page and the add form."""
     rows = db.session.scalars(select(CategoryLabel).where(CategoryLabel.environment == environment_name)).all()
     return sorted(rows, key=lambda row: (folded(row.label), row.category_id))
@@ -52,7 +54,7 @@ class LabelTaken(ValueError):
     """Another category of the environment already has this label (ignoring case)."""
 
 
-def name(environment_name, category_id, label):
+def name(environment_name: str, category_id: int, label: str) -> None:
     """Give `category_id` the label `label` in one environment (adding or renaming it), audited. Raises
     LabelTaken when another category there already reads the same, since people could not tell them apart."""
     for other in all_labels(environment_name):
@@ -71,7 +73,7 @@ def name(environment_name, category_id, label):
     _changed(environment_name, "category_labelled", detail)
 
 
-def remove(environment_name, category_id):
+def remove(environment_name: str, category_id: int) -> bool:
     """Take the label off `category_id`, audited; False when it had none."""
     row = db.session.get(CategoryLabel, (environment_name, category_id))
     if row is None:
@@ -82,12 +84,12 @@ def remove(environment_name, category_id):
     return True
 
 
-def _changed(environment_name, action, detail):
+def _changed(environment_name: str, action: str, detail: str) -> None:
     """Audit a label change; once it is committed, forget this process's labels and the cached pages."""
     audit.record(action, environment=environment_name, detail=detail)
-    known = current_app.extensions.get(_READ, {})
+    known: LabelsRead = current_app.extensions.get(_READ, {})
 
-    def forget():
+    def forget() -> None:
         known.pop(environment_name, None)
         page_cache.invalidate(environment_name)
 

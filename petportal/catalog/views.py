@@ -1,5 +1,7 @@
 """Views of the catalog: the list, one animal, and the add form."""
 
+from collections.abc import Sequence
+
 from flask import (
     Blueprint,
     abort,
@@ -10,17 +12,22 @@ from flask import (
     request,
     url_for,
 )
+from flask.blueprints import BlueprintSetupState
+from flask.typing import ResponseReturnValue
 from flask_login import current_user
+from werkzeug.wrappers import Response
 
 from .. import metrics, page_cache
 from ..auth.access import role_required
-from ..errors import key_rejected_page, render_error
+from ..environments import Environment
+from ..errors import ErrorPage, key_rejected_page, render_error
 from ..petstore import (
     GET_PET_REMOVAL,
     INT64_MAX,
     LIMIT_MAX,
     LIMIT_MIN,
     Gone,
+    Pet,
 )
 from ..serving import serving
 from . import adding, additions, browse, categories
@@ -30,7 +37,7 @@ bp = Blueprint("catalog", __name__)
 
 
 @bp.record_once
-def share_the_bounds(state):
+def share_the_bounds(state: BlueprintSetupState) -> None:
     """The API's bounds and the portal's own, for templates to write no number themselves."""
     state.app.jinja_env.globals.update(
         LIMIT_MIN=LIMIT_MIN,
@@ -44,14 +51,14 @@ def share_the_bounds(state):
 
 
 @bp.get("/")
-def index():
+def index() -> Response:
     """The portal opens on the animal list."""
     return redirect(url_for(".list_animals"))
 
 
 @bp.get("/animals")
 @page_cache.cached_page(*FILTER_PARAMETERS)
-def list_animals():
+def list_animals() -> ResponseReturnValue:
     """The animals of the environment being served, filtered by status, `limit` at a time."""
     form = AnimalFilterForm(formdata=request.args)
     if not form.validate():
@@ -60,7 +67,7 @@ def list_animals():
     return list_page(form, fetched)
 
 
-def list_page(form, fetched):
+def list_page(form: AnimalFilterForm, fetched: Sequence[Pet]) -> str:
     """The list page for a valid filter `form` and the animals listPets returned for it (the benches in
     bench/ draw it through here too)."""
     query = form.query()
@@ -79,7 +86,7 @@ def list_page(form, fetched):
 
 @bp.get("/animals/<int:pet_id>")
 @page_cache.cached_page(*FILTER_PARAMETERS)
-def show_animal(pet_id):
+def show_animal(pet_id: int) -> ResponseReturnValue:
     """One animal, with a way back to the list as it was filtered."""
     if pet_id > INT64_MAX:
         abort(404)
@@ -96,7 +103,7 @@ def show_animal(pet_id):
     return render_template("catalog/detail.html", animal=animal, back_query=back_query, labels=labels)
 
 
-def find_animal(pet_id):
+def find_animal(pet_id: int) -> Pet | None:
     """getPet until its removal date, or until it answers 410; then look the animal up through listPets.
 
     None when listPets does not return it either.
@@ -112,7 +119,7 @@ def find_animal(pet_id):
 
 @bp.route("/animals/new", methods=["GET", "POST"])
 @role_required("staff")
-def add_animal():
+def add_animal() -> ResponseReturnValue:
     """Staff add an animal to the environment being served, at most once per form."""
     current = serving()
     environment = current.environment
@@ -127,7 +134,7 @@ def add_animal():
         current_user.id,
         current_user.username,
         environment.name,
-        adding.NewAnimal(**form.new_pet()),
+        _new_animal(form),
     )
     try:
         outcome = adding.add_from_form(ticket, current.client)
@@ -147,10 +154,11 @@ def add_animal():
             flash("This form had already been sent; here is the animal it added.", "info")
         case adding.Created(pet_id=pet_id):
             metrics.SUBMISSIONS.labels("created").inc()
-            # A message with links: [text, (link text, URL)...]; base.html draws the links.
+            # A message with links: [text, (link text, URL)...]; base.html draws the links. Flask's types
+            # say a message is text; any value the session can hold works.
             added = f"Added {form.name.data} to {environment.name}."
             links = [(f"{form.name.data}, id {pet_id}", url_for(".show_animal", pet_id=pet_id))]
-            flash([added, *links, ("Your additions", url_for(".your_additions"))], "success")
+            flash([added, *links, ("Your additions", url_for(".your_additions"))], "success")  # type: ignore[arg-type]
         case adding.Refused(message=message):
             metrics.SUBMISSIONS.labels("refused").inc()
             return _form_again(form, environment, f"The pet store refused this animal: {message}", 400)
@@ -169,18 +177,25 @@ def add_animal():
 
 @bp.get("/animals/mine")
 @role_required("staff")
-def your_additions():
+def your_additions() -> str:
     """The animals this account added through the portal, the latest first, per environment."""
     found = additions.recent(current_user.id)
     return render_template("catalog/additions.html", additions=found, recent=additions.RECENT)
 
 
-def _form_again(form, environment, message, status):
+def _new_animal(form: AddAnimalForm) -> adding.NewAnimal:
+    """The animal a validated add form describes: the values of `form.new_pet()`, each with its type."""
+    category_id = form.category_id.data
+    assert category_id is not None, "the form's validators let no empty category id through"
+    return adding.NewAnimal(form.name.data, category_id, form.status.data or None)
+
+
+def _form_again(form: AddAnimalForm, environment: Environment, message: str | None, status: int) -> ErrorPage:
     if message:
         form.form_errors.append(message)
     return _add_page(form, environment), status
 
 
-def _add_page(form, environment):
+def _add_page(form: AddAnimalForm, environment: Environment) -> str:
     labelled = categories.all_labels(environment.name)
     return render_template("catalog/new.html", form=form, environment=environment, labelled=labelled)

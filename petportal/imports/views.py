@@ -2,10 +2,15 @@
 
 import csv
 import io
+from collections.abc import Callable
+from typing import Any
 
 from flask import Blueprint, Response, abort, flash, redirect, render_template, request, url_for
+from flask.blueprints import BlueprintSetupState
+from flask.typing import ResponseReturnValue
 from flask_login import current_user
 from werkzeug.datastructures import CombinedMultiDict
+from werkzeug.wrappers import Response as BaseResponse
 
 from .. import audit
 from ..auth.access import role_required
@@ -13,8 +18,9 @@ from ..catalog import categories
 from ..catalog.browse import folded
 from ..catalog.forms import BIDI_CONTROLS
 from ..environments import environments
+from ..errors import ErrorPage
 from ..forms import ButtonForm
-from ..models import ImportState, TicketState
+from ..models import BulkImport, ImportState, TicketState
 from ..serving import serving
 from . import batches, engines, files
 from .forms import UploadForm
@@ -43,16 +49,19 @@ FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
 @bp.record_once
-def share_the_outcomes(state):
+def share_the_outcomes(state: BlueprintSetupState) -> None:
     state.app.jinja_env.globals.update(IMPORT_OUTCOMES=OUTCOMES, IMPORT_STATES=STATES)
 
 
 @bp.route("", methods=["GET", "POST"])
 @role_required("staff")
-def upload():
+def upload() -> ResponseReturnValue:
     """The upload form, and this account's earlier imports; a checked file becomes a preview."""
     environment = serving().environment
-    formdata = CombinedMultiDict((request.files, request.form)) if request.method == "POST" else None
+    # The file and the text fields together: their values are files and strings.
+    formdata: CombinedMultiDict[str, Any] | None = (
+        CombinedMultiDict((request.files, request.form)) if request.method == "POST" else None
+    )
     form = UploadForm(formdata=formdata)
     if form.validate_on_submit():
         upload = form.file.data
@@ -70,7 +79,7 @@ def upload():
 
 @bp.get(f"/{IMPORT_ID}")
 @role_required("staff")
-def show(import_id):
+def show(import_id: str) -> str:
     """The preview before the start; the progress while it is sent; the results after."""
     batch = _find(import_id)
     return _page(batch)
@@ -78,14 +87,14 @@ def show(import_id):
 
 @bp.get(f"/{IMPORT_ID}.json")
 @role_required("staff")
-def progress(import_id):
+def progress(import_id: str) -> dict[str, Any]:
     """{state, total, created, failed, unknown}, for the progress bar's script and for scripts."""
     return batches.progress(_find(import_id))
 
 
 @bp.get(f"/{IMPORT_ID}/results.csv")
 @role_required("staff")
-def results(import_id):
+def results(import_id: str) -> Response:
     """Every row with its outcome and, once created, its new id."""
     batch = _find(import_id)
     out = io.StringIO()
@@ -104,7 +113,7 @@ def results(import_id):
 
 @bp.post(f"/{IMPORT_ID}/start")
 @role_required("staff")
-def start(import_id):
+def start(import_id: str) -> ResponseReturnValue:
     """Send the rows not yet sent: the first start, or a resume after a pause or a switch."""
     return _send(
         import_id,
@@ -116,7 +125,7 @@ def start(import_id):
 
 @bp.post(f"/{IMPORT_ID}/retry")
 @role_required("staff")
-def retry(import_id):
+def retry(import_id: str) -> ResponseReturnValue:
     """Send again the rows the pet store refused; rows whose outcome is unknown are never resent."""
     return _send(
         import_id,
@@ -128,7 +137,7 @@ def retry(import_id):
 
 @bp.post(f"/{IMPORT_ID}/discard")
 @role_required("staff")
-def discard(import_id):
+def discard(import_id: str) -> BaseResponse:
     """Throw a preview away; nothing was sent."""
     batch = _find(import_id)
     if not ButtonForm().validate_on_submit():
@@ -143,7 +152,7 @@ def discard(import_id):
     return redirect(url_for(".upload"), 303)
 
 
-def _find(import_id):
+def _find(import_id: str) -> BulkImport:
     batch = batches.find(import_id, current_user)
     if batch is None:
         abort(404)
@@ -152,7 +161,12 @@ def _find(import_id):
     return batch
 
 
-def _send(import_id, queue, sending, nothing):
+def _send(
+    import_id: str,
+    queue: Callable[[BulkImport, str], int],
+    sending: Callable[[BulkImport, int], str],
+    nothing: str,
+) -> ResponseReturnValue:
     """Queue rows of the import with `queue` (batches.start or .retry_refused) and have them sent, if the
     import is for the environment served; flash `sending(batch, count)`, or `nothing` when none were queued."""
     batch = _find(import_id)
@@ -162,7 +176,8 @@ def _send(import_id, queue, sending, nothing):
     count = queue(batch, environments().active().name)
     if count:
         # Who pressed the button: the entries of the animals it adds name the import's owner.
-        detail = f"import {batch.id} of {batch.filename!r} ({batch.username}'s), {request.endpoint.rsplit('.', 1)[-1]}"
+        button = (request.endpoint or "").rsplit(".", 1)[-1]  # start or retry: a view always has an endpoint
+        detail = f"import {batch.id} of {batch.filename!r} ({batch.username}'s), {button}"
         audit.record("import_started", environment=batch.environment, detail=detail)
         engines.dispatch(batch.id)
         flash(sending(batch, count), "success")
@@ -171,7 +186,7 @@ def _send(import_id, queue, sending, nothing):
     return redirect(url_for(".show", import_id=batch.id), 303)
 
 
-def _refuse_unbound(batch):
+def _refuse_unbound(batch: BulkImport) -> ErrorPage | None:
     """The answer when the button's form is not valid, or the import is for another environment than the one
     now served (a switch since the preview): None when it may go on."""
     if not ButtonForm().validate_on_submit():
@@ -187,7 +202,7 @@ def _refuse_unbound(batch):
     return None
 
 
-def _page(batch, problem=None):
+def _page(batch: BulkImport, problem: str | None = None) -> str:
     rows = batches.rows(batch)
     found = batches.counts(batch.id)
     labels = categories.labels(batch.environment)
@@ -204,18 +219,18 @@ def _page(batch, problem=None):
     )
 
 
-def _label_ids(environment_name):
+def _label_ids(environment_name: str) -> dict[str, int]:
     return {folded(row.label): row.category_id for row in categories.all_labels(environment_name)}
 
 
-def _shown_name(filename):
+def _shown_name(filename: str | None) -> str:
     """The file's name as the browser sent it, reduced to something safe to show: no folders, no control characters."""
     name = (filename or "").replace("\\", "/").rsplit("/", 1)[-1]
     name = "".join(char for char in name if char.isprintable() and char not in BIDI_CONTROLS).strip()
     return name[:120] or "upload.csv"
 
 
-def _as_text(cell):
+def _as_text(cell: object) -> str:
     """A cell of results.csv; text that a spreadsheet would run as a formula starts with ' (numbers stay numbers)."""
     text = str(cell)
     return "'" + text if text.startswith(FORMULA_STARTS) and not files.WHOLE_NUMBER.fullmatch(text) else text
