@@ -187,7 +187,7 @@ def test_the_remember_token_changes_at_every_use_and_an_old_one_is_refused(make_
 
 
 def test_ending_every_session_of_an_account_is_one_call(make_portal):
-    from petportal.auth import sessions
+    from petportal.auth import logins
     from petportal.models import User
 
     app = make_portal()
@@ -196,7 +196,8 @@ def test_ending_every_session_of_an_account_is_one_call(make_portal):
     AuthActions(phone).login("staff", remember=True)
     AuthActions(admin).login("admin")
     with app.test_request_context():
-        sessions.end_all(db.session.scalar(db.select(User).filter_by(username="staff")).id)
+        logins.end_all(db.session.scalar(db.select(User).filter_by(username="staff")).id)
+        db.session.commit()  # end_all only adds to the unit of work; outside a request, its owner commits
     assert laptop.get("/animals/new").status_code == 302
     assert phone.get("/animals/new").status_code == 302
     assert admin.get("/animals/new").status_code == 200, "other accounts keep their sessions"

@@ -1,13 +1,17 @@
 """Your own account: change your password, see and end your sessions, set up a second factor."""
 
+from __future__ import annotations
+
 from flask import Blueprint, abort, flash, redirect, render_template, request, session, url_for
+from flask.typing import ResponseReturnValue
 from flask_login import current_user, login_fresh
 
 from .. import audit
-from ..auth import accounts, mfa, sessions, throttle
+from ..auth import accounts, logins, mfa, throttle
 from ..auth.access import log_in_again, login_required
 from ..auth.forms import CodeForm
 from ..forms import ButtonForm
+from ..models import User
 from .forms import ChangePasswordForm
 
 bp = Blueprint("account", __name__, url_prefix="/account")
@@ -18,7 +22,7 @@ NEW_CODES_KEY = "mfa_recovery_codes"
 
 @bp.route("/password", methods=["GET", "POST"])
 @login_required
-def password():
+def password() -> ResponseReturnValue:
     """Change your password; every other session of the account ends."""
     form = ChangePasswordForm()
     user = current_user._get_current_object()
@@ -32,7 +36,7 @@ def password():
         return _password_page(form, 400)
     throttle.succeeded(user.username)
     try:
-        accounts.change_password(user, form.new_password.data, keep_login=sessions.current_login_id())
+        accounts.change_password(user, form.new_password.data, keep_login=logins.current_login_id())
     except accounts.AccountError as error:
         form.new_password.errors.append(str(error))
         return _password_page(form, 400)
@@ -43,22 +47,22 @@ def password():
 
 @bp.get("/sessions")
 @login_required
-def sessions_page():
+def sessions_page() -> ResponseReturnValue:
     """Where your account is logged in now, and a button that ends every session but this one."""
     return render_template(
         "account/sessions.html",
-        logins=sessions.open_logins(current_user.id),
-        this_login=sessions.current_login_id(),
-        browser_in_words=sessions.browser_in_words,
+        logins=logins.open_logins(current_user.id),
+        this_login=logins.current_login_id(),
+        browser_in_words=logins.browser_in_words,
         form=ButtonForm(),
     )
 
 
 @bp.post("/sessions/end-others")
 @login_required
-def end_other_sessions():
+def end_other_sessions() -> ResponseReturnValue:
     """End every session of your account except this browser's."""
-    sessions.end_all(current_user.id, keep=sessions.current_login_id())
+    logins.end_all(current_user.id, keep=logins.current_login_id())
     audit.record("other_sessions_ended", target=current_user.username)
     flash("Every other session of your account has ended.", "success")
     return redirect(url_for(".sessions_page"), 303)
@@ -66,7 +70,7 @@ def end_other_sessions():
 
 @bp.route("/mfa", methods=["GET", "POST"])
 @login_required
-def mfa_page():
+def mfa_page() -> ResponseReturnValue:
     """Set up a second factor: scan the code, confirm with a code from the app, keep the recovery codes."""
     user = current_user._get_current_object()
     if request.method == "GET" and (codes := session.pop(NEW_CODES_KEY, None)):
@@ -94,7 +98,7 @@ def mfa_page():
     return redirect(url_for(".mfa_page"), 303)
 
 
-def _enrolment_secret():
+def _enrolment_secret() -> str:
     """The secret this session is enrolling: the same one across reloads, until a code confirms it."""
     kept = session.get(ENROLMENT_KEY)
     secret = mfa.decrypt(kept) if kept else None
@@ -104,7 +108,7 @@ def _enrolment_secret():
     return secret
 
 
-def _enrolment_page(user, secret, form, status):
+def _enrolment_page(user: User, secret: str, form: CodeForm, status: int) -> tuple[str, int]:
     page = render_template(
         "account/mfa_enrol.html",
         form=form,
@@ -115,5 +119,5 @@ def _enrolment_page(user, secret, form, status):
     return page, status
 
 
-def _password_page(form, status):
+def _password_page(form: ChangePasswordForm, status: int) -> tuple[str, int]:
     return render_template("account/password.html", form=form, forced=current_user.must_change_password), status

@@ -1,13 +1,17 @@
 """Admins manage accounts: create them, change roles, disable and enable, reset passwords and second
 factors, and end sessions. Every change is a fresh-login POST, and audited with who, whom and what."""
 
+from __future__ import annotations
+
+from collections.abc import Callable
 from functools import wraps
 
 from flask import Blueprint, abort, flash, redirect, render_template, url_for
+from flask.typing import ResponseReturnValue
 from flask_login import current_user, login_fresh
 
 from .. import audit
-from ..auth import accounts, sessions
+from ..auth import accounts, logins
 from ..auth.access import log_in_again, role_required
 from ..extensions import db
 from ..forms import ButtonForm
@@ -15,19 +19,21 @@ from ..models import User
 from .forms import NewUserForm, ResetPasswordForm, RoleForm
 
 bp = Blueprint("users", __name__, url_prefix="/admin/users")
+# A change to one account: returns a success message to flash (a str), or a page of its own (a form with errors).
+AccountChange = Callable[[User], ResponseReturnValue]
 
 
 @bp.get("")
 @role_required("admin")
-def list_users():
+def list_users() -> ResponseReturnValue:
     """Every account: role, enabled, second factor, last login and open sessions."""
     users = db.session.scalars(db.select(User).order_by(User.username)).all()
-    return render_template("admin/users/list.html", users=users, open_logins=sessions.open_login_counts())
+    return render_template("admin/users/list.html", users=users, open_logins=logins.open_login_counts())
 
 
 @bp.route("/new", methods=["GET", "POST"])
 @role_required("admin")
-def new_user():
+def new_user() -> ResponseReturnValue:
     """Add an account with an initial password, which it must change at its first login."""
     form = NewUserForm()
     if not form.validate_on_submit():
@@ -46,16 +52,16 @@ def new_user():
 
 @bp.get("/<name>")
 @role_required("admin")
-def manage_user(name):
+def manage_user(name: str) -> ResponseReturnValue:
     """One account, and every change an admin can make to it."""
     return _manage_page(_account(name))
 
 
-def account_change(view):
+def account_change(view: AccountChange) -> Callable[[str], ResponseReturnValue]:
     """An admin's POST that changes the account named in the path: fresh login, then the change or its refusal."""
 
     @wraps(view)
-    def changed(name):
+    def changed(name: str) -> ResponseReturnValue:
         user = _account(name)
         if not login_fresh():
             return log_in_again(url_for(".manage_user", name=user.username), f"change {user.username}'s account")
@@ -75,7 +81,7 @@ def account_change(view):
 @bp.post("/<name>/role")
 @role_required("admin")
 @account_change
-def change_role(user):
+def change_role(user: User) -> ResponseReturnValue:
     """Give the account another role."""
     form = RoleForm()
     if not form.validate_on_submit():
@@ -91,7 +97,7 @@ def change_role(user):
 @bp.post("/<name>/disable")
 @role_required("admin")
 @account_change
-def disable(user):
+def disable(user: User) -> ResponseReturnValue:
     """Disable the account: it cannot log in, and its sessions end."""
     accounts.set_enabled(current_user, user, enabled=False)
     audit.record("user_disabled", target=user.username, detail="every session ended")
@@ -101,7 +107,7 @@ def disable(user):
 @bp.post("/<name>/enable")
 @role_required("admin")
 @account_change
-def enable(user):
+def enable(user: User) -> ResponseReturnValue:
     """Let a disabled account log in again."""
     accounts.set_enabled(current_user, user, enabled=True)
     audit.record("user_enabled", target=user.username)
@@ -111,10 +117,10 @@ def enable(user):
 @bp.post("/<name>/sessions/end")
 @role_required("admin")
 @account_change
-def end_sessions(user):
+def end_sessions(user: User) -> ResponseReturnValue:
     """End every session of the account: each browser is logged out on its next request."""
-    ended = len(sessions.open_logins(user.id))
-    sessions.end_all(user.id)
+    ended = len(logins.open_logins(user.id))
+    logins.end_all(user.id)
     audit.record("sessions_ended", target=user.username, detail=f"{ended} open")
     if user.id == current_user.id:
         return redirect(url_for("auth.login"), 303)
@@ -124,7 +130,7 @@ def end_sessions(user):
 @bp.post("/<name>/password")
 @role_required("admin")
 @account_change
-def reset_password(user):
+def reset_password(user: User) -> ResponseReturnValue:
     """Set a new password that the account must change at its next login; its sessions end."""
     _not_yourself(user, "Change your own password under Your account.")
     form = ResetPasswordForm()
@@ -138,7 +144,7 @@ def reset_password(user):
 @bp.post("/<name>/mfa/reset")
 @role_required("admin")
 @account_change
-def reset_mfa(user):
+def reset_mfa(user: User) -> ResponseReturnValue:
     """Remove the account's second factor (a lost device); it sets up a new one when next needed."""
     _not_yourself(user, "Set up a new device for your own second factor under Your account.")
     accounts.reset_mfa(user)
@@ -146,26 +152,28 @@ def reset_mfa(user):
     return f"{user.username}'s second factor is removed. They set up a new one from Your account."
 
 
-def _not_yourself(user, instead):
+def _not_yourself(user: User, instead: str) -> None:
     if user.id == current_user.id:
         raise accounts.AccountError(instead)
 
 
-def _account(name):
+def _account(name: str) -> User:
     user = accounts.find(name)
     if user is None:
         abort(404)
     return user
 
 
-def _manage_page(user, role_form=None, password_form=None, status=200):
+def _manage_page(
+    user: User, role_form: RoleForm | None = None, password_form: ResetPasswordForm | None = None, status: int = 200
+) -> tuple[str, int]:
     # Only the form that was sent keeps what was typed; the others show the account as it is.
     role_form = role_form or RoleForm(formdata=None, data={"role": user.role})
     page = render_template(
         "admin/users/manage.html",
         user=user,
         is_you=user.id == current_user.id,
-        logins=sessions.open_logins(user.id),
+        logins=logins.open_logins(user.id),
         role_form=role_form,
         password_form=password_form or ResetPasswordForm(formdata=None),
         button=ButtonForm(),

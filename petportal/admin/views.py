@@ -1,18 +1,21 @@
 """The admin pages: environments, audit log and status."""
 
+from __future__ import annotations
+
 from flask import (
     Blueprint,
-    current_app,
     flash,
     redirect,
     render_template,
     request,
     url_for,
 )
+from flask.typing import ResponseReturnValue
 from flask_login import current_user, login_fresh
 
 from .. import audit
 from ..auth.access import log_in_again, role_required
+from ..clock import now
 from ..environments import environments
 from ..extensions import db
 from ..models import AuditEntry
@@ -29,14 +32,14 @@ LAST_AUDIT_PAGE = 10**9
 
 @bp.get("/environment")
 @role_required("admin")
-def environment():
+def environment() -> ResponseReturnValue:
     """The configured environments, the active one, and the forms to switch or preview."""
     return _environment_page(_switch_form(), _preview_form())
 
 
 @bp.post("/environment")
 @role_required("admin")
-def switch_environment():
+def switch_environment() -> ResponseReturnValue:
     """Switch the active environment for every user and every portal process."""
     if not login_fresh():
         return log_in_again(url_for(".environment"), "switch the environment for everyone")
@@ -45,8 +48,8 @@ def switch_environment():
     if not form.validate_on_submit():
         return _environment_page(form, _preview_form(), 400)
     target = registry.get(form.environment.data)
-    if not target.configured:
-        form.environment.errors.append(f"{target.name} is not configured and cannot be chosen.")
+    if target is None or not target.configured:
+        form.environment.errors.append(f"{form.environment.data} is not configured and cannot be chosen.")
         return _environment_page(form, _preview_form(), 400)
     previous = registry.active()
     if previous.name == target.name:
@@ -60,7 +63,7 @@ def switch_environment():
 
 @bp.post("/environment/preview")
 @role_required("admin")
-def preview_environment():
+def preview_environment() -> ResponseReturnValue:
     """Serve one environment to this admin's session only, or clear the preview."""
     form = _preview_form()
     if not form.validate_on_submit():
@@ -82,7 +85,7 @@ def preview_environment():
 
 @bp.get("/audit")
 @role_required("admin")
-def audit_log():
+def audit_log() -> ResponseReturnValue:
     """Who did what, when: newest first, a page at a time."""
     entries = db.paginate(
         db.select(AuditEntry).order_by(AuditEntry.id.desc()),
@@ -95,19 +98,19 @@ def audit_log():
 
 @bp.get("/status")
 @role_required("admin")
-def status():
+def status() -> ResponseReturnValue:
     """Each environment: reachable, latency, key accepted, deprecation notices, stability markers."""
     return render_template(
         "admin/status.html",
         statuses=probe_all(environments()),
         removal=GET_PET_REMOVAL,
-        today=current_app.config["CLOCK"]().date(),
+        today=now().date(),
         in_words=in_words,
         stability_in_words=stability_in_words,
     )
 
 
-def _switch_form():
+def _switch_form() -> SwitchEnvironmentForm:
     form = SwitchEnvironmentForm()
     form.environment.choices = environment_choices(environments().all())
     if not form.is_submitted():
@@ -117,7 +120,7 @@ def _switch_form():
     return form
 
 
-def _preview_form():
+def _preview_form() -> PreviewForm:
     form = PreviewForm()
     form.environment.choices = environment_choices(environments().all(), "No preview: see the active environment")
     if not form.is_submitted():
@@ -125,7 +128,9 @@ def _preview_form():
     return form
 
 
-def _environment_page(switch_form, preview_form, status=200):
+def _environment_page(
+    switch_form: SwitchEnvironmentForm, preview_form: PreviewForm, status: int = 200
+) -> tuple[str, int]:
     registry = environments()
     page = render_template(
         "admin/environment.html",

@@ -1,17 +1,25 @@
 """Who may open which page, and where a login may send the user next."""
 
+from __future__ import annotations
+
+from collections.abc import Callable
 from functools import wraps
+from typing import ParamSpec
 from urllib.parse import urlsplit
 
 from flask import abort, current_app, flash, redirect, request, url_for
+from flask.typing import ResponseReturnValue
 from flask_login import current_user
+from werkzeug.wrappers import Response
 
 from ..extensions import login
 from .sessions import require_session_store
 
+Params = ParamSpec("Params")
+
 
 @login.unauthorized_handler
-def send_to_login():
+def send_to_login() -> Response:
     """Anonymous users are sent to log in, and brought back afterwards (503 while logins cannot work)."""
     require_session_store()
     return redirect(url_for("auth.login", next=request.full_path.rstrip("?")))
@@ -21,7 +29,7 @@ def send_to_login():
 OPEN_BEFORE_PASSWORD_CHANGE = frozenset({"account.password", "auth.logout", "static", "bootstrap.static"})
 
 
-def require_own_password():
+def require_own_password() -> Response | None:
     """An account given a password by an admin reaches no page but the password change until it has chosen its own."""
     if request.endpoint in OPEN_BEFORE_PASSWORD_CHANGE or request.blueprint == "ops":
         return None
@@ -30,18 +38,20 @@ def require_own_password():
     return None
 
 
-def login_required(view):
+def login_required(view: Callable[Params, ResponseReturnValue]) -> Callable[Params, ResponseReturnValue]:
     """Let in any logged-in user; send anonymous users to log in."""
     return role_required(None)(view)
 
 
-def role_required(role):
+def role_required(
+    role: str | None,
+) -> Callable[[Callable[Params, ResponseReturnValue]], Callable[Params, ResponseReturnValue]]:
     """Let in users who have `role` (admins have every role; None: any account); send anonymous users to log in;
     403 others. An admin page first needs a second factor where PETPORTAL_REQUIRE_ADMIN_MFA asks for one."""
 
-    def decorator(view):
+    def decorator(view: Callable[Params, ResponseReturnValue]) -> Callable[Params, ResponseReturnValue]:
         @wraps(view)
-        def guarded(*args, **kwargs):
+        def guarded(*args: Params.args, **kwargs: Params.kwargs) -> ResponseReturnValue:
             if not current_user.is_authenticated:
                 return send_to_login()
             if role is not None and not current_user.has_role(role):
@@ -56,7 +66,7 @@ def role_required(role):
     return decorator
 
 
-def safe_next(target, default):
+def safe_next(target: str | None, default: str) -> str:
     """`target` if it is a path on this site, else `default`: never another host or scheme."""
     if not target or not target.startswith("/") or target.startswith("//"):
         return default
@@ -68,7 +78,7 @@ def safe_next(target, default):
     return target
 
 
-def log_in_again(back_to, why):
+def log_in_again(back_to: str, why: str) -> Response:
     """Send a login that is not fresh to log in again (its password, and code) before a sensitive change."""
     flash(f"Log in again to {why}.", "warning")
     return redirect(url_for("auth.login", next=back_to), 303)

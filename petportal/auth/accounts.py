@@ -2,16 +2,21 @@
 rules that keep the portal manageable: a policy for every password, and always one enabled admin.
 
 Every change is written to the database the account is checked against on each request, so it takes
-effect on the account's next request in every portal process.
+effect on the account's next request in every portal process. Nothing here commits: the request (or the
+`flask user` command) that asked for the change commits it with its audit entry, once (see unit_of_work).
 """
 
-import re
+from __future__ import annotations
 
-from sqlalchemy import func, select
+import re
+from typing import Any, cast
+
+from sqlalchemy import CursorResult, exists, func, or_, select, update
+from sqlalchemy.orm import aliased
 
 from ..extensions import db
 from ..models import ROLES, User
-from . import mfa, passwords, sessions
+from . import logins, mfa, passwords
 
 USERNAME_MAX_LENGTH = 80
 # A user name appears in page addresses (/admin/users/<name>): no spaces, slashes or markup, and it
@@ -23,12 +28,12 @@ class AccountError(Exception):
     """A change that the rules refuse; the message says why, for the person who asked for it."""
 
 
-def find(username):
+def find(username: str) -> User | None:
     """The account called `username`, or None."""
     return db.session.scalar(select(User).filter_by(username=username))
 
 
-def create(username, role, password, must_change_password):
+def create(username: str, role: str, password: str, must_change_password: bool) -> User:
     """Add an account; with `must_change_password` it must choose its own password at its first login."""
     username = username.strip()
     if not username or len(username) > USERNAME_MAX_LENGTH:
@@ -45,11 +50,10 @@ def create(username, role, password, must_change_password):
     user = User(username=username, role=role, must_change_password=must_change_password)
     user.set_password(password)
     db.session.add(user)
-    db.session.commit()
     return user
 
 
-def change_role(actor, user, role):
+def change_role(actor: User, user: User, role: str) -> None:
     """Give `user` another role; never your own, and never the last enabled admin's."""
     if user.id == actor.id:
         raise AccountError("You cannot change your own role; ask another admin.")
@@ -58,26 +62,25 @@ def change_role(actor, user, role):
     _change_keeping_an_admin(user, role=role)
 
 
-def set_enabled(actor, user, enabled):
+def set_enabled(actor: User, user: User, enabled: bool) -> None:
     """Enable or disable `user`; a disabled account's logins all end. Never yourself, never the last admin."""
     if user.id == actor.id and not enabled:
         raise AccountError("You cannot disable your own account; ask another admin.")
     _change_keeping_an_admin(user, enabled=enabled)
     if not enabled:
-        sessions.end_all(user.id)
+        logins.end_all(user.id)
 
 
-def reset_password(user, password):
+def reset_password(user: User, password: str) -> None:
     """An admin sets a new password: every login of the account ends, and it must choose its own at the next."""
     if problem := passwords.problem(password):
         raise AccountError(problem)
     user.set_password(password)
     user.must_change_password = True
-    db.session.commit()
-    sessions.end_all(user.id)
+    logins.end_all(user.id)
 
 
-def change_password(user, new_password, keep_login):
+def change_password(user: User, new_password: str, keep_login: str | None) -> None:
     """The owner chooses a new password: every other login of the account ends."""
     if problem := passwords.problem(new_password):
         raise AccountError(problem)
@@ -85,36 +88,33 @@ def change_password(user, new_password, keep_login):
         raise AccountError("Choose a password different from the current one.")
     user.set_password(new_password)
     user.must_change_password = False
-    db.session.commit()
-    sessions.end_all(user.id, keep=keep_login)
+    logins.end_all(user.id, keep=keep_login)
 
 
-def reset_mfa(user):
+def reset_mfa(user: User) -> None:
     """Remove the account's second factor (a lost device); it enrols again when it next needs one."""
     if not user.mfa_enabled:
         raise AccountError(f"{user.username} has no second factor to reset.")
     mfa.remove(user)
-    db.session.commit()
 
 
-def _change_keeping_an_admin(user, **values):
-    """Apply `values` to `user` unless no enabled admin would remain.
+def _change_keeping_an_admin(user: User, **values: Any) -> None:
+    """Apply `values` to `user` unless no enabled admin would remain; nothing changes when it is refused.
 
-    On PostgreSQL the enabled admins' rows are locked first, so two admins demoting each other at once
-    take turns, and the second sees the first's change. SQLite has one writer at a time: the update
-    takes its lock before the count.
+    One conditional UPDATE, so a refusal leaves nothing to undo: it applies only while the account is not
+    an enabled admin, or another enabled admin exists. On PostgreSQL the enabled admins' rows are locked
+    first, so two admins demoting each other at once take turns, and the second's UPDATE sees the first's
+    change. SQLite has one writer at a time, and the check and the change are one statement.
     """
     db.session.execute(select(User.id).where(User.role == "admin", User.enabled.is_(True)).with_for_update())
-    for name, value in values.items():
-        setattr(user, name, value)
-    db.session.flush()
-    admins = db.session.scalar(
-        select(func.count()).select_from(User).where(User.role == "admin", User.enabled.is_(True))
-    )
-    if admins == 0:
-        db.session.rollback()
+    change = update(User).where(User.id == user.id).values(**values)
+    if not (values.get("role", user.role) == "admin" and values.get("enabled", user.enabled)):
+        other = aliased(User)
+        another_admin = exists().where(other.role == "admin", other.enabled.is_(True), other.id != user.id)
+        change = change.where(or_(User.role != "admin", User.enabled.is_(False), another_admin))
+    changed = cast("CursorResult[Any]", db.session.execute(change, execution_options={"synchronize_session": "fetch"}))
+    if changed.rowcount != 1:
         raise AccountError(
             f"{user.username} is the last enabled admin: make another account an admin first, so someone can "
             "still run the portal."
         )
-    db.session.commit()

@@ -1,19 +1,21 @@
 """The login forms, and the rules every new password and second-factor code must meet."""
 
-from wtforms import BooleanField, PasswordField, StringField
+from __future__ import annotations
+
+from wtforms import BooleanField, Field, PasswordField, StringField
 from wtforms.validators import DataRequired, Length, ValidationError
 
 from ..forms import PortalForm
 from . import passwords
 
 
-def good_password(form, field):
+def good_password(form: PortalForm, field: Field) -> None:
     """A new password must meet the password policy (auth.passwords)."""
     if problem := passwords.problem(field.data or ""):
         raise ValidationError(problem)
 
 
-def new_password_field(label):
+def new_password_field(label: str) -> PasswordField:
     """A field for a new password, checked against the policy."""
     return PasswordField(
         label,

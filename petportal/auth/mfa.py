@@ -6,8 +6,11 @@ unreadable: those accounts then log in with a recovery code, or an admin resets 
 
 A code is accepted in its own 30-second step and the steps either side (clocks drift), and once only:
 the account keeps the step of the last accepted code and accepts only later ones, in one conditional
-write, so two requests racing with the same code cannot both win.
+write, so two requests racing with the same code cannot both win: the second waits for the first's row
+lock, and then finds the step taken. Nothing here commits; the request does, once, at its end.
 """
+
+from __future__ import annotations
 
 import base64
 import hashlib
@@ -15,6 +18,7 @@ import hmac
 import logging
 import re
 import secrets
+from typing import Any, cast
 
 import pyotp
 from cryptography.fernet import Fernet, InvalidToken
@@ -22,8 +26,9 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from flask import current_app
 from markupsafe import Markup
-from sqlalchemy import delete, func, or_, select, update
+from sqlalchemy import CursorResult, Update, delete, func, or_, select, update
 
+from ..clock import now
 from ..extensions import db
 from ..models import RecoveryCode, User
 
@@ -39,17 +44,17 @@ RECOVERY_LENGTH = 10
 TOTP_PATTERN = re.compile(r"[0-9]{6}")
 
 
-def new_secret():
+def new_secret() -> str:
     """A fresh random TOTP secret (160 bits, base 32), not yet stored."""
     return pyotp.random_base32(32)
 
 
-def encrypt(secret):
+def encrypt(secret: str) -> str:
     """`secret` encrypted for the database."""
     return _fernet().encrypt(secret.encode()).decode()
 
 
-def decrypt(token):
+def decrypt(token: str) -> str | None:
     """The secret encrypted in `token`, or None when it cannot be read (the secret key has changed)."""
     try:
         return _fernet().decrypt(token.encode()).decode()
@@ -58,7 +63,7 @@ def decrypt(token):
         return None
 
 
-def qr_code(user, secret):
+def qr_code(user: User, secret: str) -> Markup:
     """The enrolment QR code for an authenticator app, as inline SVG made on this server."""
     import segno  # 9 MB, loaded by the first enrolment rather than in every worker at start-up
 
@@ -67,81 +72,77 @@ def qr_code(user, secret):
     return Markup(svg)  # our own markup: the user name is percent-encoded inside the code's data
 
 
-def step_of(secret, code):
+def step_of(secret: str, code: str) -> int | None:
     """The time step `code` belongs to, within the window around now, or None when it matches none."""
     code = _digits(code)
     if not TOTP_PATTERN.fullmatch(code):
         return None
     totp = pyotp.TOTP(secret)
-    now = current_app.config["CLOCK"]()
+    at = now()
     for offset in range(-STEP_WINDOW, STEP_WINDOW + 1):
-        if hmac.compare_digest(totp.at(now, counter_offset=offset), code):
-            return totp.timecode(now) + offset
+        if hmac.compare_digest(totp.at(at, counter_offset=offset), code):
+            step: int = totp.timecode(at) + offset
+            return step
     return None
 
 
-def enrol(user, secret, code):
+def enrol(user: User, secret: str, code: str) -> list[str] | None:
     """Turn the second factor on with `secret` once `code` proves the app has it; the new recovery codes, or None."""
     step = step_of(secret, code)
     if step is None:
         return None
     user.mfa_secret = encrypt(secret)
-    user.mfa_enabled_at = current_app.config["CLOCK"]()
+    user.mfa_enabled_at = now()
     user.mfa_last_step = step
-    codes = _replace_recovery_codes(user)
-    db.session.commit()
-    return codes
+    return _replace_recovery_codes(user)
 
 
-def verify(user, code):
+def verify(user: User, code: str) -> str | None:
     """Accept `code` for `user` once: "totp" or "recovery" for the kind accepted, None when refused."""
     if TOTP_PATTERN.fullmatch(_digits(code)):
         secret = decrypt(user.mfa_secret) if user.mfa_secret else None
         step = step_of(secret, code) if secret else None
         if step is None:
             return None
-        accepted = db.session.execute(
+        accepted = _updated(
             update(User)
             .where(User.id == user.id, or_(User.mfa_last_step.is_(None), User.mfa_last_step < step))
-            .values(mfa_last_step=step),
-            execution_options={"synchronize_session": False},
+            .values(mfa_last_step=step)
         )
-        db.session.commit()
-        return "totp" if accepted.rowcount == 1 else None
-    used = db.session.execute(
+        return "totp" if accepted else None
+    used = _updated(
         update(RecoveryCode)
         .where(
             RecoveryCode.user_id == user.id,
             RecoveryCode.code_hash == _hash(code),
             RecoveryCode.used_at.is_(None),
         )
-        .values(used_at=current_app.config["CLOCK"]()),
-        execution_options={"synchronize_session": False},
+        .values(used_at=now())
     )
-    db.session.commit()
-    return "recovery" if used.rowcount == 1 else None
+    return "recovery" if used else None
 
 
-def remove(user):
-    """Turn the second factor off: its secret and recovery codes are deleted (committed by the caller)."""
+def remove(user: User) -> None:
+    """Turn the second factor off: its secret and recovery codes are deleted."""
     user.mfa_secret = None
     user.mfa_enabled_at = None
     user.mfa_last_step = None
     db.session.execute(delete(RecoveryCode).where(RecoveryCode.user_id == user.id))
 
 
-def recovery_codes_left(user):
+def recovery_codes_left(user: User) -> int:
     """How many of the account's recovery codes are still unused."""
-    return db.session.scalar(
+    left = db.session.scalar(
         select(func.count())
         .select_from(RecoveryCode)
         .where(RecoveryCode.user_id == user.id, RecoveryCode.used_at.is_(None))
     )
+    return left or 0
 
 
-def _replace_recovery_codes(user):
+def _replace_recovery_codes(user: User) -> list[str]:
     db.session.execute(delete(RecoveryCode).where(RecoveryCode.user_id == user.id))
-    codes = []
+    codes: list[str] = []
     for _ in range(RECOVERY_CODE_COUNT):
         raw = "".join(secrets.choice(RECOVERY_ALPHABET) for _ in range(RECOVERY_LENGTH))
         codes.append(f"{raw[:5]}-{raw[5:]}")
@@ -149,17 +150,23 @@ def _replace_recovery_codes(user):
     return codes
 
 
-def _hash(code):
+def _hash(code: str) -> str:
     """The SHA-256 of a recovery code as typed, ignoring case, spaces and dashes."""
     normalized = re.sub(r"[\s-]", "", code).lower()
     return hashlib.sha256(normalized.encode()).hexdigest()
 
 
-def _digits(code):
+def _digits(code: str) -> str:
     return re.sub(r"\s", "", code)
 
 
-def _fernet():
+def _updated(statement: Update) -> bool:
+    """Whether a conditional UPDATE changed its one row."""
+    result = cast("CursorResult[Any]", db.session.execute(statement, execution_options={"synchronize_session": False}))
+    return result.rowcount == 1
+
+
+def _fernet() -> Fernet:
     key = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=b"petportal mfa secrets").derive(
         current_app.config["SECRET_KEY"].encode()
     )

@@ -9,6 +9,8 @@ zxcvbn and its lists (13 MB) load with the first password set, not in every work
 requests never set one.
 """
 
+from __future__ import annotations
+
 from functools import cache
 
 MIN_LENGTH = 12
@@ -19,7 +21,7 @@ MIN_SCORE = 3
 ZXCVBN_MAX_LENGTH = 72
 
 
-def problem(password):
+def problem(password: str) -> str | None:
     """What is wrong with `password` as a new password, in words for its owner, or None when it will do."""
     if len(password) < MIN_LENGTH:
         return f"Use at least {MIN_LENGTH} characters; a few words in a row make a good password."
@@ -35,7 +37,7 @@ def problem(password):
 
 
 @cache
-def _common():
+def _common() -> frozenset[str]:
     from zxcvbn.frequency_lists import FREQUENCY_LISTS
 
     return frozenset(FREQUENCY_LISTS["passwords"])

@@ -13,8 +13,12 @@ Second-factor codes have one counter, per account from anywhere: whoever has the
 guessing, from as many addresses as they like.
 """
 
-from flask import abort, current_app, request
-from limits import parse_many
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from flask import Flask, abort, current_app, request
+from limits import RateLimitItem, parse_many
 from limits.storage import storage_from_string
 from limits.strategies import FixedWindowRateLimiter
 
@@ -22,7 +26,7 @@ from .sessions import LOGINS_UNAVAILABLE
 
 EXTENSION = "petportal.throttle"
 
-COUNTERS = {
+COUNTERS: dict[str, tuple[tuple[str, Callable[[str], str]], ...]] = {
     "login": (
         ("LOGIN_LIMIT_PER_ACCOUNT_ADDRESS", lambda account: f"{account}|{request.remote_addr}"),
         ("LOGIN_LIMIT_PER_ADDRESS", lambda account: request.remote_addr or "-"),
@@ -32,20 +36,20 @@ COUNTERS = {
 }
 
 
-def register(app):
+def register(app: Flask) -> None:
     """Open the counters' store. Only the login pages count anything, so no other request pays for it."""
     storage = storage_from_string(app.config["THROTTLE_STORAGE_URI"], **app.config.get("THROTTLE_STORAGE_OPTIONS", {}))
     app.extensions[EXTENSION] = FixedWindowRateLimiter(storage)
 
 
-def attempt(account, kind="login"):
+def attempt(account: str, kind: str = "login") -> bool:
     """Count one attempt of `kind` (a password, or "mfa" for a code) for `account`; False when a limit is used up.
 
     The counters are taken in order and an attempt refused by one is given back to those before it,
     so attempts already refused from one address never use up the account's own ceiling.
     Without its store (Redis down) nothing can be counted, so nobody logs in: a 503, never a 500.
     """
-    counted = []
+    counted: list[tuple[RateLimitItem, tuple[str, str]]] = []
     try:
         for item, key in _counters(account, kind):
             if not _strategy().hit(item, *key):
@@ -60,13 +64,13 @@ def attempt(account, kind="login"):
     return True
 
 
-def succeeded(account, kind="login"):
+def succeeded(account: str, kind: str = "login") -> None:
     """Give back the attempt of a login (or a code) that succeeded."""
     for item, key in _counters(account, kind):
         _strategy().hit(item, *key, cost=-1)
 
 
-def _counters(account, kind):
+def _counters(account: str, kind: str) -> Iterator[tuple[RateLimitItem, tuple[str, str]]]:
     """(limit, key) for each counter of `kind`; the key names its counter, so an account called like an
     address ("10.0.0.7") never counts against that address."""
     account = account.strip().lower()[:80]
@@ -75,5 +79,6 @@ def _counters(account, kind):
             yield item, (setting.lower(), key(account))
 
 
-def _strategy():
-    return current_app.extensions[EXTENSION]
+def _strategy() -> FixedWindowRateLimiter:
+    strategy: FixedWindowRateLimiter = current_app.extensions[EXTENSION]
+    return strategy

@@ -1,13 +1,16 @@
 """Logging in (with a second factor where the account has one) and out."""
 
-from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
+from __future__ import annotations
+
+from flask import Blueprint, flash, redirect, render_template, request, url_for
+from flask.typing import ResponseReturnValue
 from flask_login import current_user
 
 from .. import audit, metrics
 from ..extensions import db
 from ..forms import ButtonForm
 from ..models import User
-from . import mfa, sessions, throttle
+from . import logins, mfa, sessions, throttle
 from .access import require_own_password, safe_next
 from .forms import CodeForm, LoginForm
 
@@ -19,7 +22,7 @@ _UNKNOWN_USER = User(password_hash="scrypt:32768:8:1$8mCbKZTmYr8g3X7S$" + "0" * 
 
 
 @bp.route("/login", methods=["GET", "POST"])
-def login():
+def login() -> ResponseReturnValue:
     """Log a staff member or admin in, then go on to `next` if it is a path on this site."""
     sessions.require_session_store(probe=True)
     form = LoginForm()
@@ -29,7 +32,7 @@ def login():
     if not throttle.attempt(form.username.data):
         metrics.LOGINS.labels("limited").inc()
         audit.record("login_limited", actor=form.username.data)
-        abort(429)
+        return _too_many_attempts()
     user = db.session.scalar(db.select(User).filter_by(username=form.username.data))
     if not (user or _UNKNOWN_USER).check_password(form.password.data) or user is None:
         metrics.LOGINS.labels("failure").inc()
@@ -43,16 +46,16 @@ def login():
         form.form_errors.append("This account is disabled. Ask an admin to enable it.")
         return render_template("auth/login.html", form=form), 403
     if user.mfa_enabled:
-        sessions.await_second_factor(user, form.remember.data, destination)
+        logins.await_second_factor(user, form.remember.data, destination)
         return redirect(url_for(".second_factor"), 303)
     return _logged_in(user, form.remember.data, destination)
 
 
 @bp.route("/login/mfa", methods=["GET", "POST"])
-def second_factor():
+def second_factor() -> ResponseReturnValue:
     """The second step of a login with a second factor: a code from the app, or a recovery code."""
     sessions.require_session_store()
-    waiting = sessions.awaiting_second_factor()
+    waiting = logins.awaiting_second_factor()
     if waiting is None:
         flash("Log in with your user name and password first.", "info")
         return redirect(url_for(".login"), 303)
@@ -62,7 +65,7 @@ def second_factor():
     user = waiting.user
     if not throttle.attempt(user.username, "mfa"):
         audit.record("mfa_limited", actor=user.username)
-        abort(429)
+        return _too_many_attempts()
     accepted = mfa.verify(user, form.code.data)
     if accepted is None:
         metrics.LOGINS.labels("failure").inc()
@@ -81,19 +84,26 @@ def second_factor():
 
 
 @bp.post("/logout")
-def logout():
+def logout() -> ResponseReturnValue:
     """Log out (a POST with a CSRF token, so no other site can do it for the user): the login ends for good."""
     form = ButtonForm()
     if form.validate_on_submit() and current_user.is_authenticated:
         audit.record("logout")
-        sessions.end()
+        logins.end()
         flash("Logged out.", "info")
     return redirect(url_for("catalog.list_animals"), 303)
 
 
-def _logged_in(user, remember, destination):
-    sessions.start(user, remember=remember)
+def _logged_in(user: User, remember: bool, destination: str) -> ResponseReturnValue:
+    logins.start(user, remember_me=remember)
     metrics.LOGINS.labels("success").inc()
     audit.record("login", actor=user.username)
     flash(f"Logged in as {user.username}.", "success")
     return redirect(destination, 303)
+
+
+def _too_many_attempts() -> ResponseReturnValue:
+    # Returned, not raised: an error handler rolls the request back, and the refusal's audit entry with it.
+    from ..errors import render_error  # errors imports this package (its sessions module)
+
+    return render_error(429)

@@ -1,0 +1,186 @@
+"""Login records: each login is a `LoginSession` row, started by the password (and code), ended for good.
+
+The browser's server-side session names its row; every request checks it (see `sessions`), so logout,
+"end every session of this account" and the idle and absolute limits take effect on the next request in
+every process. Flask-Login is told who is logged in through its public calls only (`login_user`,
+`logout_user`), and the portal's own key in the session names the row.
+
+An account with a second factor is logged in in two steps: the password leaves the session waiting for a
+code (for 5 minutes, and not logged in); the code starts the login.
+
+Nothing here commits: the request commits its work once, at its end (see unit_of_work), and before its
+session is saved, so a login row always exists before a cookie names it.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from flask import request, session
+from flask_login import login_user, logout_user
+from sqlalchemy import ColumnElement, func, or_, select, update
+
+from .. import session_store
+from ..clock import now
+from ..config import SESSION_ABSOLUTE_LIMIT, SESSION_IDLE_LIMIT
+from ..extensions import db
+from ..models import LoginSession, User
+from . import remember
+
+LOGIN_KEY = "login_id"
+SECOND_FACTOR_KEY = "awaiting_second_factor"
+# The password step of a login with a second factor stays good this long.
+SECOND_FACTOR_LIMIT = timedelta(minutes=5)
+
+
+def start(user: User, remember_me: bool) -> None:
+    """Log `user` in: a new, empty session under a new id, a new login row, and a remember token when asked for."""
+    started = now()
+    row = LoginSession(
+        id=secrets.token_urlsafe(32),
+        user_id=user.id,
+        started_at=started,
+        last_seen_at=started,
+        address=(request.remote_addr or "")[:64] or None,
+        user_agent=request.user_agent.string[:255] or None,
+    )
+    if remember_me:
+        remember.issue(row)
+    db.session.add(row)
+    user.last_login_at = started
+    _attach(user, row, fresh=True)
+
+
+def resume(user: User, row: LoginSession) -> None:
+    """Attach this browser to `user`'s existing login `row` again (its remember token was shown), as a login
+    that is not fresh: a sensitive change then asks for the password again."""
+    _attach(user, row, fresh=False)
+
+
+def _attach(user: User, row: LoginSession, fresh: bool) -> None:
+    session_store.regenerate()
+    session.clear()
+    login_user(user, fresh=fresh)
+    session[LOGIN_KEY] = row.id
+
+
+@dataclass(frozen=True)
+class AwaitingLogin:
+    """A login whose password was right and whose second factor is still to come."""
+
+    user: User
+    remember: bool
+    destination: str
+
+
+def await_second_factor(user: User, remember_me: bool, destination: str) -> None:
+    """The password was right: a new session that waits for `user`'s code, and is not logged in.
+
+    A login this browser already had ends here, with its remember-me cookie, which would otherwise
+    restore it over the waiting session on the next request.
+    """
+    row = of_this_browser()
+    if row is not None:
+        close(row)
+    remember.forget()
+    logout_user()
+    session_store.regenerate()
+    session.clear()
+    session[SECOND_FACTOR_KEY] = {
+        "user_id": user.id,
+        "remember": bool(remember_me),
+        "next": destination,
+        "at": now().timestamp(),
+    }
+
+
+def awaiting_second_factor() -> AwaitingLogin | None:
+    """The login waiting for its code in this session, or None (none, expired, or the account changed)."""
+    waiting = session.get(SECOND_FACTOR_KEY)
+    if not isinstance(waiting, dict):
+        return None
+    user = db.session.get(User, waiting["user_id"])
+    expired = now().timestamp() - waiting["at"] > SECOND_FACTOR_LIMIT.total_seconds()
+    ended = user is not None and user.logins_ended_at is not None and user.logins_ended_at.timestamp() > waiting["at"]
+    if expired or ended or user is None or not user.enabled or not user.mfa_enabled:
+        session.pop(SECOND_FACTOR_KEY, None)
+        return None
+    return AwaitingLogin(user, waiting["remember"], waiting["next"])
+
+
+def end() -> None:
+    """Log the current browser out: its login ends for good, with its session and remember token."""
+    row = of_this_browser()
+    if row is not None:
+        close(row)
+    logout_user()
+    session_store.regenerate()
+    session.clear()
+    remember.forget()
+
+
+def end_all(user_id: int, keep: str | None = None) -> None:
+    """End every open login of an account (but `keep`): each browser is logged out on its next request,
+    and a login still waiting for its second factor cannot finish."""
+    ended = now()
+    db.session.execute(
+        update(LoginSession)
+        .where(LoginSession.user_id == user_id, LoginSession.ended_at.is_(None), LoginSession.id != (keep or ""))
+        .values(ended_at=ended, remember_hash=None)
+    )
+    db.session.execute(update(User).where(User.id == user_id).values(logins_ended_at=ended))
+
+
+def close(row: LoginSession) -> None:
+    """End login `row` for good, with its remember token; this browser's remember cookie is deleted."""
+    row.ended_at = now()
+    row.remember_hash = None
+    remember.forget()
+
+
+def of_this_browser() -> LoginSession | None:
+    """The login row this browser's session names, or None."""
+    return db.session.get(LoginSession, session.get(LOGIN_KEY, ""))
+
+
+def current_login_id() -> str | None:
+    """The id of this browser's login, or None."""
+    login_id = session.get(LOGIN_KEY)
+    return login_id if isinstance(login_id, str) else None
+
+
+def open_logins(user_id: int) -> Sequence[LoginSession]:
+    """The account's logins that are still open, most recently used first."""
+    query = select(LoginSession).where(LoginSession.user_id == user_id, *_still_open(now()))
+    return db.session.scalars(query.order_by(LoginSession.last_seen_at.desc())).all()
+
+
+def open_login_counts() -> dict[int, int]:
+    """How many open logins each account has, by user id (accounts without any are absent)."""
+    query = select(LoginSession.user_id, func.count()).where(*_still_open(now())).group_by(LoginSession.user_id)
+    return {user_id: count for user_id, count in db.session.execute(query)}
+
+
+def browser_in_words(user_agent: str | None) -> str:
+    """A login's browser and system as people name them ("Firefox on Ubuntu"), from its User-Agent."""
+    from ua_parser import parse as parse_user_agent  # 4 MB of patterns, loaded by the first sessions page
+
+    parsed = parse_user_agent(user_agent or "")
+    browser = parsed.user_agent.family if parsed.user_agent else None
+    system = parsed.os.family if parsed.os else None
+    if browser and system:
+        return f"{browser} on {system}"
+    return browser or system or "an unknown browser"
+
+
+def _still_open(at: datetime) -> tuple[ColumnElement[Any], ...]:
+    """Not ended, within the absolute limit, and either used within the idle limit or remembered."""
+    return (
+        LoginSession.ended_at.is_(None),
+        LoginSession.started_at > at - SESSION_ABSOLUTE_LIMIT,
+        or_(LoginSession.last_seen_at > at - SESSION_IDLE_LIMIT, LoginSession.remember_hash.is_not(None)),
+    )

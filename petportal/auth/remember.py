@@ -1,0 +1,95 @@
+"""Keep me logged in: a random token for one login, stored hashed on its row and replaced at every use.
+
+The cookie holds `<login id>.<token>`. Flask-Login's own remember cookie is not used: it holds the
+account's id signed with the secret key, so it cannot be ended for one login (logout, an admin ending
+the account's sessions) and it is not replaced when used, so a stolen copy would stay good until it
+expires. This one names a login, and a copy used once is worthless.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from typing import Any, cast
+
+from flask import Flask, Response, g
+from sqlalchemy import CursorResult, update
+
+from ..clock import now
+from ..config import SESSION_ABSOLUTE_LIMIT
+from ..extensions import db
+from ..models import LoginSession
+
+REMEMBER_COOKIE = "remember"
+# The value `g` holds for this response's remember cookie: "" deletes it, None leaves it alone.
+_PENDING = "remember_cookie"
+
+
+def issue(row: LoginSession) -> None:
+    """Give login `row` a new token; the cookie carrying it goes out with this response."""
+    token = secrets.token_urlsafe(32)
+    row.remember_hash = _hash(token)
+    setattr(g, _PENDING, f"{row.id}.{token}")
+
+
+def forget() -> None:
+    """Delete this browser's remember cookie with this response."""
+    setattr(g, _PENDING, "")
+
+
+def presented(cookie: str) -> tuple[str, str] | None:
+    """The login id and the token in a remember cookie's value, or None when it holds none."""
+    login_id, _, token = cookie.partition(".")
+    return (login_id, token) if token else None
+
+
+def matches(row: LoginSession, token: str) -> bool:
+    """Whether `token` is login `row`'s current token."""
+    return bool(row.remember_hash) and hmac.compare_digest(row.remember_hash or "", _hash(token))
+
+
+def replace(row: LoginSession, token: str) -> bool:
+    """Swap `token` of login `row` for a new one (sent with this response); False when another request used it
+    first."""
+    new_token = secrets.token_urlsafe(32)
+    replaced = cast(
+        "CursorResult[Any]",
+        db.session.execute(
+            update(LoginSession)
+            .where(LoginSession.id == row.id, LoginSession.remember_hash == _hash(token))
+            .values(remember_hash=_hash(new_token), last_seen_at=now()),
+            execution_options={"synchronize_session": False},
+        ),
+    )
+    # Durable at once: of two requests racing with one token exactly one wins, and the winner's new cookie
+    # goes out with this response even if its view then fails (and the request's own work is rolled back).
+    db.session.commit()
+    if replaced.rowcount != 1:
+        return False
+    setattr(g, _PENDING, f"{row.id}.{new_token}")
+    return True
+
+
+def register(app: Flask) -> None:
+    """Write or delete the remember cookie when this request changed it."""
+
+    @app.after_request
+    def set_remember_cookie(response: Response) -> Response:
+        value = g.pop(_PENDING, None)
+        if value is None:
+            return response
+        secure = bool(app.config["SESSION_COOKIE_SECURE"])
+        samesite = app.config["SESSION_COOKIE_SAMESITE"]
+        if value:
+            max_age = int(SESSION_ABSOLUTE_LIMIT.total_seconds())
+            response.set_cookie(
+                REMEMBER_COOKIE, value, max_age=max_age, httponly=True, secure=secure, samesite=samesite
+            )
+        else:
+            response.delete_cookie(REMEMBER_COOKIE, httponly=True, secure=secure, samesite=samesite)
+        return response
+
+
+def _hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
