@@ -15,6 +15,7 @@ from . import (
     demo,
     environments,
     errors,
+    front_door,
     logs,
     metrics,
     ops,
@@ -68,6 +69,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     demo.register(app)
     logs.register(app)
     metrics.register(app)
+    front_door.register(app)  # after the request id and the metrics' start, before any other reading
     register_extensions(app)
     environments.register(app)
     import_engines.register(app)

@@ -20,6 +20,7 @@ from werkzeug.exceptions import (
 
 from .auth.sessions import LOGINS_UNAVAILABLE, logins_available
 from .extensions import db
+from .front_door import UnreadableRequest
 from .petstore import Busy, NotFound, PetStoreError, Unauthorized, Unavailable
 from .serving import serving
 
@@ -79,6 +80,8 @@ def handle_http_error(error: HTTPException) -> ResponseReturnValue:
             # A token cannot be checked without the session store: say that, not "the form expired".
             return render_error(503, LOGINS_UNAVAILABLE, title="Temporarily unavailable", retry=True)
         return render_error(400, "This form has expired or was not sent from this site. Reload the page and try again.")
+    if isinstance(error, UnreadableRequest):
+        return render_error(400, error.description)
     if isinstance(error, MethodNotAllowed):
         page, status = render_error(405)
         return page, status, {"Allow": ", ".join(sorted(error.valid_methods or ()))}

@@ -50,7 +50,7 @@ def configure(log_format: str) -> None:
 def request_id(incoming: str) -> str:
     """The id of a request: a proxy's own (`incoming`) when it looks like one, else a new one. Arbitrary
     text is never echoed into logs. Also used by the page cache, which answers before Flask."""
-    return incoming if incoming.isalnum() and 8 <= len(incoming) <= 64 else uuid.uuid4().hex
+    return incoming if incoming.isascii() and incoming.isalnum() and 8 <= len(incoming) <= 64 else uuid.uuid4().hex
 
 
 def register(app: Flask) -> None:

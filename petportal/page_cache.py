@@ -34,9 +34,10 @@ from werkzeug.exceptions import HTTPException
 from werkzeug.wrappers import Request, Response
 
 from . import logs, metrics
-from .auth.sessions import REMEMBER_COOKIE
+from .auth.remember import REMEMBER_COOKIE
 from .environments import environments
 from .extensions import cache
+from .front_door import unreadable
 from .serving import serving
 
 if TYPE_CHECKING:
@@ -121,8 +122,8 @@ class SharedPages:
 
     def _shared_endpoint(self, environ: WSGIEnvironment) -> str | None:
         """The endpoint of a GET or HEAD that a shared page may answer, else None."""
-        if environ["REQUEST_METHOD"] not in ("GET", "HEAD"):
-            return None
+        if environ["REQUEST_METHOD"] not in ("GET", "HEAD") or unreadable(environ) is not None:
+            return None  # not a page to share, or one Flask answers with its 400 page
         # Read as Flask reads it (Werkzeug's Request): a cookie that is not UTF-8 must not crash the front door.
         cookies = Request(environ).cookies
         if any(name in cookies for name in self.cookies):

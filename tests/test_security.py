@@ -186,7 +186,9 @@ def previewed_import(app):
     with app.test_request_context():
         admin = db.session.scalar(db.select(User).where(User.username == "admin"))
         raw = b"name,categoryId,status\nSneaky,1,\n"
-        return batches.create(admin, "production", "a.csv", raw, files.read(raw, {})).id
+        batch_id = batches.create(admin, "production", "a.csv", raw, files.read(raw, {})).id
+        db.session.commit()  # the test is the unit of work here
+        return batch_id
 
 
 @pytest.mark.parametrize(

@@ -124,7 +124,7 @@ def add_animal() -> ResponseReturnValue:
     current = serving()
     environment = current.environment
     form = AddAnimalForm()
-    if request.method == "GET":
+    if request.method != "POST":  # GET, and HEAD as GET without the body
         form.submission_token.data = adding.issue_form_token(current_user.id, environment.name)
         return _add_page(form, environment)
     if not form.validate_on_submit():

@@ -1,0 +1,116 @@
+"""One front door: every request gets one clear answer, whatever bytes it carries.
+
+A request whose path, query, cookies or headers are not UTF-8 gets the portal's 400 page with its request
+id (over a real socket, as curl sends them); a form field that is not UTF-8 is refused next to itself and
+nothing is sent upstream; HEAD answers as GET does; a 400 page repeats only a short prefix of a field.
+"""
+
+import re
+import socket
+
+import pytest
+
+from bench.portal import csrf_token
+
+from helpers import AuthActions, submission_token
+from servers import serve
+
+UNREADABLE = {
+    "query": b"GET /animals?q=%ff HTTP/1.1\r\nHost: 127.0.0.1\r\n",
+    "cookie": b"GET /animals HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: a=\xff\r\n",
+    "session cookie": b"GET /login HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: session=\xff\xfe\r\n",
+    "remember cookie": b"GET /animals/new HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: remember=\xc3\x28\r\n",
+    "cookie on healthz": b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: a=\xff\r\n",
+    "cookie on an animal": b"GET /animals/1 HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: a=\xff\r\n",
+    "header": b"GET /animals HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: \xff\xfe\r\n",
+    "request id": b"GET /animals HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Request-ID: \xff\xfe\xff\xfe\xff\xfe\xff\xfe\r\n",
+}
+
+
+def raw_answer(port, request):
+    """Send raw bytes; the whole answer back."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:
+        conn.sendall(request + b"Connection: close\r\n\r\n")
+        chunks = []
+        while chunk := conn.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+@pytest.mark.parametrize("cache_seconds", [0, 2])
+def test_a_request_that_is_not_utf_8_gets_the_400_page_with_its_request_id(make_portal, caplog, cache_seconds):
+    app = make_portal(CACHE_SECONDS=cache_seconds)
+    with serve(app) as origin:
+        port = int(origin.rsplit(":", 1)[1])
+        raw_answer(port, b"GET /animals HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # a page the cache now holds
+        for part, request in UNREADABLE.items():
+            answer = raw_answer(port, request)
+            assert answer.startswith("HTTP/1.1 400"), (part, answer[:200])
+            assert "This request could not be read" in answer, part
+            request_id = re.search(r"X-Request-ID: ([0-9a-f]{32})", answer)
+            assert request_id is not None and f"<code>{request_id[1]}</code>" in answer, part
+    assert "Traceback" not in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("part", "environ"),
+    [
+        ("path", {"PATH_INFO": "/animals/\xff"}),
+        ("path", {"PATH_INFO": "/animals/\xc3\x28"}),
+        ("path", {"PATH_INFO": "/admin/users/\xff"}),
+        ("query", {"PATH_INFO": "/animals", "QUERY_STRING": "q=\xff"}),
+    ],
+)
+def test_raw_bytes_in_the_path_or_query_are_refused_before_any_view(portal_app, part, environ):
+    """Werkzeug's development server turns raw bytes of the request line into text before the portal sees
+    them; gunicorn hands them over as they came, each byte one latin-1 character, as given here."""
+    page = portal_app.test_client().get("/", environ_overrides=environ)
+    assert page.status_code == 400
+    assert f"This request could not be read: its {part} is not UTF-8 text." in page.text
+
+
+def get_rules(app):
+    """Every GET route of the portal with values for its arguments, generated from the URL map."""
+    samples = {"pet_id": "1", "category_id": "1", "import_id": "A" * 22, "name": "staff", "filename": "css/x.css"}
+    for rule in app.url_map.iter_rules():
+        if "GET" in rule.methods and rule.endpoint != "static":
+            yield re.sub(r"<(?:[^:<>]+:)?([^<>]+)>", lambda m: samples.get(m[1], "x"), rule.rule)
+
+
+@pytest.mark.parametrize("role", [None, "staff", "admin"])
+def test_head_answers_as_get_does_on_every_get_route(portal_app, role):
+    client = portal_app.test_client()
+    if role:
+        AuthActions(client).login(role)
+    paths = sorted(set(get_rules(portal_app)))
+    assert "/animals/new" in paths and "/admin/users" in paths
+    for path in paths:
+        got, head = client.get(path), client.head(path)
+        assert head.status_code == got.status_code, (path, role, got.status_code, head.status_code)
+        assert head.get_data() == b"", path
+
+
+def test_a_form_field_that_is_not_utf_8_is_refused_next_to_it_and_nothing_is_sent(client, auth, production_store):
+    auth.login()
+    page = client.get("/animals/new").text
+    body = f"csrf_token={csrf_token(page)}&submission_token={submission_token(page)}&name=%ff%fe&category_id=1"
+    response = client.post("/animals/new", data=body, content_type="application/x-www-form-urlencoded")
+    assert response.status_code == 400
+    page = response.text
+    message = "This is not text the portal can read: it is not UTF-8."
+    assert page.index('id="name"') < page.index(message) < page.index('id="category_id"')  # next to the name
+    assert "%FF%FE" not in response.text
+    assert [request.method for request in production_store.received] == []
+
+
+def test_a_400_page_repeats_only_a_short_prefix_of_a_huge_field(client, auth, production_store):
+    auth.login()
+    page = client.get("/animals/new").text
+    fields = {"csrf_token": csrf_token(page), "submission_token": submission_token(page), "category_id": "1"}
+    response = client.post("/animals/new", data={**fields, "name": "x" * 1_000_000})
+    assert response.status_code == 400
+    assert len(response.text) < 50_000
+    assert "x" * 201 not in response.text
+    searched = client.get("/animals", query_string={"q": "y" * 900_000})
+    assert searched.status_code == 400 and "y" * 201 not in searched.text
+    assert [request.method for request in production_store.received] == []
