@@ -10,11 +10,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flask import Flask, current_app, g, has_request_context
-from sqlalchemy.exc import SQLAlchemyError
 
 from . import metrics
 from .config import ENVIRONMENT_NAMES
-from .extensions import db
+from .extensions import DATABASE_OUTAGES, db
 from .models import Setting
 from .petstore import PetStoreClient
 from .petstore.bulkhead import Bulkhead
@@ -148,7 +147,7 @@ class Environments:
             try:
                 row = db.session.get(Setting, ACTIVE_SETTING)
                 name = row.value if row is not None else self._default
-            except SQLAlchemyError as error:
+            except DATABASE_OUTAGES as error:
                 # Customers keep browsing the last known (or default) environment while the database is down.
                 db.session.rollback()
                 log.error("the portal's database is unavailable: %s", type(error).__name__)

@@ -19,7 +19,7 @@ from werkzeug.exceptions import (
 )
 
 from .auth.sessions import LOGINS_UNAVAILABLE, logins_available
-from .extensions import db
+from .extensions import DATABASE_OUTAGES, db
 from .front_door import UnreadableRequest
 from .petstore import Busy, NotFound, PetStoreError, Unauthorized, Unavailable
 from .serving import serving
@@ -92,7 +92,10 @@ def handle_http_error(error: HTTPException) -> ResponseReturnValue:
 
 
 def handle_database_error(error: SQLAlchemyError) -> ErrorPage:
-    """The portal's own database failed: one log line, a 503 page that needs no database."""
+    """The portal's own database failed: one log line, a 503 page that needs no database. An error that is not
+    an outage (a statement on a row another request deleted, say) is a bug, and answered as one."""
+    if not isinstance(error, DATABASE_OUTAGES):
+        return handle_unexpected_error(error)
     db.session.rollback()
     current_app.logger.error("the portal's database is unavailable: %s", type(error).__name__)
     message = "The portal cannot reach its own database, so this page cannot be shown. Customers' pages still work."

@@ -462,3 +462,31 @@ def test_without_redis_the_worker_command_says_none_is_needed(portal_app):
     result = portal_app.test_cli_runner().invoke(args=["imports", "worker", "--burst"])
     assert result.exit_code == 1
     assert "PETPORTAL_REDIS_URL is not set" in result.output
+
+
+def test_start_racing_discard_gets_an_honest_answer_every_time(make_portal, database_url, auth_for, caplog):
+    """Two tabs press Start and Discard on one preview at the same moment, 50 times: one wins, the other is told
+    why (404: discarded; 409: already started), and nothing is reported as an outage."""
+    app = make_portal(SQLALCHEMY_DATABASE_URI=database_url)
+    starter, discarder = auth_for(app, "staff"), auth_for(app, "staff")
+
+    def press_at_once(client, path, action, token, start):
+        start.wait()
+        return client.post(f"{path}/{action}", data={"csrf_token": token})
+
+    seen = set()
+    for _ in range(50):
+        path = upload(starter, "name,categoryId,status\nRex,1,\n").headers["Location"]
+        calls = [
+            (client, path, action, csrf_token(client.get(path).text))
+            for client, action in ((starter, "start"), (discarder, "discard"))
+        ]
+        started, discarded = at_once(calls, press_at_once)
+        seen.add((started.status_code, discarded.status_code))
+        if started.status_code == 404:  # discarded before the start read it, or while it did
+            assert "There is nothing at this address" in started.text or "This import was discarded" in started.text
+        if discarded.status_code == 409:
+            assert "This import was already started, so it is kept with its results." in discarded.text
+    assert seen <= {(303, 409), (404, 303)}, seen
+    assert "database is unavailable" not in caplog.text
+    assert "Traceback" not in caplog.text

@@ -21,7 +21,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from .. import session_store
 from ..clock import now
 from ..config import SESSION_ABSOLUTE_LIMIT, SESSION_IDLE_LIMIT
-from ..extensions import db, login
+from ..extensions import DATABASE_OUTAGES, db, login
 from ..models import LoginSession, User
 from . import logins, remember
 from .remember import REMEMBER_COOKIE
@@ -134,9 +134,12 @@ def _end_at_limit(row: LoginSession) -> None:
 
 
 def _database_failed(error: SQLAlchemyError) -> None:
-    """Customers browse on without the database; pages that need a login answer 503 (see above)."""
+    """Customers browse on without the database; pages that need a login answer 503 (see above). Only an
+    outage counts: any other database error is a bug, raised as one (never reported as an outage)."""
     # A failed statement leaves the database session unusable until it is rolled back.
     db.session.rollback()
+    if not isinstance(error, DATABASE_OUTAGES):
+        raise error
     if not g.get("database_unavailable"):
         current_app.logger.error("the portal's database is unavailable: %s", type(error).__name__)
     g.database_unavailable = True

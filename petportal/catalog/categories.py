@@ -11,10 +11,9 @@ import time
 
 from flask import current_app
 from sqlalchemy import select
-from sqlalchemy.exc import SQLAlchemyError
 
 from .. import audit, page_cache
-from ..extensions import db
+from ..extensions import DATABASE_OUTAGES, db
 from ..models import CategoryLabel
 from ..unit_of_work import after_commit
 from .browse import folded
@@ -37,7 +36,7 @@ def labels(environment_name: str) -> dict[int, str]:
         try:
             rows = db.session.execute(query.where(CategoryLabel.environment == environment_name)).all()
             found = {category_id: label for category_id, label in rows}
-        except SQLAlchemyError as error:
+        except DATABASE_OUTAGES as error:
             db.session.rollback()
             log.error("the portal's database is unavailable: %s", type(error).__name__)
         known[environment_name] = (time.monotonic(), found)

@@ -84,6 +84,11 @@ def find(import_id: str, user: Any) -> BulkImport | None:
     return batch
 
 
+def still_there(import_id: str) -> bool:
+    """Whether the import still exists (another request may have discarded it since it was read)."""
+    return db.session.scalar(select(BulkImport.id).where(BulkImport.id == import_id)) is not None
+
+
 def recent(user_id: int) -> list[BulkImport]:
     """This account's latest imports, newest first."""
     query = select(BulkImport).where(BulkImport.user_id == user_id).order_by(BulkImport.created_at.desc())
@@ -138,7 +143,8 @@ def start(batch: BulkImport, active_name: str) -> bool:
         active_at_start=active_name,
         started_at=func.coalesce(BulkImport.started_at, now()),
     )
-    db.session.refresh(batch)
+    if changed:
+        db.session.refresh(batch)  # only then: the loser of a race with a discard finds no row to refresh
     return changed
 
 
@@ -173,7 +179,10 @@ def discard(batch: BulkImport) -> bool:
     )
     if result.rowcount == 1:
         db.session.execute(delete(ImportRow).where(ImportRow.import_id == batch.id))
-    return result.rowcount == 1
+        return True
+    if still_there(batch.id):
+        db.session.refresh(batch)  # started by another request: show it as it is now
+    return False
 
 
 def needs_runner(batch: BulkImport) -> bool:

@@ -15,9 +15,8 @@ import click
 from flask import Flask, current_app
 from flask.cli import AppGroup
 from redis.exceptions import RedisError
-from sqlalchemy.exc import SQLAlchemyError
 
-from ..extensions import db
+from ..extensions import DATABASE_OUTAGES, db
 from ..unit_of_work import after_commit
 from . import batches, runner
 
@@ -43,7 +42,7 @@ class Watcher:
         with self._app.app_context():
             try:
                 waiting = batches.unheld_ids()
-            except SQLAlchemyError as error:
+            except DATABASE_OUTAGES as error:
                 log.error("no look for unfinished bulk imports: the database is unavailable: %s", type(error).__name__)
                 return False
             finally:

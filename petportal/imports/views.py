@@ -10,7 +10,6 @@ from flask.blueprints import BlueprintSetupState
 from flask.typing import ResponseReturnValue
 from flask_login import current_user
 from werkzeug.datastructures import CombinedMultiDict
-from werkzeug.wrappers import Response as BaseResponse
 
 from .. import audit
 from ..auth.access import role_required
@@ -18,7 +17,7 @@ from ..catalog import categories
 from ..catalog.browse import folded
 from ..catalog.forms import BIDI_CONTROLS
 from ..environments import environments
-from ..errors import ErrorPage
+from ..errors import ErrorPage, render_error
 from ..forms import ButtonForm
 from ..models import BulkImport, ImportState, TicketState
 from ..serving import serving
@@ -44,6 +43,7 @@ STATES = {
     ImportState.STOPPED: "stopped by a switch",
     ImportState.DONE: "done",
 }
+DISCARDED = "This import was discarded: nothing of it was sent."
 # A spreadsheet runs a cell starting with one of these as a formula; results.csv quotes it as text.
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
@@ -137,15 +137,17 @@ def retry(import_id: str) -> ResponseReturnValue:
 
 @bp.post(f"/{IMPORT_ID}/discard")
 @role_required("staff")
-def discard(import_id: str) -> BaseResponse:
+def discard(import_id: str) -> ResponseReturnValue:
     """Throw a preview away; nothing was sent."""
     batch = _find(import_id)
     if not ButtonForm().validate_on_submit():
         abort(400)
     filename, environment, owner = batch.filename, batch.environment, batch.username
     if not batches.discard(batch):
-        flash("This import was already started, so it is kept with its results.", "warning")
-        return redirect(url_for(".show", import_id=import_id), 303)
+        # Another request got there first: it discarded the import, or started it.
+        if not batches.still_there(import_id):
+            return render_error(404, DISCARDED)
+        return _page(batch, "This import was already started, so it is kept with its results."), 409
     detail = f"import {import_id} of {filename!r} ({owner}'s): preview discarded, nothing sent"
     audit.record("import_discarded", environment=environment, detail=detail)
     flash(f"Discarded the preview of {filename}. Nothing was sent.", "success")
@@ -181,6 +183,8 @@ def _send(
         audit.record("import_started", environment=batch.environment, detail=detail)
         engines.dispatch(batch.id)
         flash(sending(batch, count), "success")
+    elif not batches.still_there(batch.id):
+        return render_error(404, DISCARDED)
     else:
         flash(nothing, "info")
     return redirect(url_for(".show", import_id=batch.id), 303)
