@@ -263,7 +263,7 @@ def portal_processes(env, count=2):
 
 class EchoingStore:
     """A hostile pet store that quotes the request's headers back: in an Error record at `status`, in
-    other ways chosen by `mode` ("message", "code", "encoded", "headers"), or in a 200 answer's names."""
+    other ways chosen by `mode` ("message", "code", "encoded", "headers")."""
 
     def __init__(self, status=500, mode="message"):
         self.status, self.mode = status, mode
@@ -273,22 +273,18 @@ class EchoingStore:
         quoted = "; ".join(f"{key[5:].title()}: {value}" for key, value in environ.items() if key.startswith("HTTP_"))
         key = sent.removeprefix("Bearer ")
         headers = [("Content-Type", "application/json")]
-        if self.mode == "names":
-            body = [{"id": 1, "name": f"Authorization: {sent}", "categoryId": 1}]
-            status = 200
-        else:
-            status = self.status
-            message = {
-                "message": f"Request refused. You sent {quoted}",
-                "code": "bad key",
-                "encoded": (
-                    f"key {quote(key, safe='')} or {key[:12]} {key[12:]} or {base64.b64encode(sent.encode()).decode()}"
-                ),
-                "headers": "refused",
-            }[self.mode]
-            body = {"code": key if self.mode == "code" else "echo", "message": message}
-            if self.mode == "headers":
-                headers += [("Deprecation", f"echo {sent}"), ("Sunset", key)]
+        status = self.status
+        message = {
+            "message": f"Request refused. You sent {quoted}",
+            "code": "bad key",
+            "encoded": (
+                f"key {quote(key, safe='')} or {key[:12]} {key[12:]} or {base64.b64encode(sent.encode()).decode()}"
+            ),
+            "headers": "refused",
+        }[self.mode]
+        body = {"code": key if self.mode == "code" else "echo", "message": message}
+        if self.mode == "headers":
+            headers += [("Deprecation", f"echo {sent}"), ("Sunset", key)]
         payload = json.dumps(body).encode()
         start_response(f"{status} Echo", [*headers, ("Content-Length", str(len(payload)))])
         return [payload]

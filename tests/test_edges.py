@@ -27,7 +27,6 @@ ECHO_STATUSES = [400, 401, 404, 410, 429, 500, 502, 503]
 ECHOES = (
     [(status, "message") for status in ECHO_STATUSES]
     + [(status, mode) for status in (400, 503) for mode in ("code", "encoded", "headers")]
-    + [(200, "names")]
 )
 
 

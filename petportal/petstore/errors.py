@@ -6,6 +6,7 @@ this module with a key or anything shaped like a credential in it.
 """
 
 import base64
+import functools
 import html
 import json
 import re
@@ -28,32 +29,45 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u206
 _API_CODE = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
 WITHHELD = "The pet store's message was withheld: it quoted a credential."
 # A secret counts as quoted when any run this long of it (or of its encodings) can be read back.
-FRAGMENT_CHARS = 10
+SECRET_RUN = 8
+_JSON_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
 
 
 def quotes_secret(text: str, secrets: Iterable[str]) -> bool:
-    """Whether any part of a secret can be read back from `text`: split, spaced, URL- or HTML-encoded,
-    hex, base64, or with invisible characters inside."""
-    fragments = {fragment for secret in secrets if secret for fragment in _fragments(secret)}
+    """Whether any part of a secret can be read back from `text`: the one guard for every text a pet store
+    sends, in an answer or an error, before it is shown, written to a log or a file.
+
+    Both sides are compared in one normal form (JSON, URL and HTML escapes decoded, Unicode NFKC, case folded,
+    everything but letters and digits removed), so a key split, spaced, percent- or JSON-escaped, written in
+    full-width letters or in another case is found; so is any run of SECRET_RUN characters of it, and the key
+    reversed, in hex or in base64. Letters interleaved with others are not (the README says so).
+    """
+    fragments = _fragments(tuple(secret for secret in secrets if len(secret) >= SECRET_RUN))
     if not fragments or not text:
         return False
-    decoded = html.unescape(unquote(unquote(text)))
-    squeezed = "".join(c for c in decoded if not (c.isspace() or unicodedata.category(c) in ("Cf", "Zs", "Cc")))
-    hexless = re.sub(r"[^0-9a-f]", "", squeezed.lower())
-    return any(f in text or f in squeezed or f.lower() in hexless or f in squeezed.replace("-", "") for f in fragments)
+    normal = _normal_form(text)
+    return any(normal[i : i + SECRET_RUN] in fragments for i in range(len(normal) - SECRET_RUN + 1))
 
 
-def _fragments(secret: str) -> set[str]:
-    """Every run of FRAGMENT_CHARS characters of the secret, its hex and its three base64 alignments."""
-    forms = [secret, secret.encode().hex()]
-    for offset in range(3):
-        forms.append(base64.b64encode(b"x" * offset + secret.encode()).decode().rstrip("=")[4 if offset else 0 :])
-        forms.append(base64.b64encode(b"Bearer " + secret.encode()).decode().rstrip("="))
+def _normal_form(text: str) -> str:
+    text = _JSON_ESCAPE.sub(lambda match: chr(int(match[1], 16)), text)
+    text = unicodedata.normalize("NFKC", html.unescape(unquote(unquote(text)))).casefold()
+    return "".join(char for char in text if char.isalnum())
+
+
+@functools.lru_cache(maxsize=32)
+def _fragments(secrets: tuple[str, ...]) -> frozenset[str]:
+    """Every run of SECRET_RUN characters of each secret's normal form, reversed, hex and base64 (three alignments,
+    and after "Bearer ")."""
     runs: set[str] = set()
-    for form in forms:
-        step = FRAGMENT_CHARS if len(form) > 4 * FRAGMENT_CHARS else 1
-        runs.update(form[i : i + FRAGMENT_CHARS] for i in range(0, max(len(form) - FRAGMENT_CHARS, 0) + 1, step))
-    return {run for run in runs if len(run) == FRAGMENT_CHARS}
+    for secret in secrets:
+        raw = secret.encode()
+        # After "Bearer ", from the first base64 character that depends on the key alone.
+        forms = [secret, secret[::-1], raw.hex(), base64.b64encode(b"Bearer " + raw).decode()[12:]]
+        forms += [base64.b64encode(b"x" * offset + raw).decode()[4 if offset else 0 :] for offset in range(3)]
+        for form in map(_normal_form, forms):
+            runs.update(form[i : i + SECRET_RUN] for i in range(len(form) - SECRET_RUN + 1))
+    return frozenset(runs)
 
 
 def clean(text: str, secrets: Iterable[str] = ()) -> str:

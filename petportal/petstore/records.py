@@ -1,6 +1,7 @@
 """Typed records of the Pet Store v1 interface, checked as they are read."""
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
@@ -11,6 +12,16 @@ LIMIT_MIN, LIMIT_MAX, LIMIT_DEFAULT = 1, 100, 20  # listPets' `limit`
 # getPet is deprecated; the interface removes it on this day (replacement: listPets).
 GET_PET_REMOVAL = date(2030, 12, 5)
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+# What a store's name that quoted a credential is shown as: the record keeps its row, without the text.
+WITHHELD_NAME = "(name withheld: the pet store's text quoted a credential)"
+# Whether a text from the store quotes a secret (errors.quotes_secret, with the client's secrets).
+Guard = Callable[[str], bool]
+
+
+def _nothing_quoted(_text: str) -> bool:
+    return False
 
 
 class ShapeError(ValueError):
@@ -35,8 +46,8 @@ def _int64(record: dict[str, Any], field: str) -> int:
     return value
 
 
-def parse_pet(record: object) -> Pet:
-    """A `Pet` from one decoded JSON record, or `ShapeError`."""
+def parse_pet(record: object, quotes: Guard = _nothing_quoted) -> Pet:
+    """A `Pet` from one decoded JSON record, or `ShapeError`; a name that `quotes` a secret is withheld."""
     if not isinstance(record, dict):
         raise ShapeError("a record is not a JSON object")
     name = record.get("name")
@@ -50,14 +61,17 @@ def parse_pet(record: object) -> Pet:
     except UnicodeEncodeError:
         # A lone surrogate escape (\ud800) is valid JSON but cannot be rendered; show a replacement.
         name = name.encode("utf-8", "replace").decode("utf-8")
+    if quotes(name):
+        name = WITHHELD_NAME
     return Pet(id=_int64(record, "id"), name=name, category_id=_int64(record, "categoryId"), status=status)
 
 
-def parse_pets(value: object) -> list[Pet]:
-    """A list of `Pet` from a decoded JSON array, or `ShapeError`."""
+def parse_pets(value: object, quotes: Guard = _nothing_quoted) -> list[Pet]:
+    """A list of `Pet` from a decoded JSON array, or `ShapeError`; each name that `quotes` a secret is withheld on
+    its own row."""
     if not isinstance(value, list):
         raise ShapeError("the answer is not a JSON array")
-    return [parse_pet(record) for record in value]
+    return [parse_pet(record, quotes) for record in value]
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,8 +86,9 @@ class Operation:
 _OPERATION_ID = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
 
 
-def parse_operations(document: object) -> dict[str, Operation]:
-    """The operations of an OpenAPI description, by operationId, or `ShapeError`."""
+def parse_operations(document: object, quotes: Guard = _nothing_quoted) -> dict[str, Operation]:
+    """The operations of an OpenAPI description, by operationId, or `ShapeError`; a stability marker that
+    `quotes` a secret is dropped."""
     paths = document.get("paths") if isinstance(document, dict) else None
     if not isinstance(paths, dict):
         raise ShapeError("the description has no paths")
@@ -85,7 +100,7 @@ def parse_operations(document: object) -> dict[str, Operation]:
                 stability = operation.get("x-stability")
                 operations[operation["operationId"]] = Operation(
                     operation["operationId"],
-                    stability if isinstance(stability, str) else None,
+                    stability if isinstance(stability, str) and not quotes(stability) else None,
                     operation.get("deprecated") is True,
                 )
     return operations
