@@ -20,7 +20,7 @@ from urllib3.util.retry import Retry
 from urllib3.util.timeout import Timeout
 
 from .bulkhead import Bulkhead
-from .errors import CHANGES, Busy, OutcomeUnknown, PetStoreError, Unavailable, UnexpectedResponse, quotes_secret
+from .errors import CHANGES, Busy, OutcomeUnknown, PetStoreError, SecretGuard, Unavailable, UnexpectedResponse
 from .records import (
     INT64_MAX,
     INT64_MIN,
@@ -153,6 +153,7 @@ class PetStoreClient:
         self._deadline = deadline or (lambda: None)
         self._gate = gate
         self._secrets = (api_key, *secrets)
+        self._guard = SecretGuard(self._secrets)
         self._observe = observe
         self._on_answer = on_answer
         # One connection pool, bound to this deployment's host: the key cannot be sent anywhere else, not
@@ -163,9 +164,6 @@ class PetStoreClient:
 
     def __repr__(self) -> str:
         return f"PetStoreClient({self.base_url!r})"
-
-    def _quotes_secret(self, text: str) -> bool:
-        return quotes_secret(text, self._secrets)
 
     def close(self) -> None:
         """Close the pooled connections."""
@@ -257,7 +255,7 @@ class PetStoreClient:
             )
         try:
             # An animal named after the key would put it on a customer's page: the one guard withholds that text.
-            return parse(json.loads(body), self._quotes_secret)
+            return parse(json.loads(body), self._guard)
         except (ValueError, RecursionError) as exc:
             # ShapeError is a ValueError too; all mean the answer is outside the interface.
             reason = str(exc) if isinstance(exc, ShapeError) else "not valid JSON"

@@ -35,24 +35,42 @@ _JSON_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
 
 def quotes_secret(text: str, secrets: Iterable[str]) -> bool:
     """Whether any part of a secret can be read back from `text`: the one guard for every text a pet store
-    sends, in an answer or an error, before it is shown, written to a log or a file.
+    sends, in an answer or an error, before it is shown, written to a log or a file (see `SecretGuard`)."""
+    return SecretGuard(tuple(secrets))(text)
+
+
+class SecretGuard:
+    """The guard for one set of secrets (a client keeps one; it is asked for every name on a page).
 
     Both sides are compared in one normal form (JSON, URL and HTML escapes decoded, Unicode NFKC, case folded,
     everything but letters and digits removed), so a key split, spaced, percent- or JSON-escaped, written in
     full-width letters or in another case is found; so is any run of SECRET_RUN characters of it, and the key
     reversed, in hex or in base64. Letters interleaved with others are not (the README says so).
     """
-    fragments = _fragments(tuple(secret for secret in secrets if len(secret) >= SECRET_RUN))
-    if not fragments or not text:
-        return False
-    normal = _normal_form(text)
-    return any(normal[i : i + SECRET_RUN] in fragments for i in range(len(normal) - SECRET_RUN + 1))
+
+    def __init__(self, secrets: tuple[str, ...]) -> None:
+        self._fragments = _fragments(tuple(secret for secret in secrets if len(secret) >= SECRET_RUN))
+
+    def __call__(self, text: str) -> bool:
+        """Whether `text` quotes one of the secrets."""
+        if not self._fragments or not text or (len(text) < SECRET_RUN and text.isascii()):
+            return False  # a short ASCII text has no run long enough, and no normal form longer than itself
+        normal = _normal_form(text)
+        runs = (normal[i : i + SECRET_RUN] for i in range(len(normal) - SECRET_RUN + 1))
+        return not self._fragments.isdisjoint(runs)
 
 
 def _normal_form(text: str) -> str:
-    text = _JSON_ESCAPE.sub(lambda match: chr(int(match[1], 16)), text)
-    text = unicodedata.normalize("NFKC", html.unescape(unquote(unquote(text)))).casefold()
-    return "".join(char for char in text if char.isalnum())
+    # Each step only where it can change something: most names are short plain ASCII, on the busiest page.
+    if "\\" in text:
+        text = _JSON_ESCAPE.sub(lambda match: chr(int(match[1], 16)), text)
+    if "%" in text:
+        text = unquote(unquote(text))
+    if "&" in text:
+        text = html.unescape(text)
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text)
+    return "".join(filter(str.isalnum, text.casefold()))
 
 
 @functools.lru_cache(maxsize=32)
