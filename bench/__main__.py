@@ -5,7 +5,8 @@
 Needs wrk (apt-get install wrk). Starts, on loopback, under gunicorn: the reference store seeded with
 100 animals; a slow copy of it (2 s per answer) as the staging environment; the portal with the cache
 off and, separately, on; and the bench-only bare render. Prints medians, the target ratios, peak RSS
-per portal worker, and what a slow environment does to the other pages.
+per portal worker, and what a slow environment does to the other pages. Last, on servers of its own,
+one portal worker's RSS after a warm-up and after 10,000 mixed requests (bench/memory.py).
 """
 
 import argparse
@@ -201,6 +202,7 @@ def main():
         rss = max(worker_peak_rss_mb(portal_master), worker_peak_rss_mb(cached_master))
         slow_effect = slow_environment_effect(portal, args.seconds, medians)
         print_report(medians, results, rss, slow_effect)
+    print_memory_section()
 
 
 def auth_header(target):
@@ -224,6 +226,14 @@ def slow_environment_effect(portal, seconds, medians):
     slow_output = slow_run.communicate()[0]
     slow_rps = float(re.search(r"Requests/sec:\s+([\d.]+)", slow_output).group(1))
     return {"baseline": medians[("portal", 8, 20)][0], "during": during.rps if during else None, "slow_rps": slow_rps}
+
+
+def print_memory_section():
+    """One worker's RSS after a warm-up and after 10,000 mixed requests (bench/memory.py), on servers of its own."""
+    from bench.memory import measure, print_memory  # bench.memory imports this module
+
+    print("\n## Memory: one portal worker under 10,000 mixed requests (python -m bench.memory)\n")
+    print_memory(measure(report=lambda line: None))
 
 
 def machine():
