@@ -109,11 +109,15 @@ def wrk(url, connections, seconds, headers=()):
     return Load(rps, float(value) * {"us": 0.001, "ms": 1, "s": 1000}[unit], requests)
 
 
-def run_options(description):
-    """`--seconds` and `--rounds`, as every benchmark here takes them."""
+def run_options(description, memory=False):
+    """`--seconds` and `--rounds`, as every benchmark here takes them (and, with `memory`, `--memory-requests`)."""
     parser = argparse.ArgumentParser(description=description.splitlines()[0])
     parser.add_argument("--seconds", type=int, default=3, help="length of each wrk run")
     parser.add_argument("--rounds", type=int, default=5, help="rounds, alternating the order of targets")
+    if memory:
+        parser.add_argument(
+            "--memory-requests", type=int, default=10_000, help="mixed requests after the memory warm-up"
+        )
     return parser.parse_args()
 
 
@@ -145,7 +149,7 @@ def seeded_store(folder, name):
 
 
 def main():
-    args = run_options(__doc__)
+    args = run_options(__doc__, memory=True)
     folder = Path(tempfile.mkdtemp(prefix="petportal-bench-"))
     store_env, slow_env = seeded_store(folder, "store"), seeded_store(folder, "slow")
 
@@ -202,7 +206,7 @@ def main():
         rss = max(worker_peak_rss_mb(portal_master), worker_peak_rss_mb(cached_master))
         slow_effect = slow_environment_effect(portal, args.seconds, medians)
         print_report(medians, results, rss, slow_effect)
-    print_memory_section()
+    print_memory_section(args.memory_requests)
 
 
 def auth_header(target):
@@ -228,12 +232,17 @@ def slow_environment_effect(portal, seconds, medians):
     return {"baseline": medians[("portal", 8, 20)][0], "during": during.rps if during else None, "slow_rps": slow_rps}
 
 
-def print_memory_section():
-    """One worker's RSS after a warm-up and after 10,000 mixed requests (bench/memory.py), on servers of its own."""
+def print_memory_section(requests):
+    """One worker's RSS after a warm-up and after `requests` mixed requests (bench/memory.py), on servers of its
+    own."""
     from bench.memory import measure, print_memory  # bench.memory imports this module
 
-    print("\n## Memory: one portal worker under 10,000 mixed requests (python -m bench.memory)\n")
-    print_memory(measure(report=lambda line: None))
+    print(f"\n## Memory: one portal worker under {requests:,} mixed requests (python -m bench.memory)\n")
+    print_memory(
+        measure(
+            requests_after=requests, warmup=min(1_000, requests), every=max(requests // 10, 1), report=lambda line: None
+        )
+    )
 
 
 def machine():
