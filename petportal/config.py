@@ -102,9 +102,11 @@ def derived(settings: Mapping[str, Any]) -> dict[str, Any]:
         # A Redis that hangs must cost a page a moment, not a worker thread.
         values["THROTTLE_STORAGE_OPTIONS"] = {"socket_timeout": 1, "socket_connect_timeout": 1}
         values["CACHE_OPTIONS"] = {"socket_timeout": 0.25, "socket_connect_timeout": 0.25}
+    # A failed statement's values (a password hash, a token) never reach a log line or a traceback.
+    values["SQLALCHEMY_ENGINE_OPTIONS"] = {"hide_parameters": True}
     if settings["SQLALCHEMY_DATABASE_URI"].startswith("sqlite"):
-        # Writers wait for each other instead of failing with "database is locked".
-        values["SQLALCHEMY_ENGINE_OPTIONS"] = {"connect_args": {"timeout": 30}}
+        # Writers wait for each other instead of failing with "database is locked" (less than a worker's timeout).
+        values["SQLALCHEMY_ENGINE_OPTIONS"]["connect_args"] = {"timeout": 20}
     return values
 
 

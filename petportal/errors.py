@@ -9,7 +9,7 @@ from flask.typing import ResponseReturnValue
 from flask_login import current_user
 from flask_wtf.csrf import CSRFError
 from markupsafe import escape
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from werkzeug.exceptions import (
     BadHost,
     HTTPException,
@@ -94,6 +94,11 @@ def handle_http_error(error: HTTPException) -> ResponseReturnValue:
 def handle_database_error(error: SQLAlchemyError) -> ErrorPage:
     """The portal's own database failed: one log line, a 503 page that needs no database. An error that is not
     an outage (a statement on a row another request deleted, say) is a bug, and answered as one."""
+    if isinstance(error, IntegrityError):
+        # Two requests wrote the same thing at once (two admins adding one account name, say): this one lost.
+        current_app.logger.warning("a change lost a race with another: %s", type(error.orig).__name__)
+        message = "Someone else made the same change at the same moment, so nothing was saved. Reload and check."
+        return render_error(409, message, title="Changed at the same moment")
     if not isinstance(error, DATABASE_OUTAGES):
         return handle_unexpected_error(error)
     db.session.rollback()

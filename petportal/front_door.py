@@ -38,7 +38,7 @@ def unreadable(environ: WSGIEnvironment) -> str | None:
     except UnicodeError:
         return "query"
     for name, value in environ.items():
-        if name.startswith("HTTP_") and isinstance(value, str):
+        if (name.startswith("HTTP_") or name in ("CONTENT_TYPE", "CONTENT_LENGTH")) and isinstance(value, str):
             try:
                 _utf8(value)
             except UnicodeError:
@@ -63,6 +63,8 @@ def register(app: Flask) -> None:
 
     @app.before_request
     def read_the_request() -> None:
+        # The host first: a refused host has its own 400 page, the only one that needs no URL of this site.
+        request.host  # noqa: B018 - reading it raises SecurityError for a host the portal does not answer to
         part = unreadable(request.environ)
         if part is not None:
             raise UnreadableRequest(f"This request could not be read: its {part} {VERBS[part]} not UTF-8 text.")

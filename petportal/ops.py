@@ -51,6 +51,14 @@ def metrics_page() -> tuple[bytes, dict[str, str]]:
         sent = request.headers.get("Authorization", "")
         if not hmac.compare_digest(sent.encode(), f"Bearer {token}".encode()):
             abort(401)
-    elif not ipaddress.ip_address(request.remote_addr or "0.0.0.0").is_loopback:
+    elif not _from_loopback(request.remote_addr):
         abort(403)
     return metrics.exposition()
+
+
+def _from_loopback(address: str | None) -> bool:
+    """Whether the client's address (as a trusted proxy may have given it: any text) is a loopback address."""
+    try:
+        return ipaddress.ip_address(address or "").is_loopback
+    except ValueError:
+        return False

@@ -13,15 +13,18 @@ from typing import Any
 from werkzeug.routing import IntegerConverter
 from wtforms import IntegerField
 
-# A whole number as people type it: an optional sign, then ASCII digits only.
-WHOLE_NUMBER = re.compile(r"[+-]?[0-9]+", re.ASCII)
+# A whole number: ASCII digits, with a minus sign for the negative ids the API allows; no plus, no spaces.
+WHOLE_NUMBER = re.compile(r"-?[0-9]+", re.ASCII)
+ASCII_SPACE = " \t\r\n"
+# More digits than any 64-bit number has (with leading zeros to spare) are refused before int() reads them.
+MAX_DIGITS = 40
 
 
 def whole_number(text: str) -> int | None:
-    """`text` (spaces around it allowed) as a whole number, or None when it is not one written in ASCII
-    digits."""
-    text = text.strip(" \t")
-    return int(text) if WHOLE_NUMBER.fullmatch(text) else None
+    """`text` (ASCII spaces around it allowed: padding, not part of the value) as a whole number, or None when it
+    is not one written in ASCII digits."""
+    text = text.strip(ASCII_SPACE)
+    return int(text) if len(text) <= MAX_DIGITS and WHOLE_NUMBER.fullmatch(text) else None
 
 
 class WholeNumberField(IntegerField):

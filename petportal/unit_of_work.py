@@ -56,5 +56,6 @@ def register(app: Flask, database_failed: Callable[[SQLAlchemyError], ResponseRe
         try:
             db.session.commit()
         except SQLAlchemyError as error:
+            db.session.rollback()  # before anything else reads the session (even a log line naming the user)
             return current_app.make_response(database_failed(error))
         return response

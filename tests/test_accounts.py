@@ -355,3 +355,26 @@ def test_the_audit_page_names_the_account_changed(portal_app, admin):
     manage(admin, "staff", "role", role="admin")
     page = admin.get("/admin/audit").text
     assert re.search(r"<td>admin</td>\s*<td>role changed</td>\s*<td>staff</td>", page)
+
+
+def test_two_admins_adding_one_name_at_once_get_one_account_and_an_honest_answer(portal_app, auth_for, caplog):
+    admins = [auth_for(portal_app, "admin"), auth_for(portal_app, "admin")]
+    tokens = [csrf_token(admin.get("/admin/users/new").text) for admin in admins]
+
+    def add_at_once(client, token, start):
+        start.wait()
+        fields = {"csrf_token": token, "username": "twin", "role": "staff", "password": INITIAL}
+        return client.post("/admin/users/new", data=fields)
+
+    for _ in range(5):
+        answers = at_once(list(zip(admins, tokens, strict=True)), add_at_once)
+        statuses = sorted(answer.status_code for answer in answers)
+        assert statuses in ([303, 400], [303, 409]), statuses  # the loser saw the winner's account, or lost the race
+        for answer in answers:
+            if answer.status_code == 409:
+                assert "Someone else made the same change at the same moment" in answer.text
+        with portal_app.app_context():
+            twin = db.session.scalar(db.select(User).filter_by(username="twin"))
+            db.session.delete(twin)
+            db.session.commit()
+    assert "Traceback" not in caplog.text and "scrypt" not in caplog.text

@@ -76,6 +76,9 @@ def test_a_chosen_status_is_sent(client, auth, production_store):
         ({"category_id": "\u0661"}, "category_id", "must be a 64-bit whole number"),  # Arabic-Indic 1
         ({"category_id": "\uff19"}, "category_id", "must be a 64-bit whole number"),  # full-width 9
         ({"category_id": "1_000"}, "category_id", "must be a 64-bit whole number"),
+        ({"category_id": "+5"}, "category_id", "must be a 64-bit whole number"),
+        ({"category_id": "\u00a05"}, "category_id", "must be a 64-bit whole number"),  # a no-break space
+        ({"category_id": "1" * 5000}, "category_id", "must be a 64-bit whole number"),
         ({"category_id": str(2**63)}, "category_id", "64-bit whole number"),
         ({"category_id": str(10**400)}, "category_id", "64-bit whole number"),
         ({"status": "lost"}, "status", "Not a valid choice"),

@@ -24,10 +24,9 @@ from servers import EchoingStore, answer, delay, serve
 ECHO_STATUSES = [400, 401, 404, 410, 429, 500, 502, 503]
 
 
-ECHOES = (
-    [(status, "message") for status in ECHO_STATUSES]
-    + [(status, mode) for status in (400, 503) for mode in ("code", "encoded", "headers")]
-)
+ECHOES = [(status, "message") for status in ECHO_STATUSES] + [
+    (status, mode) for status in (400, 503) for mode in ("code", "encoded", "headers")
+]
 
 
 @pytest.fixture(params=ECHOES, ids=[f"{status}-{mode}" for status, mode in ECHOES])

@@ -12,7 +12,7 @@ import pytest
 
 from bench.portal import csrf_token
 
-from helpers import AuthActions, submission_token
+from helpers import AuthActions, submission_token, upload
 from servers import serve
 
 UNREADABLE = {
@@ -114,3 +114,26 @@ def test_a_400_page_repeats_only_a_short_prefix_of_a_huge_field(client, auth, pr
     searched = client.get("/animals", query_string={"q": "y" * 900_000})
     assert searched.status_code == 400 and "y" * 201 not in searched.text
     assert [request.method for request in production_store.received] == []
+
+
+def test_a_multipart_field_that_is_not_utf_8_is_refused_and_nothing_is_sent(client, auth, production_store):
+    auth.login()
+    page = client.get("/animals/new").text
+    boundary = "fuzzboundary"
+    parts = {"csrf_token": csrf_token(page), "submission_token": submission_token(page), "category_id": "1"}
+    body = b"".join(
+        f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n{value}\r\n'.encode()
+        for name, value in parts.items()
+    )
+    body += f'--{boundary}\r\nContent-Disposition: form-data; name="name"\r\n\r\n'.encode() + b"MP\xff\xfe\r\n"
+    body += f"--{boundary}--\r\n".encode()
+    response = client.post("/animals/new", data=body, content_type=f"multipart/form-data; boundary={boundary}")
+    assert response.status_code == 400
+    assert "This is not text the portal can read: it is not UTF-8." in response.text
+    assert [request.method for request in production_store.received] == []
+
+
+def test_the_import_preview_repeats_only_a_short_prefix_of_a_huge_cell(client, auth):
+    auth.login()
+    preview = client.get(upload(client, f"name,categoryId,status\n{'n' * 100_000},1,\n").headers["Location"]).text
+    assert "n" * 200 not in preview and "n" * 199 + "…" in preview

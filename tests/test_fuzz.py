@@ -546,19 +546,6 @@ def portal(make_portal, caplog):
     return readied(make_portal(TRUSTED_PROXIES=1), caplog)
 
 
-def without_known_defects(endpoint, sent_headers, bad):
-    """The generated headers, less what would only meet a known defect again. Each is tested on its own below,
-    marked xfail; drop its line here once it is fixed.
-    - test_metrics_behind_a_proxy_with_a_forwarded_address_that_is_none: /metrics answers 500 when the address
-      X-Forwarded-For gives is not an IP address (here it gives none, so the client's own address counts);
-    - test_a_refused_host_with_unreadable_bytes_gets_the_400_page: a Host refused through the proxy's headers,
-      in a request with bytes that are not UTF-8, makes the 400 page fail to draw, with a traceback."""
-    sent = {**sent_headers, **({"X-Forwarded-For": b""} if endpoint == "ops.metrics_page" else {})}
-    return {
-        name: value for name, value in sent.items() if not (bad and name in ("X-Forwarded-Host", "X-Forwarded-Port"))
-    }
-
-
 # --- the tests -------------------------------------------------------------------------------------------
 
 
@@ -576,7 +563,7 @@ def test_every_route_answers_generated_requests(portal, caplog, role, data):
         path = data.draw(paths(portal.site, rule, bad), label=f"{rule.endpoint} path")
         query = data.draw(query_strings(portal.site, bad), label=f"{rule.endpoint} query")
         drawn = data.draw(headers(bad, names=REQUEST_HEADERS), label=f"{rule.endpoint} headers")
-        sent_headers = without_known_defects(rule.endpoint, drawn, bad)
+        sent_headers = drawn
         if "GET" in rule.methods:
             got = visitor.send("GET", path, query, sent_headers)
             head = visitor.send("HEAD", path, query, sent_headers)
@@ -679,7 +666,6 @@ def test_raw_cookies_and_headers_get_an_answer_on_every_page(served, caplog, dat
         raw_query = data.draw(st.binary(max_size=8), label=f"{rule.endpoint} raw query") if bad else b""
         target = f"{path}?{query}".encode() + bytes(byte for byte in raw_query if byte not in REQUEST_LINE_BREAKS)
         sent_headers = data.draw(headers(bad), label=f"{rule.endpoint} headers")
-        sent_headers = without_known_defects(rule.endpoint, sent_headers, bad)
         sent_headers["Host"] = data.draw(trusted_hosts(port), label=f"{rule.endpoint} host")
         cookie = b"; ".join(data.draw(cookie_pairs(cookies[role], bad), label=f"{rule.endpoint} cookies"))
         check_raw(port, log, target, {**sent_headers, "Cookie": cookie})
@@ -687,12 +673,6 @@ def test_raw_cookies_and_headers_get_an_answer_on_every_page(served, caplog, dat
     assert "Traceback" not in log.since()
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="known defect: when the Host is refused (untrusted, or made so by the proxy's X-Forwarded-Host/-Port), "
-    "the front door's 400 page for bytes that are not UTF-8 cannot be drawn (url_for has no URL adapter) and "
-    "petportal logs 'the error page could not be drawn' with a traceback",
-)
 @SOCKET_WALKS
 @given(data=st.data())
 def test_a_refused_host_with_unreadable_bytes_gets_the_400_page(served, caplog, data):
@@ -837,11 +817,6 @@ def test_an_imports_buttons_pressed_at_once_each_get_an_answer(importing, produc
     assert "Traceback" not in seen, describe(request, answers, seen)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="known defect: behind a trusted proxy, /metrics reads X-Forwarded-For's address with ipaddress.ip_address, "
-    "which raises ValueError (a 500 and a traceback) when it is not an IP address",
-)
 @FUZZ
 @given(forwarded=st.text(string.ascii_letters + ";*=.-_ ", max_size=20).filter(str.strip).map(str.encode))
 @example(forwarded=b"fr-CH, fr;q=0.9, *;q=0.5")

@@ -18,6 +18,7 @@ outside the client that calls `create_pet`.
 
 from __future__ import annotations
 
+import logging
 import secrets
 import time
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from sqlalchemy import CursorResult, delete, exists, select, update
+from sqlalchemy.exc import SQLAlchemyError
 
 from .. import audit, page_cache
 from ..clock import now
@@ -35,6 +37,7 @@ from ..petstore import Busy, InvalidRequest, OutcomeUnknown, PetStoreClient, Una
 from ..unit_of_work import after_commit
 from . import additions
 
+log = logging.getLogger(__name__)
 TOKEN_LIFETIME = timedelta(hours=12)
 POLL_SECONDS = 0.1
 UNKNOWN_NO_ANSWER = "The pet store gave no usable answer: it may or may not have added this animal."
@@ -128,7 +131,8 @@ def send(ticket: Ticket, client: PetStoreClient) -> Outcome:
         outcome = Refused(refused.message)
     except Unauthorized:
         outcome = NotSent(NotSentReason.KEY_REJECTED)
-    except OutcomeUnknown:
+    except OutcomeUnknown as error:
+        log.warning("createPet on %s: the outcome is unknown: %s", ticket.environment, error)
         outcome = Unknown(UNKNOWN_NO_ANSWER)
     except Busy:
         outcome = NotSent(NotSentReason.BUSY)
@@ -140,9 +144,23 @@ def send(ticket: Ticket, client: PetStoreClient) -> Outcome:
         ticket.settle(TicketState.UNKNOWN, None, UNKNOWN_NO_ANSWER)
         db.session.commit()
         raise
-    _settle(ticket, outcome)
-    db.session.commit()  # the settle step: the ticket's state and the animal's records together
+    try:
+        _settle(ticket, outcome)
+        db.session.commit()  # the settle step: the ticket's state and the animal's records together
+    except SQLAlchemyError as error:
+        # The ticket stays `sending`, so nothing sends it again: a repeat waits, then calls it unknown.
+        db.session.rollback()
+        log.error("createPet on %s gave %s, which the portal could not record: %s", ticket.environment, outcome, error)
+        raise NotRecorded(outcome) from error
     return outcome
+
+
+class NotRecorded(Exception):
+    """The store answered, but the portal's database could not record it (the ticket stays `sending`)."""
+
+    def __init__(self, outcome: Outcome) -> None:
+        super().__init__(outcome)
+        self.outcome = outcome
 
 
 def _settle(ticket: Ticket, outcome: Outcome) -> None:
@@ -158,6 +176,8 @@ def _settle(ticket: Ticket, outcome: Outcome) -> None:
             ticket.settle(TicketState.REFUSED, None, f"The pet store refused it: {message}")
         case Unknown(reason=reason):
             ticket.settle(TicketState.UNKNOWN, None, reason)
+            detail = f"{ticket.animal.name}{ticket.source}: the pet store may or may not have added it"
+            audit.record("animal_outcome_unknown", actor=ticket.username, environment=ticket.environment, detail=detail)
         case NotSent():
             ticket.settle(TicketState.ISSUED, None, None)
 

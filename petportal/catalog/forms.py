@@ -15,6 +15,7 @@ from wtforms.validators import (
 )
 
 from ..forms import PortalForm
+from ..front_door import NOT_UTF8
 from ..petstore import (
     INT64_MAX,
     INT64_MIN,
@@ -64,6 +65,9 @@ def readable(form: Form, field: Field) -> None:
     if not field.data:
         return
     what = field.label.text.lower()
+    if "\ufffd" in field.data:
+        # What a multipart form's bytes that were not UTF-8 became (Werkzeug replaces them): never sent on.
+        raise ValidationError(NOT_UTF8)
     if any(unicodedata.category(char) == "Cc" or char in BIDI_CONTROLS for char in field.data):
         raise ValidationError(f"The {what} must not contain control characters.")
     if all(unicodedata.category(char) in ("Cf", "Zs") for char in field.data):

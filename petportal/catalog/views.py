@@ -141,6 +141,8 @@ def add_animal() -> ResponseReturnValue:
     except adding.FormExpired:
         form.submission_token.data = adding.issue_form_token(current_user.id, environment.name)
         return _form_again(form, environment, "This form has expired. Check the values and add the animal again.", 400)
+    except adding.NotRecorded as unrecorded:
+        return render_error(503, _not_recorded(unrecorded.outcome, form.name.data), title="Not recorded")
     except adding.EnvironmentChanged as changed:
         form.submission_token.data = adding.issue_form_token(current_user.id, environment.name)
         message = (
@@ -199,3 +201,16 @@ def _form_again(form: AddAnimalForm, environment: Environment, message: str | No
 def _add_page(form: AddAnimalForm, environment: Environment) -> str:
     labelled = categories.all_labels(environment.name)
     return render_template("catalog/new.html", form=form, environment=environment, labelled=labelled)
+
+
+def _not_recorded(outcome: adding.Outcome, name: str) -> str:
+    """What to say when the store answered and the portal's own database could not record it."""
+    if isinstance(outcome, adding.Created):
+        return (
+            f"The pet store added {name} (id {outcome.pet_id}), but the portal could not record it in its own "
+            "database: it is missing from Your additions and the audit log. This form will not be sent again."
+        )
+    return (
+        "The portal could not record the pet store's answer in its own database. The animal may or may not have "
+        "been added; this form will not be sent again. Check the list of animals."
+    )

@@ -16,7 +16,7 @@ from werkzeug.datastructures import MultiDict
 from ..catalog.browse import folded
 from ..catalog.forms import AnimalForm
 from ..petstore import PET_STATUSES
-from ..reading import WHOLE_NUMBER
+from ..reading import ASCII_SPACE, WHOLE_NUMBER
 
 FILE_MAX_BYTES = 1024 * 1024
 ROWS_MAX = 1000
@@ -104,7 +104,8 @@ def _row(line: int, cells: list[str], labels: dict[str, int]) -> Row:
         name = cells[0].strip() if cells else ""
         problem = f"This line has {len(cells)} values; each animal needs 3: name, categoryId, status."
         return Row(line, name, ",".join(cells[1:]).strip(), None, None, (problem,))
-    name, category, status = (cell.strip() for cell in cells)
+    # ASCII padding only, as the number reader takes it: "\u00a05" is no category id here either.
+    name, category, status = (cell.strip(ASCII_SPACE) for cell in cells)
     status = status.lower()
     category_id_text = category if WHOLE_NUMBER.fullmatch(category) else str(labels.get(folded(category), ""))
     form = RowForm(formdata=MultiDict({"name": name, "category_id": category_id_text, "status": status}))

@@ -203,7 +203,11 @@ def _in_app(app: Flask, work: Any, *args: Any) -> Any:
 
 def _send_one(ticket: adding.RowTicket) -> adding.Outcome:
     """Send one claimed row through the one way an animal is added, with the import's own client."""
-    return adding.send(ticket, environments().client(ticket.environment, background=True))
+    try:
+        return adding.send(ticket, environments().client(ticket.environment, background=True))
+    except adding.NotRecorded:
+        # The row stays `sending`: a runner that takes the import over calls it unknown, never sends it again.
+        return adding.Unknown(adding.UNKNOWN_NO_ANSWER)
 
 
 def _pause_for(outcome: adding.Outcome) -> str | None:

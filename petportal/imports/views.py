@@ -18,7 +18,7 @@ from ..catalog.browse import folded
 from ..catalog.forms import BIDI_CONTROLS
 from ..environments import environments
 from ..errors import ErrorPage, render_error
-from ..forms import ButtonForm
+from ..forms import ECHO_CHARS, ButtonForm
 from ..models import BulkImport, ImportState, TicketState
 from ..serving import serving
 from . import batches, engines, files
@@ -50,7 +50,7 @@ FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 @bp.record_once
 def share_the_outcomes(state: BlueprintSetupState) -> None:
-    state.app.jinja_env.globals.update(IMPORT_OUTCOMES=OUTCOMES, IMPORT_STATES=STATES)
+    state.app.jinja_env.globals.update(IMPORT_OUTCOMES=OUTCOMES, IMPORT_STATES=STATES, ECHO_CHARS=ECHO_CHARS)
 
 
 @bp.route("", methods=["GET", "POST"])
