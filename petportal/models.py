@@ -16,6 +16,7 @@ from sqlalchemy import (
     String,
     Text,
     TypeDecorator,
+    UniqueConstraint,
 )
 from sqlalchemy import false as sa_false
 from sqlalchemy import true as sa_true
@@ -207,7 +208,12 @@ class CategoryLabel(db.Model):
     environment: Mapped[str] = mapped_column(String(32), primary_key=True)
     category_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
     label: Mapped[str] = mapped_column(String(60))
+    # The label as people compare labels (catalog.browse.folded), unique per environment: two categories never
+    # read the same, not even when two admins name them at the same moment.
+    label_key: Mapped[str] = mapped_column(String(240))
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=now, onupdate=now)
+
+    __table_args__ = (UniqueConstraint("environment", "label_key", name="uq_category_labels_environment_label_key"),)
 
 
 class Addition(db.Model):

@@ -11,7 +11,7 @@ from bench.portal import csrf_token
 from petportal.extensions import db
 from petportal.models import AuditEntry, CategoryLabel
 
-from helpers import post_form, submission_token
+from helpers import at_once, post_form, submission_token
 
 HOSTILE = '<script>alert("x")</script> & <b>bold</b>'
 
@@ -341,3 +341,24 @@ def test_staff_see_their_own_additions_newest_first_with_a_link_each(portal_app,
     assert "You have added no animals to staging." in page
     assert names_on(auth_for(portal_app, "admin").get("/animals/mine").text) == []
     assert portal_app.test_client().get("/animals/mine").status_code == 302
+
+
+def test_two_admins_labelling_two_categories_alike_at_once_leave_one_label(make_portal, database_url, auth_for):
+    app = make_portal(SQLALCHEMY_DATABASE_URI=database_url)
+    admins = [auth_for(app, "admin") for _ in range(4)]
+    tokens = [csrf_token(admin.get("/admin/categories").text) for admin in admins]
+
+    def label_at_once(client, token, category_id, start):
+        start.wait()
+        fields = {"csrf_token": token, "environment": "production", "category_id": category_id, "label": "Racers"}
+        return client.post("/admin/categories", data=fields)
+
+    answers = at_once(
+        [(admin, token, str(900 + n)) for n, (admin, token) in enumerate(zip(admins, tokens, strict=True))],
+        label_at_once,
+    )
+    statuses = sorted(answer.status_code for answer in answers)
+    assert statuses.count(303) == 1 and set(statuses) <= {303, 400, 409}, statuses
+    with app.app_context():
+        assert [row.category_id for row in db.session.scalars(db.select(CategoryLabel))] in ([900], [901], [902], [903])
+        assert len(db.session.scalars(db.select(AuditEntry).filter_by(action="category_labelled")).all()) == 1

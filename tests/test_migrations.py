@@ -103,3 +103,37 @@ def test_an_unreachable_database_is_named_with_its_password_hidden(tmp_path):
     assert "Cannot reach the portal's database at postgresql+psycopg://portal:***@127.0.0.1:1/portal" in result.stderr
     assert "s3cret-pw" not in result.stderr and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_labels_that_already_read_the_same_are_kept_and_the_later_renamed(tmp_path, database_url):
+    """A database of 0005 where a race left two categories of one environment reading alike ("Dogs", "dogs")."""
+    app = create_app(
+        portal_config(tmp_path, "http://127.0.0.1:9/v1", "http://127.0.0.1:9/v1", SQLALCHEMY_DATABASE_URI=database_url)
+    )
+    with app.app_context():
+        flask_migrate.upgrade(revision="0005")
+        with db.engine.begin() as connection:
+            for environment, category_id, label in (
+                ("production", 1, "Dogs"),
+                ("production", 2, "dogs"),
+                ("staging", 1, "Dogs"),
+            ):
+                connection.execute(
+                    sqlalchemy.text(
+                        "INSERT INTO category_labels (environment, category_id, label, updated_at) "
+                        "VALUES (:environment, :category_id, :label, CURRENT_TIMESTAMP)"
+                    ),
+                    {"environment": environment, "category_id": category_id, "label": label},
+                )
+        flask_migrate.upgrade()
+        with db.engine.connect() as connection:
+            rows = connection.execute(
+                sqlalchemy.text("SELECT environment, category_id, label FROM category_labels ORDER BY 1, 2")
+            ).all()
+        db.engine.dispose()
+    assert [tuple(row) for row in rows] == [
+        ("production", 1, "Dogs"),
+        ("production", 2, "dogs (2)"),
+        ("staging", 1, "Dogs"),
+    ]
+    app.extensions["petportal.environments"].close()

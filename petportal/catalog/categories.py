@@ -60,14 +60,16 @@ def name(environment_name: str, category_id: int, label: str) -> None:
         if other.category_id != category_id and folded(other.label) == folded(label):
             raise LabelTaken(f"“{other.label}” already names category {other.category_id} in {environment_name}.")
     row = db.session.get(CategoryLabel, (environment_name, category_id))
+    key = folded(label)
     if row is None:
-        db.session.add(CategoryLabel(environment=environment_name, category_id=category_id, label=label))
+        db.session.add(CategoryLabel(environment=environment_name, category_id=category_id, label=label, label_key=key))
         detail = f"category {category_id} labelled {label!r}"
     elif row.label == label:
         return
     else:
         detail = f"category {category_id} renamed from {row.label!r} to {label!r}"
-        row.label = label
+        row.label, row.label_key = label, key
+    # A second admin giving another category the same label at this moment fails here, on the unique key: 409.
     db.session.flush()
     _changed(environment_name, "category_labelled", detail)
 
