@@ -233,16 +233,12 @@ def slow_environment_effect(portal, seconds, medians):
 
 
 def print_memory_section(requests):
-    """One worker's RSS after a warm-up and after `requests` mixed requests (bench/memory.py), on servers of its
-    own."""
-    from bench.memory import measure, print_memory  # bench.memory imports this module
-
-    print(f"\n## Memory: one portal worker under {requests:,} mixed requests (python -m bench.memory)\n")
-    print_memory(
-        measure(
-            requests_after=requests, warmup=min(1_000, requests), every=max(requests // 10, 1), report=lambda line: None
-        )
-    )
+    """One worker's RSS after a warm-up and after `requests` mixed requests, by `python -m bench.memory` (which
+    builds on this module's servers) in a process of its own."""
+    print(f"\n## Memory: one portal worker under {requests:,} mixed requests (python -m bench.memory)\n", flush=True)
+    warmup, every = min(1_000, requests), max(requests // 10, 1)
+    command = ["-m", "bench.memory", "--requests", str(requests), "--warmup", str(warmup), "--every", str(every)]
+    subprocess.run([sys.executable, *command], cwd=PROJECT_ROOT, check=True)
 
 
 def machine():
