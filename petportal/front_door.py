@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 
 FORM_BODY = "application/x-www-form-urlencoded"
 NOT_UTF8 = "This is not text the portal can read: it is not UTF-8."
+# Where `unreadable` keeps its answer in the WSGI environ.
+UNREADABLE = "petportal.unreadable"
 VERBS = {"path": "is", "query": "is", "cookies": "are", "headers": "are"}
 
 
@@ -28,7 +30,15 @@ class UnreadableRequest(BadRequest):
 
 
 def unreadable(environ: WSGIEnvironment) -> str | None:
-    """The part of the request that is not UTF-8 text ("path", "query", "cookies", "headers"), or None."""
+    """The part of the request that is not UTF-8 text ("path", "query", "cookies", "headers"), or None. Worked
+    out once per request: the page cache asks first, then Flask."""
+    if UNREADABLE not in environ:
+        environ[UNREADABLE] = _unreadable_part(environ)
+    part: str | None = environ[UNREADABLE]
+    return part
+
+
+def _unreadable_part(environ: WSGIEnvironment) -> str | None:
     try:
         _utf8(environ.get("PATH_INFO", ""))
     except UnicodeError:

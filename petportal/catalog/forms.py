@@ -25,6 +25,7 @@ from ..petstore import (
     PET_STATUSES,
 )
 from ..reading import WholeNumberField
+from .adding import NewAnimal
 from .browse import SORTS
 
 # The portal's own rule, not the API's: a name people can read in a list.
@@ -160,9 +161,11 @@ class AnimalForm(PortalForm):
         default="",
     )
 
-    def new_pet(self) -> dict[str, str | int | None]:
-        """The createPet arguments; no status chosen means none is sent."""
-        return {"name": self.name.data, "category_id": self.category_id.data, "status": self.status.data or None}
+    def new_animal(self) -> NewAnimal:
+        """The animal the validated fields describe; no status chosen means none is sent."""
+        category_id = self.category_id.data
+        assert category_id is not None, "the field's validators let no empty category id through"
+        return NewAnimal(self.name.data, category_id, self.status.data or None)
 
 
 class AddAnimalForm(AnimalForm):

@@ -134,7 +134,7 @@ def add_animal() -> ResponseReturnValue:
         current_user.id,
         current_user.username,
         environment.name,
-        _new_animal(form),
+        form.new_animal(),
     )
     try:
         outcome = adding.add_from_form(ticket, current.client)
@@ -183,13 +183,6 @@ def your_additions() -> str:
     """The animals this account added through the portal, the latest first, per environment."""
     found = additions.recent(current_user.id)
     return render_template("catalog/additions.html", additions=found, recent=additions.RECENT)
-
-
-def _new_animal(form: AddAnimalForm) -> adding.NewAnimal:
-    """The animal a validated add form describes: the values of `form.new_pet()`, each with its type."""
-    category_id = form.category_id.data
-    assert category_id is not None, "the form's validators let no empty category id through"
-    return adding.NewAnimal(form.name.data, category_id, form.status.data or None)
 
 
 def _form_again(form: AddAnimalForm, environment: Environment, message: str | None, status: int) -> ErrorPage:
