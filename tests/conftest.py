@@ -7,6 +7,7 @@ bench/portal.py.
 """
 
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -15,6 +16,12 @@ import pytest
 # The checkout's root, where `python -m bench` finds the `bench` package: so that `from bench.portal import`
 # works here too (pytest itself puts only tests/ on the path).
 sys.path.append(str(Path(__file__).resolve().parent.parent))
+# Under pytest-xdist each worker flushes a Redis database of its own (15, 14, ...), read by helpers.py below.
+_worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+if _worker.startswith("gw") and os.environ.get("PETPORTAL_TEST_REDIS_URL"):
+    _base, _, _number = os.environ["PETPORTAL_TEST_REDIS_URL"].rpartition("/")
+    if _number.isdigit():
+        os.environ["PETPORTAL_TEST_REDIS_URL"] = f"{_base}/{int(_number) - int(_worker[2:])}"
 # Before they are imported: their asserts then explain themselves as a test's own do.
 pytest.register_assert_rewrite("helpers", "scanning", "bench.portal")
 

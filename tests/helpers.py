@@ -4,6 +4,7 @@ portal's test configuration, a hand-moved clock, and the forms' tokens and login
 import io
 import json
 import os
+import random
 import re
 import threading
 import time
@@ -20,22 +21,31 @@ from werkzeug.datastructures import FileStorage, MultiDict
 from werkzeug.security import generate_password_hash
 from werkzeug.test import encode_multipart
 
-from bench.portal import csrf_token
+from bench.portal import csrf_token, portal_environment
 from petportal.store import create_app as create_store
 from petportal.store.models import db as store_db
 
 from servers import RecordingMiddleware
 
-STORE_KEY = "store-key-" + uuid.uuid4().hex
-PRODUCTION_KEY = "prod-key-" + uuid.uuid4().hex
-STAGING_KEY = "staging-key-" + uuid.uuid4().hex
-SECRET_KEY = "session-secret-" + uuid.uuid4().hex
-PASSWORDS = {"staff": "staff-pass-" + uuid.uuid4().hex[:8], "admin": "admin-pass-" + uuid.uuid4().hex[:8]}
+# Fresh secrets every run, so that the secret scan cannot pass by luck. Under pytest-xdist every worker must
+# collect the same test ids, and some ids show these values: the workers then share one run's random seed.
+_RUN = random.Random(os.environ.get("PYTEST_XDIST_TESTRUNUID") or None)
+
+
+def _fresh() -> str:
+    return f"{_RUN.getrandbits(128):032x}"
+
+
+STORE_KEY = "store-key-" + _fresh()
+PRODUCTION_KEY = "prod-key-" + _fresh()
+STAGING_KEY = "staging-key-" + _fresh()
+SECRET_KEY = "session-secret-" + _fresh()
+PASSWORDS = {"staff": "staff-pass-" + _fresh()[:8], "admin": "admin-pass-" + _fresh()[:8]}
 # Hashed once for the whole run: scrypt takes a tenth of a second, and every portal a test builds has
 # both accounts. Logging in still checks the password against its hash as in production.
 PASSWORD_HASHES = {role: generate_password_hash(password) for role, password in PASSWORDS.items()}
 # Passwords the tests choose through the portal's forms: long enough and hard to guess, as the policy asks.
-NEW_PASSWORDS = [f"{word} meadow lantern {uuid.uuid4().hex[:6]}" for word in ("first", "second", "third")]
+NEW_PASSWORDS = [f"{word} meadow lantern {_fresh()[:6]}" for word in ("first", "second", "third")]
 SECRETS = [STORE_KEY, PRODUCTION_KEY, STAGING_KEY, SECRET_KEY, *PASSWORDS.values(), *NEW_PASSWORDS]
 POSTGRES_URL = os.environ.get("PETPORTAL_TEST_DATABASE_URL")
 REDIS_URL = os.environ.get("PETPORTAL_TEST_REDIS_URL")
@@ -258,3 +268,28 @@ def finished(client, import_path, seconds=15):
             return progress
         time.sleep(0.05)
     raise AssertionError(f"the import still runs after {seconds} s: {progress}")
+
+
+def metric(text, name, **labels):
+    """The value of one sample in Prometheus text, or 0."""
+    wanted = ",".join(f'{key}="{value}"' for key, value in sorted(labels.items()))
+    for line in text.splitlines():
+        if line.startswith(name + "{"):
+            found = ",".join(sorted(line[len(name) + 1 : line.index("}")].split(",")))
+            if found == wanted:
+                return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+def production_variables(tmp_path, store_url, **extra):
+    """A production portal's variables over the store at `store_url`: plain HTTP, no cache, SQLite in `tmp_path`;
+    then `extra`."""
+    settings = {
+        "PETSTORE_PRODUCTION_URL": store_url,
+        "PETSTORE_PRODUCTION_KEY": PRODUCTION_KEY,
+        "PETPORTAL_SECRET_KEY": SECRET_KEY,
+        "PETPORTAL_HTTPS": "0",
+        "PETPORTAL_CACHE_SECONDS": "0",
+        "PETPORTAL_DATABASE_URL": f"sqlite:///{tmp_path / 'portal.sqlite'}",
+    }
+    return portal_environment(**{**settings, **extra})

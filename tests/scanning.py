@@ -6,6 +6,8 @@ import os
 import re
 from pathlib import Path
 
+import pytest
+
 from helpers import SECRETS
 
 FIGURES = {
@@ -24,6 +26,10 @@ FIGURES_FILE = Path(
 
 def pytest_sessionfinish(session):
     """Write the suite's reliability and security figures for `python -m petportal.checks`."""
+    worker_output = getattr(session.config, "workeroutput", None)
+    if worker_output is not None:  # a pytest-xdist worker: hand its figures to the controller, which adds them up
+        worker_output["figures"] = dict(FIGURES)
+        return
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     skipped = reporter.stats.get("skipped", []) if reporter else []
     reasons = {}
@@ -39,6 +45,13 @@ def pytest_sessionfinish(session):
             indent=2,
         )
     )
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """A pytest-xdist worker finished: add its figures to the run's."""
+    for name, value in getattr(node, "workeroutput", {}).get("figures", {}).items():
+        FIGURES[name] += value
 
 
 def pytest_terminal_summary(terminalreporter):
