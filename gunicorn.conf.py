@@ -33,8 +33,9 @@ preload_app = True
 forwarded_allow_ips = ""
 secure_scheme_headers = {}
 forwarder_headers = ""
-accesslog = "-"
-access_log_format = '%(h)s "%(r)s" %(s)s %(b)s %(M)sms request_id=%({x-request-id}o)s'
+# The portal writes one access line per request itself (petportal/logs.py), as text or JSON, so gunicorn
+# writes none; its own start, stop and worker lines take the portal's format too.
+accesslog = None
 
 # Metrics: each worker writes its figures to files in this folder, and /metrics adds them up. A fresh
 # folder per server, set before prometheus_client is first imported (it chooses its mode then), so no
@@ -43,7 +44,10 @@ if "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="petportal-metrics-")
 
 # Imported only now: importing petportal imports prometheus_client, which must find the folder above.
+from petportal.logs import server_logging  # noqa: E402
 from petportal.processes import fewer_malloc_arenas  # noqa: E402
+
+logconfig_dict = server_logging(os.environ.get("PETPORTAL_LOG_FORMAT", "").strip().lower() or "text")
 
 # Before the app is loaded and the workers are forked: their threads share two malloc arenas, so a worker's
 # memory stays flat under load instead of creeping up (see fewer_malloc_arenas).
@@ -56,13 +60,6 @@ def post_worker_init(worker):
 
     if hasattr(worker.wsgi, "extensions"):
         engines.watch(worker.wsgi)
-
-
-def child_exit(server, worker):
-    """A worker that stopped keeps its counters in the sum, but its live gauges go."""
-    from prometheus_client import multiprocess
-
-    multiprocess.mark_process_dead(worker.pid)
 
 
 def on_exit(server):

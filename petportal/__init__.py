@@ -23,6 +23,7 @@ from . import (
     reading,
     security,
     session_store,
+    tracing,
     unit_of_work,
 )
 from .account import bp as account_bp
@@ -78,6 +79,8 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     errors.register(app)
     commands.register(app)
     app.context_processor(page_context)
+    logs.register_access(app)  # in front of every other WSGI layer, the page cache included
+    tracing.register(app)  # in front of the access lines, which carry its trace id
 
     steps: list[Callable[[], None]] = app.extensions.pop(WHEN_BUILT)
     for step in steps:

@@ -16,6 +16,7 @@ from typing import Any
 
 from dotenv import find_dotenv, load_dotenv
 
+from . import tracing
 from .clock import real_time
 
 ENVIRONMENT_NAMES = ("production", "staging")
@@ -175,6 +176,7 @@ def from_environment(environ: Mapping[str, str], read_dotenv: bool = True) -> di
         "REQUIRE_ADMIN_MFA": _flag(environ, "PETPORTAL_REQUIRE_ADMIN_MFA", None),
         "METRICS_TOKEN": environ.get("PETPORTAL_METRICS_TOKEN", "").strip() or None,
         "LOG_FORMAT": environ.get("PETPORTAL_LOG_FORMAT", "").strip().lower() or "text",
+        "TRACING": tracing.wanted(environ),
     }
     if environ.get("PETPORTAL_SECRET_KEY"):
         settings["SECRET_KEY"] = environ["PETPORTAL_SECRET_KEY"]

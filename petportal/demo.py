@@ -3,6 +3,7 @@
 import atexit
 import ctypes
 import json
+import logging
 import os
 import secrets
 import signal
@@ -13,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import click
-from flask import Flask
+from flask import Flask, current_app
 
 from .commands import upgrade_database
 from .config import ENVIRONMENT_NAMES, ConfigurationError
@@ -26,6 +27,7 @@ DEMO_ACCOUNTS = (("staff", "staff"), ("admin", "admin"))
 # The stores and database this process started, for `flask run --debug`'s reloader child to reuse.
 STARTED_VARIABLE = "PETPORTAL_DEMO_STARTED"
 PR_SET_PDEATHSIG = 1
+log = logging.getLogger(__name__)
 
 
 def register(app: Flask) -> None:
@@ -124,7 +126,11 @@ def create_accounts(stores: Mapping[str, Mapping[str, str]]) -> None:
         user.set_password(password)
         lines.append(f"  {role:<6} user name: {username:<6} password: {password}")
     db.session.commit()
-    click.echo("Pet Portal demo mode: both environments are served by bundled reference stores.")
+    title = "Pet Portal demo mode: both environments are served by bundled reference stores."
+    if current_app.config["LOG_FORMAT"] == "json":  # every line the portal writes is then one JSON object
+        log.info(title, extra={"demo": [line.strip() for line in lines]})
+        return
+    click.echo(title)
     click.echo("\n".join(lines))
 
 

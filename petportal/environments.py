@@ -7,11 +7,12 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from flask import Flask, current_app, g, has_request_context
 
-from . import metrics
+from . import metrics, tracing
 from .config import ENVIRONMENT_NAMES
 from .extensions import DATABASE_OUTAGES, db
 from .models import Setting
@@ -76,6 +77,7 @@ class Environments:
         self._default: str = app.config["DEFAULT_ENVIRONMENT"]
         self._timeout: float = app.config["UPSTREAM_TIMEOUT"]
         self._pool_size: int = app.config["UPSTREAM_POOL_SIZE"]
+        self._tracing: bool = app.config["TRACING"]
         # The bulkheads: at most this many threads of this process wait on each environment at once. One
         # each, so an admin previewing a hanging staging store never leaves production's customers a 503.
         self._gates = {name: Bulkhead(app.config["UPSTREAM_CONCURRENCY"]) for name in self._settings}
@@ -128,6 +130,7 @@ class Environments:
                     secrets=self._keys,
                     observe=metrics.observe_upstream(name),
                     on_answer=self._health[name].record,
+                    trace=partial(tracing.pet_store_call, name) if self._tracing else None,
                 )
             return self._clients[(name, background)]
 

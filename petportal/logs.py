@@ -1,16 +1,29 @@
-"""A request id on every request, in the response and every log line; logs as text or one JSON object a line."""
+"""A request id on every request, in the response and every log line; one access line per request; logs as
+text or one JSON object a line, the server's own lines included (`server_logging`)."""
 
 from __future__ import annotations
 
 import logging
+import time
 import uuid
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from flask import Flask, Response, g, has_request_context, request
 from pythonjsonlogger.json import JsonFormatter
+from werkzeug.wsgi import ClosingIterator
+
+from . import tracing
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s [%(request_id)s] %(name)s: %(message)s"
-JSON_FIELDS = "%(asctime)s %(levelname)s %(name)s %(message)s %(request_id)s %(user)s %(environment)s"
+JSON_FIELDS = "%(asctime)s %(levelname)s %(name)s %(message)s %(request_id)s %(user)s %(environment)s %(trace_id)s"
 JSON_NAMES = {"asctime": "time", "levelname": "level", "name": "logger"}
+ACCESS_LOGGER = "petportal.access"
+# The servers' own loggers, formatted like the portal's when they take `server_logging`'s configuration.
+SERVER_LOGGERS = ("gunicorn.error", "_granian", "granian.access")
 
 
 class RequestContextFilter(logging.Filter):
@@ -28,23 +41,115 @@ class RequestContextFilter(logging.Filter):
             record.user = getattr(user, "username", None) or "-"
             record.environment = serving.environment.name if serving is not None else "-"
         else:
-            record.request_id = record.user = record.environment = "-"
+            # An access line is written once the answer is sent, outside the request: it brings its own id.
+            record.request_id = getattr(record, "request_id", "-")
+            record.user = record.environment = "-"
+        if not hasattr(record, "trace_id"):
+            record.trace_id = tracing.trace_id() or "-"
         return True
 
 
-def configure(log_format: str) -> None:
-    """Send the portal's logs to standard error, as text or as JSON (`PETPORTAL_LOG_FORMAT`)."""
-    logger = logging.getLogger("petportal")
-    for handler in [h for h in logger.handlers if any(isinstance(f, RequestContextFilter) for f in h.filters)]:
-        logger.removeHandler(handler)
-    handler = logging.StreamHandler()
+class DevelopmentServerRequests(logging.Filter):
+    """Drops the development server's own line for each request: the portal writes its access line itself."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.name == "werkzeug" and " - - [" in record.getMessage())
+
+
+def formatter(log_format: str) -> logging.Formatter:
+    """The one formatter of every line: the portal's, its access lines' and, through `server_logging`, the
+    server's."""
     if log_format == "json":
-        handler.setFormatter(JsonFormatter(JSON_FIELDS, rename_fields=JSON_NAMES))
-    else:
-        handler.setFormatter(logging.Formatter(TEXT_FORMAT))
-    handler.addFilter(RequestContextFilter())
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
+        return JsonFormatter(JSON_FIELDS, rename_fields=JSON_NAMES)
+    return logging.Formatter(TEXT_FORMAT)
+
+
+def configure(log_format: str) -> None:
+    """Send the portal's logs to standard error, as text or as JSON (`PETPORTAL_LOG_FORMAT`). With JSON, the
+    development server's lines (`flask run`, `python app.py`) go the same way."""
+    names = ["petportal"] + (["werkzeug"] if log_format == "json" else [])
+    for name in names:
+        logger = logging.getLogger(name)
+        for handler in [h for h in logger.handlers if any(isinstance(f, RequestContextFilter) for f in h.filters)]:
+            logger.removeHandler(handler)
+        handler = logging.StreamHandler()
+        handler.setFormatter(formatter(log_format))
+        handler.addFilter(RequestContextFilter())
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        logger.propagate = name == "petportal"
+    # The development server's per-request line would repeat the portal's own access line.
+    werkzeug = logging.getLogger("werkzeug")
+    if not any(isinstance(f, DevelopmentServerRequests) for f in werkzeug.filters):
+        werkzeug.addFilter(DevelopmentServerRequests())
+
+
+def server_logging(log_format: str) -> dict[str, Any]:
+    """With JSON, a `logging.config.dictConfig` for a production server (gunicorn's `logconfig_dict`, granian's
+    `log_dictconfig`): its own start, stop and worker lines, and any library's, become JSON too. With text, {}:
+    the server keeps its own format."""
+    if log_format != "json":
+        return {}
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "filters": {"context": {"()": RequestContextFilter}, "not_the_portals": {"()": NotThePortals}},
+        "formatters": {"portal": {"()": formatter, "log_format": log_format}},
+        "handlers": {
+            "others": {
+                "class": "logging.StreamHandler",
+                "formatter": "portal",
+                "filters": ["context", "not_the_portals"],
+            },
+        },
+        "root": {"level": "INFO", "handlers": ["others"]},
+        "loggers": {name: {"level": "INFO", "propagate": True} for name in SERVER_LOGGERS},
+    }
+
+
+class NotThePortals(logging.Filter):
+    """Lets through every line but the portal's own, which its own handler writes (`configure`)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.name.startswith("petportal")
+
+
+class AccessLog:
+    """WSGI layer in front of the portal (and its page cache): one line per request, once its answer is sent,
+    with the method, the path (never the query, which may hold what a visitor typed), the status, the
+    duration and the request id; and the trace id when tracing."""
+
+    def __init__(self, wsgi_app: WSGIApplication) -> None:
+        self.wsgi_app = wsgi_app
+        self.log = logging.getLogger(ACCESS_LOGGER)
+
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        started = time.perf_counter()
+        seen: dict[str, Any] = {}
+
+        def remember(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+            seen["status"] = int(status[:3]) if status[:3].isdigit() else 0
+            seen["request_id"] = next((value for name, value in headers if name.lower() == "x-request-id"), "-")
+            seen["trace_id"] = tracing.trace_id() or "-"
+            return start_response(status, headers, exc_info)
+
+        def write() -> None:
+            method = environ.get("REQUEST_METHOD", "-")
+            # PATH_INFO is the percent-decoded path as Latin-1 text; the formatter escapes what it must.
+            path = environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", "")
+            milliseconds = round((time.perf_counter() - started) * 1000, 2)
+            status = seen.get("status", 0)
+            fields = {"method": method, "path": path, "status": status, "duration_ms": milliseconds}
+            self.log.info(
+                "%s %r %s %.2f ms",
+                method,
+                path,
+                status,
+                milliseconds,
+                extra={**fields, "request_id": seen.get("request_id", "-"), "trace_id": seen.get("trace_id", "-")},
+            )
+
+        return ClosingIterator(self.wsgi_app(environ, remember), [write])
 
 
 def request_id(incoming: str) -> str:
@@ -54,7 +159,8 @@ def request_id(incoming: str) -> str:
 
 
 def register(app: Flask) -> None:
-    """Give every request an id, return it as X-Request-ID, and log with it."""
+    """Give every request an id, return it as X-Request-ID, and log with it. (`register_access` puts the
+    access lines in front, once every other WSGI layer is in place.)"""
     configure(app.config["LOG_FORMAT"])
 
     @app.before_request
@@ -66,3 +172,8 @@ def register(app: Flask) -> None:
         if "request_id" in g:
             response.headers["X-Request-ID"] = g.request_id
         return response
+
+
+def register_access(app: Flask) -> None:
+    """Write an access line for every request, the page cache's answers included."""
+    app.wsgi_app = AccessLog(app.wsgi_app)  # type: ignore[method-assign]  # Flask's own WSGI hook

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from flask import Flask, Response, g, request
@@ -82,13 +83,34 @@ def show_active(names: Iterable[str], active: str) -> None:
 
 
 def exposition() -> tuple[bytes, dict[str, str]]:
-    """The metrics in Prometheus text format: every worker's, when running under gunicorn."""
-    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    """The metrics in Prometheus text format: every worker's, when running under several."""
+    folder = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if folder:
+        forget_dead_workers(folder)
         registry = CollectorRegistry()
         multiprocess.MultiProcessCollector(registry)
     else:
         registry = REGISTRY
     return generate_latest(registry), {"Content-Type": CONTENT_TYPE_LATEST}
+
+
+def forget_dead_workers(folder: str) -> None:
+    """Drop the live gauges of workers that are gone (killed, or replaced by the server); their counters stay in
+    the sums. Done here, where the figures are read, so it holds under any server."""
+    for path in Path(folder).glob("gauge_live*_*.db"):
+        pid = path.stem.rpartition("_")[2]
+        if pid.isdigit() and not _alive(int(pid)):
+            multiprocess.mark_process_dead(int(pid), folder)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # it exists, under another user
+    return True
 
 
 def register(app: Flask) -> None:

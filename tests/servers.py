@@ -1,8 +1,10 @@
-"""Real servers on ephemeral loopback ports for the tests: a WSGI app, and a scripted faulty upstream."""
+"""Real servers on ephemeral loopback ports for the tests: a WSGI app, a scripted faulty upstream, and the portal
+under each of the commands that serve it."""
 
 import base64
 import io
 import json
+import signal
 import socket
 import socketserver
 import struct
@@ -288,3 +290,45 @@ class EchoingStore:
         payload = json.dumps(body).encode()
         start_response(f"{status} Echo", [*headers, ("Content-Length", str(len(payload)))])
         return [payload]
+
+
+# The commands that serve the portal, as an operator types them, on a given port.
+SERVERS = {
+    "flask serve": lambda port: [*FLASK_PORTAL, "serve", "--bind", f"127.0.0.1:{port}", "--workers", "2"],
+    "gunicorn": lambda port: [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "-c",
+        "gunicorn.conf.py",
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--workers",
+        "2",
+        "app:app",
+    ],
+    "flask run": lambda port: [*FLASK_PORTAL, "run", "--port", str(port)],
+}
+
+
+@contextmanager
+def running(command, env, output):
+    """Start `command` on a free port with `env`, its output (both streams) going to the file `output`; yields
+    (origin, process). The caller may stop it; else it is stopped here with SIGTERM."""
+    prepare_portal(env)
+    port = free_port()
+    with open(output, "wb") as sink:
+        process = subprocess.Popen(
+            SERVERS[command](port), cwd=PROJECT_ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT
+        )
+    try:
+        wait_for_port(port, process, seconds=60)
+        yield f"http://127.0.0.1:{port}", process
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(40)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()

@@ -20,7 +20,7 @@ from petportal.logs import RequestContextFilter
 from petportal.processes import free_port, stop, wait_for_port
 from petportal.store import create_app as create_store
 
-from helpers import PRODUCTION_KEY, SECRET_KEY, AuthActions
+from helpers import PRODUCTION_KEY, SECRET_KEY, AuthActions, metric
 from servers import portal_processes
 
 FLASK = [sys.executable, "-m", "flask"]
@@ -85,17 +85,6 @@ def test_a_built_wheel_serves_pages_and_stylesheet_from_another_directory(tmp_pa
 
 
 # --- metrics ---------------------------------------------------------------------------------------
-
-
-def metric(text, name, **labels):
-    """The value of one sample in Prometheus text, or 0."""
-    wanted = ",".join(f'{key}="{value}"' for key, value in sorted(labels.items()))
-    for line in text.splitlines():
-        if line.startswith(name + "{"):
-            found = ",".join(sorted(line[len(name) + 1 : line.index("}")].split(",")))
-            if found == wanted:
-                return float(line.rsplit(" ", 1)[1])
-    return 0.0
 
 
 @pytest.mark.slow

@@ -7,6 +7,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from contextlib import AbstractContextManager
 from types import TracebackType
 from typing import Any, Self, TypeVar
 from urllib.parse import urlencode, urlsplit
@@ -43,6 +44,8 @@ T = TypeVar("T")
 Observer = Callable[[str, str, float, int], None]
 # on_answer(operation, status, headers), told of every answer received.
 AnswerHook = Callable[[str, int, Mapping[str, str]], None]
+# Wraps one call (named by its operation) in a trace span; gives the headers that carry the span on.
+Trace = Callable[[str], AbstractContextManager[Mapping[str, str]]]
 
 MAX_BODY_BYTES = 4 * 1024 * 1024
 READ_CHUNK_BYTES = 64 * 1024
@@ -139,12 +142,14 @@ class PetStoreClient:
         secrets: Iterable[str] = (),
         observe: Observer | None = None,
         on_answer: AnswerHook | None = None,
+        trace: Trace | None = None,
     ) -> None:
         """`deadline()` may give the `time.monotonic()` by which a call and its retries must end (else
         `timeout` from the call's start); `gate` is a `Bulkhead` bounding how many calls may wait at once;
         `secrets` are further texts (other environments' keys) that no error may repeat; `observe` is
         told of every call: `observe(operation, outcome, seconds, retries)`; `on_answer` of every answer
-        received: `on_answer(operation, status, headers)`. The client only does HTTP: what answers mean for
+        received: `on_answer(operation, status, headers)`; `trace(operation)` wraps every call in a span and gives
+        the headers that carry it to the store. The client only does HTTP: what answers mean for
         an environment's health is for the caller to keep."""
         self.base_url = base_url.rstrip("/")
         self.timeout = float(timeout)
@@ -156,6 +161,7 @@ class PetStoreClient:
         self._guard = SecretGuard(self._secrets)
         self._observe = observe
         self._on_answer = on_answer
+        self._trace = trace
         # One connection pool, bound to this deployment's host: the key cannot be sent anywhere else, not
         # even by a redirect (never followed). urllib3 alone: no proxy variables, no .netrc, no cookies.
         self._path = urlsplit(self.base_url).path
@@ -213,7 +219,11 @@ class PetStoreClient:
         started = time.monotonic()
         _call.retries = 0
         try:
-            result = self._call_once(method, path, operation, parse, started, deadline, **kwargs)
+            if self._trace is None:
+                result = self._call_once(method, path, operation, parse, started, deadline, {}, **kwargs)
+            else:
+                with self._trace(operation) as carried:
+                    result = self._call_once(method, path, operation, parse, started, deadline, carried, **kwargs)
         except PetStoreError as error:
             self._report(operation, _outcome(error), started)
             raise
@@ -232,6 +242,7 @@ class PetStoreClient:
         parse: Callable[[Any, Guard], T],
         started: float,
         deadline: float | None,
+        carried: Mapping[str, str],
         **kwargs: Any,
     ) -> T:
         url = self.base_url + path
@@ -242,7 +253,7 @@ class PetStoreClient:
             raise Busy("Too many pages are waiting on the pet store already.", method=method, url=url)
         _call.deadline = deadline
         try:
-            status, headers, body = self._send(method, path, operation, url, deadline, **kwargs)
+            status, headers, body = self._send(method, path, operation, url, deadline, carried, **kwargs)
         finally:
             if self._gate is not None:
                 self._gate.leave()
@@ -262,15 +273,22 @@ class PetStoreClient:
             raise _unusable(operation, f"The store's answer is unusable: {reason}.", status, method, url) from exc
 
     def _send(
-        self, method: str, path: str, operation: str, url: str, deadline: float, **kwargs: Any
+        self,
+        method: str,
+        path: str,
+        operation: str,
+        url: str,
+        deadline: float,
+        carried: Mapping[str, str],
+        **kwargs: Any,
     ) -> tuple[int, Mapping[str, str], bytes]:
         """One request for `path` (below the base URL, which is `url`'s start), with its retries, all of it
-        before `deadline`: (status, headers, whole body)."""
+        before `deadline`, with the `carried` trace headers: (status, headers, whole body)."""
         try:
             response = self._pool.request(
                 method,
                 self._path + path,
-                headers={**self._headers, **self._extra_headers()},
+                headers={**self._headers, **self._extra_headers(), **carried},
                 timeout=DeadlineTimeout(self.timeout, deadline),
                 redirect=False,
                 preload_content=False,

@@ -1,0 +1,164 @@
+"""Production serving: `flask --app app serve [--bind HOST:PORT] [--workers N]`, with granian.
+
+granian (a Rust HTTP server running the portal as a WSGI app) was chosen over gunicorn by the figures of
+`python -m bench` (docs/performance.md): the same portal, the same workers and threads, and granian's
+floor (a constant page) several times gunicorn's. `gunicorn -c gunicorn.conf.py app:app` keeps working,
+and both servers get the same things done for the portal:
+
+- the app is built once, in the first process, and every worker is forked from it (demo mode starts
+  its stores once; the workers share the memory of what was loaded);
+- each worker starts its own import runner (`worker_started`);
+- metrics add up over the workers (`PROMETHEUS_MULTIPROC_DIR`, a fresh folder per server, removed at its
+  stop); a dead worker's live gauges are dropped when the figures are read (`metrics.forget_dead_workers`);
+- no forwarded header is believed by the server: only the portal reads them, through
+  `PETPORTAL_TRUSTED_PROXIES`;
+- a request cannot hold a worker forever: slow clients are read by the server's Rust side before any thread
+  is given, pet store calls end at their deadline (`PETPORTAL_UPSTREAM_TIMEOUT`), and at a stop, requests
+  under way get `GRACE_SECONDS` to finish before their worker is killed;
+- SIGTERM (or Ctrl+C) finishes the requests under way, then the process exits 0;
+- the server's own lines take the portal's log format (`logs.server_logging`), and the access lines are
+  the portal's own (`logs.AccessLog`).
+
+`flask serve` is a Flask CLI plugin command (an entry point of the package), so it runs without building
+the app in the CLI's process: it prepares the variables the workers need before anything reads them, then
+replaces itself (same process id, so signals reach the server) with `python -m petportal.production`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import click
+
+if TYPE_CHECKING:
+    from flask import Flask
+
+DEFAULT_BIND = "127.0.0.1:8000"
+# Threads per worker running the portal's code: each covers the time a page waits on the pet store. The
+# shape measured best on 2 cores for both servers (gunicorn.conf.py records the comparison).
+THREADS = 8
+# Requests under way at a stop get this long to finish (as gunicorn.conf.py's graceful_timeout).
+GRACE_SECONDS = 30
+METRICS_FOLDER_PREFIX = "petportal-metrics-"
+
+
+def default_workers() -> int:
+    """`WEB_CONCURRENCY` when set (as gunicorn reads it), else one worker per core of a 2-core machine."""
+    return int(os.environ.get("WEB_CONCURRENCY", "2"))
+
+
+def parse_bind(bind: str) -> tuple[str, int]:
+    """`HOST:PORT` (an IPv6 host in brackets) as (host, port); raises click.BadParameter with the reason."""
+    host, _, port = bind.rpartition(":")
+    host = host.strip("[]")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise click.BadParameter(f"{bind!r} is not HOST:PORT, for example 127.0.0.1:8000 or 0.0.0.0:8000.")
+    return host, int(port)
+
+
+@click.command("serve")
+@click.option("--bind", default=DEFAULT_BIND, show_default=True, help="HOST:PORT to listen on.")
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=default_workers,
+    show_default="WEB_CONCURRENCY, else 2",
+    help="Worker processes.",
+)
+@click.pass_context
+def serve_command(context: click.Context, bind: str, workers: int) -> None:
+    """Serve the portal in production, with granian; SIGTERM lets requests under way finish."""
+    parse_bind(bind)  # a bad address is refused here, before anything starts
+    from flask.cli import ScriptInfo
+
+    info = context.ensure_object(ScriptInfo)
+    # Metrics from every worker go to files in this folder, and /metrics adds them up. It must be set before
+    # prometheus_client is first imported, which is why the server runs in a fresh interpreter.
+    environ = dict(os.environ)
+    environ.setdefault("PROMETHEUS_MULTIPROC_DIR", tempfile.mkdtemp(prefix=METRICS_FOLDER_PREFIX))
+    command = [sys.executable, "-m", "petportal.production", "--bind", bind, "--workers", str(workers)]
+    if info.app_import_path:
+        command += ["--app", info.app_import_path]
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, command, environ)
+
+
+def worker_started(app: Flask) -> None:
+    """In each new worker, forked from the process that built `app`: no database connection of the parent is
+    reused, and the worker runs bulk imports (and watches for those a stopped worker left)."""
+    from .extensions import db
+    from .imports import engines
+
+    with app.app_context():
+        db.engine.dispose(close=False)  # the parent's connections stay the parent's
+    engines.watch(app)
+
+
+def run(app_import_path: str | None, bind: str, workers: int) -> None:
+    """Build the app once, then serve it from `workers` forked granian workers until stopped."""
+    from flask.cli import ScriptInfo
+    from granian.constants import Interfaces
+    from granian.http import HTTP1Settings
+    from granian.server import Server
+
+    from .logs import server_logging
+    from .processes import fewer_malloc_arenas
+
+    host, port = parse_bind(bind)
+    fewer_malloc_arenas()  # before the app is loaded and the workers forked (see fewer_malloc_arenas)
+    app = ScriptInfo(app_import_path=app_import_path).load_app()
+    # The workers are forked from this process, which built the app: they inherit it, loaded once.
+    multiprocessing.set_start_method("fork", force=True)
+    server = Server(
+        "petportal",  # not imported: `_loader` hands each worker the app built here
+        address=host,
+        port=port,
+        interface=Interfaces.WSGI,
+        workers=workers,
+        blocking_threads=THREADS,
+        websockets=False,  # WSGI has none
+        http1_settings=HTTP1Settings(header_read_timeout=10_000, keep_alive=True),
+        log_access=False,  # the portal writes its own access lines
+        log_dictconfig=server_logging(app.config["LOG_FORMAT"]) or None,
+        respawn_failed_workers=True,
+        workers_kill_timeout=GRACE_SECONDS,
+    )
+    server.on_shutdown(_remove_metrics_folder)
+    server.serve(target_loader=_loader(app), wrap_loader=False)
+
+
+def _loader(app: Flask) -> Callable[[], Flask]:
+    def load() -> Flask:
+        worker_started(app)
+        return app
+
+    return load
+
+
+def _remove_metrics_folder() -> None:
+    folder = os.environ.get("PROMETHEUS_MULTIPROC_DIR", "")
+    if os.path.basename(folder).startswith(METRICS_FOLDER_PREFIX):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """What `flask serve` runs, in a fresh interpreter. Not a click command: the app is built outside any
+    command, as a server builds it (demo mode then knows it serves)."""
+    parser = argparse.ArgumentParser(prog="python -m petportal.production", description=main.__doc__)
+    parser.add_argument("--app", dest="app_import_path", default=None)
+    parser.add_argument("--bind", default=DEFAULT_BIND)
+    parser.add_argument("--workers", type=int, default=default_workers())
+    args = parser.parse_args(argv)
+    run(args.app_import_path, args.bind, max(args.workers, 1))
+
+
+if __name__ == "__main__":
+    main()

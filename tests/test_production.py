@@ -1,0 +1,146 @@
+"""Production serving as an operator runs it: `flask --app app serve` (granian), and gunicorn beside it, on real
+ports in front of a real store; their output read line by line, signals sent as a process manager sends them."""
+
+import json
+import os
+import signal
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+from helpers import metric, production_variables
+from servers import running, serve
+
+pytestmark = pytest.mark.slow
+LIST_PAGES = {"endpoint": "catalog.list_animals", "method": "GET", "status": "200"}
+
+
+def workers_of(process):
+    """The process ids of a server's workers (its children)."""
+    return {int(pid) for pid in Path(f"/proc/{process.pid}/task/{process.pid}/children").read_text().split()}
+
+
+def test_flask_serve_serves_pages_from_two_workers_and_adds_up_their_metrics(tmp_path, production_store):
+    metrics_dir = tmp_path / "metrics"
+    metrics_dir.mkdir()
+    env = production_variables(tmp_path, production_store.url, PROMETHEUS_MULTIPROC_DIR=str(metrics_dir))
+    with running("flask serve", env, tmp_path / "out.log") as (origin, process):
+        pages = [requests.get(f"{origin}/animals", headers={"Connection": "close"}, timeout=10) for _ in range(40)]
+        assert all(page.status_code == 200 and "Rex" in page.text for page in pages)
+        assert requests.get(f"{origin}/healthz", timeout=10).status_code == 200
+        stylesheet = requests.get(f"{origin}/static/css/portal.css", timeout=10)
+        assert stylesheet.status_code == 200 and "text/css" in stylesheet.headers["Content-Type"]
+        served_by = {name.rsplit("_", 1)[1] for name in os.listdir(metrics_dir) if name.startswith("counter_")}
+        assert len(served_by) == 2, "both workers served pages"
+        text = requests.get(f"{origin}/metrics", timeout=10).text
+        assert metric(text, "petportal_requests_total", **LIST_PAGES) == 40
+
+        # A worker killed outright is replaced; its counters stay in the sums, its live gauges go.
+        dead = sorted(workers_of(process))[0]
+        assert any(name.endswith(f"_{dead}.db") and name.startswith("gauge_live") for name in os.listdir(metrics_dir))
+        os.kill(dead, signal.SIGKILL)
+        deadline = time.monotonic() + 20
+        while len(workers_of(process) - {dead}) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(workers_of(process) - {dead}) == 2, "the killed worker was replaced"
+        text = requests.get(f"{origin}/metrics", timeout=10).text
+        assert metric(text, "petportal_requests_total", **LIST_PAGES) == 40
+        assert not [name for name in os.listdir(metrics_dir) if name.startswith("gauge_live") and f"_{dead}." in name]
+        assert requests.get(f"{origin}/animals", timeout=10).status_code == 200
+    assert process.returncode == 0
+
+
+class SlowList:
+    """The reference store, answering each listPets only after `seconds`."""
+
+    def __init__(self, app, seconds):
+        self.app, self.seconds = app, seconds
+
+    def __call__(self, environ, start_response):
+        if environ["PATH_INFO"].endswith("/pets") and environ["REQUEST_METHOD"] == "GET":
+            time.sleep(self.seconds)
+        return self.app(environ, start_response)
+
+
+@pytest.mark.parametrize("command", ["flask serve", "gunicorn"])
+def test_sigterm_during_a_slow_page_lets_it_finish_and_the_server_exits_0(tmp_path, production_store, command):
+    app = production_store.recorder.app
+    with serve(SlowList(app, 2.0)) as slow_origin:
+        env = production_variables(tmp_path, slow_origin + "/v1", PETPORTAL_UPSTREAM_TIMEOUT="5")
+        with running(command, env, tmp_path / "out.log") as (origin, process):
+            answers = []
+            waiting = threading.Thread(target=lambda: answers.append(requests.get(f"{origin}/animals", timeout=20)))
+            waiting.start()
+            time.sleep(0.8)  # the page is now waiting on the store
+            process.send_signal(signal.SIGTERM)
+            waiting.join(20)
+            assert process.wait(30) == 0
+    [page] = answers
+    assert page.status_code == 200 and "Rex" in page.text
+
+
+@pytest.mark.parametrize("command", ["flask serve", "gunicorn", "flask run"])
+def test_with_json_logs_every_line_of_the_server_is_one_json_object(tmp_path, production_store, command):
+    env = production_variables(tmp_path, production_store.url, PETPORTAL_LOG_FORMAT="json")
+    output = tmp_path / "out.log"
+    with running(command, env, output) as (origin, _process):
+        page = requests.get(f"{origin}/animals?status=available", timeout=10)
+        missing = requests.get(f"{origin}/animals/999999", timeout=10)
+    assert page.status_code == 200 and missing.status_code == 404
+    lines = output.read_text().splitlines()
+    if command == "flask run":  # Flask's own banner, printed (not logged) by its command line before serving
+        lines = [line for line in lines if not line.startswith((" * Serving Flask app", " * Debug mode"))]
+    records = []
+    for line in lines:
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            pytest.fail(f"{command} wrote a line that is not JSON: {line!r}")
+    access = [record for record in records if record.get("logger") == "petportal.access"]
+    by_id = {record["request_id"]: record for record in access}
+    for response, path in ((page, "/animals"), (missing, "/animals/999999")):
+        record = by_id[response.headers["X-Request-ID"]]
+        assert record["method"] == "GET" and record["path"] == path
+        assert record["status"] == response.status_code and record["duration_ms"] > 0
+        assert "status=available" not in json.dumps(record), "the query (what a visitor typed) is not logged"
+    if command != "flask run":  # the development server prints its banner with click; it is not for production
+        messages = " ".join(record.get("message", "") for record in records)
+        assert "Listening at" in messages or "Listening at: http" in messages
+        assert any(word in messages for word in ("Shutting down", "Handling signal")), "its stop is logged too"
+
+
+def test_a_server_believes_no_forwarded_header_without_trusted_proxies(tmp_path, production_store):
+    env = production_variables(tmp_path, production_store.url, PETPORTAL_HTTPS="1", PETPORTAL_TRUSTED_HOSTS="127.0.0.1")
+    with running("flask serve", env, tmp_path / "out.log") as (origin, _process):
+        forged = requests.get(
+            f"{origin}/animals",
+            headers={"X-Forwarded-Proto": "https", "X-Forwarded-Host": "evil.example"},
+            allow_redirects=False,
+            timeout=10,
+        )
+    # Plain HTTP is sent to HTTPS on the address it came to, whatever the headers claim.
+    assert forged.status_code in (301, 302, 308)
+    assert forged.headers["Location"].startswith("https://127.0.0.1")
+    assert "evil.example" not in forged.headers["Location"]
+
+
+def test_slow_clients_holding_connections_do_not_keep_pages_from_others(tmp_path, production_store):
+    env = production_variables(tmp_path, production_store.url)
+    with running("flask serve", env, tmp_path / "out.log") as (origin, _process):
+        port = int(origin.rsplit(":", 1)[1])
+        # More half-sent requests than the two workers have threads (2 x 8), each sending a byte at a time.
+        slow = [socket.create_connection(("127.0.0.1", port)) for _ in range(24)]
+        try:
+            for connection in slow:
+                connection.sendall(b"GET /animals HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+            started = time.monotonic()
+            page = requests.get(f"{origin}/animals", timeout=10)
+            assert page.status_code == 200 and "Rex" in page.text
+            assert time.monotonic() - started < 5
+        finally:
+            for connection in slow:
+                connection.close()
