@@ -228,6 +228,25 @@ def run_init_db(env):
     )
 
 
+# The commands that serve the portal, as an operator types them, on a given port.
+SERVERS = {
+    "flask serve": lambda port: [*FLASK_PORTAL, "serve", "--bind", f"127.0.0.1:{port}", "--workers", "2"],
+    "gunicorn": lambda port: [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "-c",
+        "gunicorn.conf.py",
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--workers",
+        "2",
+        "app:app",
+    ],
+    "flask run": lambda port: [*FLASK_PORTAL, "run", "--port", str(port)],
+}
+
+
 @contextmanager
 def portal_processes(env, count=2):
     """Run `count` portal instances under gunicorn (2 workers each), as in production, on one database;
@@ -236,18 +255,7 @@ def portal_processes(env, count=2):
     ports = [free_port() for _ in range(count)]
     processes = [
         subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "gunicorn",
-                "-c",
-                "gunicorn.conf.py",
-                "--bind",
-                f"127.0.0.1:{port}",
-                "--workers",
-                "2",
-                "app:app",
-            ],
+            SERVERS["gunicorn"](port),
             cwd=PROJECT_ROOT,
             env=env,
             stdout=subprocess.DEVNULL,
@@ -290,25 +298,6 @@ class EchoingStore:
         payload = json.dumps(body).encode()
         start_response(f"{status} Echo", [*headers, ("Content-Length", str(len(payload)))])
         return [payload]
-
-
-# The commands that serve the portal, as an operator types them, on a given port.
-SERVERS = {
-    "flask serve": lambda port: [*FLASK_PORTAL, "serve", "--bind", f"127.0.0.1:{port}", "--workers", "2"],
-    "gunicorn": lambda port: [
-        sys.executable,
-        "-m",
-        "gunicorn",
-        "-c",
-        "gunicorn.conf.py",
-        "--bind",
-        f"127.0.0.1:{port}",
-        "--workers",
-        "2",
-        "app:app",
-    ],
-    "flask run": lambda port: [*FLASK_PORTAL, "run", "--port", str(port)],
-}
 
 
 @contextmanager
