@@ -31,7 +31,8 @@ from urllib.parse import parse_qsl
 from flask import Flask, current_app, make_response, request, session
 from flask_login import current_user
 from werkzeug.exceptions import HTTPException
-from werkzeug.wrappers import Request, Response
+from werkzeug.http import http_date
+from werkzeug.wrappers import Response
 
 from . import logs, metrics
 from .auth.remember import REMEMBER_COOKIE
@@ -54,6 +55,10 @@ RETRY_AFTER_FAILURE_SECONDS = 5
 SHAREABLE = "petportal.page_cache.shareable"
 # Made anew for every response, never stored.
 PER_RESPONSE = frozenset({"date", "x-request-id", "content-length"})
+# A request with any of these gets Werkzeug's conditional handling (a 304, a range); the others a plain replay.
+CONDITIONS = ("HTTP_IF_NONE_MATCH", "HTTP_IF_MODIFIED_SINCE", "HTTP_IF_MATCH", "HTTP_IF_UNMODIFIED_SINCE", "HTTP_RANGE")
+# How many URLs a process remembers the sharing of before it starts again.
+REMEMBERED_URLS = 4096
 
 
 def cached_page(
@@ -97,6 +102,9 @@ class SharedPages:
         self.wsgi_app = wsgi_app
         self.seconds = math.ceil(app.config["CACHE_SECONDS"])
         self.cookies = (app.config["SESSION_COOKIE_NAME"], REMEMBER_COOKIE)
+        # (path, query) -> the endpoint whose page may be shared, or None: what the URL map and the view's
+        # parameters say of a URL never changes while the process runs. Bounded: emptied when full.
+        self.endpoints: dict[tuple[str, str], str | None] = {}
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         started = time.perf_counter()
@@ -105,29 +113,48 @@ class SharedPages:
             return self.wsgi_app(environ, start_response)
         with self.app.app_context():
             environment = environments().active().name
-            try:
-                key = _page_key(environment, Request(environ))
-            except UnicodeDecodeError:  # a query that is not UTF-8: Flask answers it, uncached
-                return self.wsgi_app(environ, start_response)
+            key = _page_key(environment, environ)
             stored = _safely(cache.get, key)
-        metrics.PAGE_CACHE.labels("miss" if stored is None else "hit").inc()
         if stored is None:
+            metrics.PAGE_CACHE_MISSES.inc()
             return self._answer_and_store(environ, start_response, key, environment)
+        metrics.PAGE_CACHE_HITS.inc()
         body, headers = stored
-        response = Response(body, headers=headers)
-        response.headers["X-Request-ID"] = logs.request_id(environ.get("HTTP_X_REQUEST_ID", ""))
-        response.make_conditional(environ)
-        metrics.count(endpoint, environ["REQUEST_METHOD"], response.status_code, started)
-        return response(environ, start_response)
+        request_id = logs.request_id(environ.get("HTTP_X_REQUEST_ID", ""))
+        if any(name in environ for name in CONDITIONS):
+            response = Response(body, headers=headers)
+            response.headers["X-Request-ID"] = request_id
+            response.make_conditional(environ)
+            metrics.count(endpoint, environ["REQUEST_METHOD"], response.status_code, started)
+            return response(environ, start_response)
+        # Unconditional, the common case: the headers Werkzeug's Response gives the same page, in its order
+        # (test_caching compares them header for header), without building one.
+        start_response(
+            "200 OK",
+            [*headers, ("Content-Length", str(len(body))), ("X-Request-ID", request_id), ("Date", _now())],
+        )
+        metrics.count(endpoint, environ["REQUEST_METHOD"], 200, started)
+        return [] if environ["REQUEST_METHOD"] == "HEAD" else [body]
 
     def _shared_endpoint(self, environ: WSGIEnvironment) -> str | None:
         """The endpoint of a GET or HEAD that a shared page may answer, else None."""
         if environ["REQUEST_METHOD"] not in ("GET", "HEAD") or unreadable(environ) is not None:
             return None  # not a page to share, or one Flask answers with its 400 page
-        # Read as Flask reads it (Werkzeug's Request): a cookie that is not UTF-8 must not crash the front door.
-        cookies = Request(environ).cookies
-        if any(name in cookies for name in self.cookies):
+        # Any cookie whose name contains the session's or remember-me's is Flask's to read (a few false alarms
+        # cost a fresh page; reading the header as text is what makes this cheap).
+        cookie = environ.get("HTTP_COOKIE", "")
+        if cookie and any(name in cookie for name in self.cookies):
             return None
+        url = (environ.get("PATH_INFO", ""), environ.get("QUERY_STRING", ""))
+        if url not in self.endpoints:
+            if len(self.endpoints) >= REMEMBERED_URLS:
+                self.endpoints.clear()
+            self.endpoints[url] = self._endpoint_sharing(environ)
+        return self.endpoints[url]
+
+    def _endpoint_sharing(self, environ: WSGIEnvironment) -> str | None:
+        """The endpoint of this URL when its page may be shared: a view marked `cached_page` whose query holds
+        only that view's parameters, each once."""
         try:
             endpoint, _ = self.app.url_map.bind_to_environ(environ).match()
         except HTTPException:
@@ -136,7 +163,7 @@ class SharedPages:
         names = [name for name, _ in parse_qsl(environ.get("QUERY_STRING", ""), keep_blank_values=True)]
         if allowed is None or not set(names) <= allowed or len(set(names)) < len(names):
             return None
-        return endpoint
+        return str(endpoint)
 
     def _answer_and_store(
         self, environ: WSGIEnvironment, start_response: StartResponse, key: str, environment: str
@@ -202,9 +229,24 @@ def _generation_key(environment_name: str) -> str:
     return f"generation:{environment_name}"
 
 
-def _page_key(environment: str, request: Request) -> str:
+def _page_key(environment: str, environ: WSGIEnvironment) -> str:
+    """The key of a page: its environment and that environment's generation, the scheme and host the request came
+    to (after ProxyFix, when proxies are trusted) and its path and query as they came."""
     generation = _safely(cache.get, _generation_key(environment)) or 0
-    return f"page:{environment}:{generation}:{request.scheme}://{request.host}{request.full_path}"
+    host = environ.get("HTTP_HOST") or f"{environ.get('SERVER_NAME', '')}:{environ.get('SERVER_PORT', '')}"
+    where = f"{environ['wsgi.url_scheme']}://{host}{environ.get('PATH_INFO', '')}?{environ.get('QUERY_STRING', '')}"
+    return f"page:{environment}:{generation}:{where}"
+
+
+def _now() -> str:
+    """The Date header's value, made once a second."""
+    second = int(time.time())
+    if _DATE[0] != second:
+        _DATE[:] = [second, http_date(second)]
+    return str(_DATE[1])
+
+
+_DATE: list[int | str] = [0, ""]
 
 
 def _safely(operation: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T | None:
