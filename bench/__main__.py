@@ -1,12 +1,15 @@
-"""Side-by-side benchmark of the pet store, the portal and a bare render, on this machine.
+"""Side-by-side benchmark of the pet store and the portal under granian and gunicorn, on this machine.
 
-    python -m bench [--seconds 3] [--rounds 5]
+    python -m bench [--seconds 3] [--rounds 5] [--memory-requests 10000]
 
-Needs wrk (apt-get install wrk). Starts, on loopback, under gunicorn: the reference store seeded with
-100 animals; a slow copy of it (2 s per answer) as the staging environment; the portal with the cache
-off and, separately, on; and the bench-only bare render. Prints medians, the target ratios, peak RSS
-per portal worker, and what a slow environment does to the other pages. Last, on servers of its own,
-one portal worker's RSS after a warm-up and after 10,000 mixed requests (bench/memory.py).
+Needs wrk (apt-get install wrk). Starts, on loopback: the reference store seeded with 100 animals under
+gunicorn; a slow copy of it (2 s per answer) as the staging environment; then under granian (`flask --app
+app serve`, the production server) and under gunicorn (`gunicorn.conf.py`), each with 2 workers: the portal
+with the cache off, the portal with its 2 s cache, and the floor (bench/floor_app.py, 9 kB of constant
+bytes: what the server does with no work at all). Under granian also the portal traced, its spans sent
+over OTLP/HTTP to a sink in this process. Prints medians, the target ratios for each server, peak RSS per
+portal worker, and what a slow environment does to the other pages. Last, on servers of its own, one
+portal worker's RSS after a warm-up and after 10,000 mixed requests (bench/memory.py).
 """
 
 import argparse
@@ -18,8 +21,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import NamedTuple
 
@@ -30,9 +36,20 @@ KEY = secrets.token_urlsafe(16)
 ADMIN_PASSWORD = secrets.token_urlsafe(12)
 PORTAL_WORKERS, PORTAL_THREADS = 2, 8
 STORE_WORKERS, STORE_THREADS = 2, 8
-TARGETS = ("store", "portal", "bare", "cached")
-LIMITS = (20, 100)
-CONCURRENCY = (1, 8)
+SERVERS = ("granian", "gunicorn")
+# What each target is loaded with, as (connections, limit); the floor has no limit. Only what the ratios
+# need, so that the default run (3 s per run, 5 rounds, then the memory section) stays under 8 minutes.
+PLAN = {
+    "store": ((1, 20), (8, 20), (1, 100), (8, 100)),
+    "portal granian": ((1, 20), (8, 20), (1, 100), (8, 100)),
+    "cached granian": ((8, 20), (8, 100)),
+    "floor granian": ((8, None),),
+    "traced granian": ((1, 20), (8, 20)),
+    "portal gunicorn": ((1, 20), (8, 20)),
+    "cached gunicorn": ((8, 20),),
+    "floor gunicorn": ((8, None),),
+}
+TARGETS = tuple(PLAN)
 
 
 @contextmanager
@@ -64,9 +81,22 @@ def gunicorn(app, env, workers, threads, extra=()):
         stop([process], seconds=30)
 
 
-def workers(master):
-    """The process ids of a gunicorn master's workers."""
-    return Path(f"/proc/{master.pid}/task/{master.pid}/children").read_text().split()
+def workers(master, expected=None, seconds=60):
+    """The process ids of a server master's workers: its child processes, forked by any of its threads (gunicorn's
+    arbiter, or granian's server after `flask serve` replaced itself with it). With `expected`, wait until there
+    are that many, and fail if there are more: a child that is not a worker would be counted as one."""
+    deadline = time.monotonic() + seconds
+    while True:
+        children = [
+            pid
+            for task in Path(f"/proc/{master.pid}/task").iterdir()
+            for pid in (task / "children").read_text().split()
+        ]
+        if expected is None or len(children) == expected:
+            return children
+        if len(children) > expected or time.monotonic() > deadline:
+            raise RuntimeError(f"{master.args}: {len(children)} child processes, not the {expected} workers expected")
+        time.sleep(0.1)
 
 
 def workers_cpu_seconds(master):
@@ -124,7 +154,7 @@ def run_options(description, memory=False):
 def portal_variables(folder, production, **extra):
     """A bench portal's environment: `portal_environment`, over the store at `production` as its production,
     the cache off, its data in `folder`; then `extra`."""
-    return portal_environment(
+    env = portal_environment(
         PETSTORE_PRODUCTION_URL=production + "/v1",
         PETSTORE_PRODUCTION_KEY=KEY,
         PETPORTAL_SECRET_KEY=secrets.token_urlsafe(32),
@@ -133,6 +163,8 @@ def portal_variables(folder, production, **extra):
         PETPORTAL_CACHE_SECONDS="0",
         **extra,
     )
+    # Traced only when a bench asks for it (OTEL_EXPORTER_OTLP_ENDPOINT in `extra`), whatever this shell says.
+    return {name: value for name, value in env.items() if not name.startswith("OTEL_") or name in extra}
 
 
 def seeded_store(folder, name):
@@ -151,13 +183,15 @@ def seeded_store(folder, name):
 def main():
     args = run_options(__doc__, memory=True)
     folder = Path(tempfile.mkdtemp(prefix="petportal-bench-"))
-    store_env, slow_env = seeded_store(folder, "store"), seeded_store(folder, "slow")
+    with ThreadPoolExecutor() as seeding:  # each seed is a process of its own
+        store_env, slow_env = seeding.map(lambda name: seeded_store(folder, name), ("store", "slow"))
 
     with ExitStack() as stack:
         store, _ = stack.enter_context(
             gunicorn("petportal.store:create_app()", store_env, STORE_WORKERS, STORE_THREADS)
         )
         slow, _ = stack.enter_context(gunicorn("bench.slow_store:app", slow_env, 1, 32))
+        sink = stack.enter_context(trace_sink())
         portal_env = portal_variables(
             folder,
             store,
@@ -168,52 +202,127 @@ def main():
             PETPORTAL_REQUIRE_ADMIN_MFA="0",
         )
         prepare_portal(portal_env, [("bench", "admin", ADMIN_PASSWORD)])
-        portal_config = ["-c", "gunicorn.conf.py"]
-        portal, portal_master = stack.enter_context(
-            gunicorn("app:app", portal_env, PORTAL_WORKERS, PORTAL_THREADS, portal_config)
+        cached_env = {**portal_env, "PETPORTAL_CACHE_SECONDS": "2"}
+        traced_env = {**portal_env, "OTEL_EXPORTER_OTLP_ENDPOINT": sink.origin}
+        servers = start_servers(
+            stack,
+            {
+                "portal granian": granian_portal(portal_env),
+                "cached granian": granian_portal(cached_env),
+                "floor granian": (["-m", "bench.floor_server"], portal_env),
+                "traced granian": granian_portal(traced_env),
+                "portal gunicorn": gunicorn_portal("app:app", portal_env),
+                "cached gunicorn": gunicorn_portal("app:app", cached_env),
+                "floor gunicorn": gunicorn_portal("bench.floor_app:app", portal_env),
+            },
         )
-        bare, _ = stack.enter_context(
-            gunicorn("bench.bare_app:app", portal_env, PORTAL_WORKERS, PORTAL_THREADS, portal_config)
-        )
-        cached, cached_master = stack.enter_context(
-            gunicorn(
-                "app:app", {**portal_env, "PETPORTAL_CACHE_SECONDS": "2"}, PORTAL_WORKERS, PORTAL_THREADS, portal_config
-            )
-        )
-        urls = {
-            "store": lambda limit: f"{store}/v1/pets?limit={limit}",
-            "portal": lambda limit: f"{portal}/animals?limit={limit}",
-            "bare": lambda limit: f"{bare}/bare?limit={limit}",
-            "cached": lambda limit: f"{cached}/animals?limit={limit}",
-        }
-        print_settings(args)
+        origins = {"store": store} | {name: origin for name, (origin, _) in servers.items()}
+        print_settings(args, serving_lines())
         for target in TARGETS:  # warm every server, its pools and its caches
-            wrk(urls[target](20), 8, 1, headers=auth_header(target))
+            wrk(url(origins, target, 20), 8, 1, headers=auth_header(target))
         results = {}
         for round_number in range(args.rounds):
             order = TARGETS if round_number % 2 == 0 else tuple(reversed(TARGETS))
             for target in order:
-                for connections in CONCURRENCY:
-                    for limit in LIMITS:
-                        measured = wrk(urls[target](limit), connections, args.seconds, headers=auth_header(target))
-                        if measured is None:
-                            raise SystemExit(f"discarded: {target} answered something other than 2xx")
-                        results.setdefault((target, connections, limit), []).append(measured)
-        medians = {
-            key: (statistics.median(run.rps for run in runs), statistics.median(run.p50_ms for run in runs))
-            for key, runs in results.items()
-        }
-        rss = max(worker_peak_rss_mb(portal_master), worker_peak_rss_mb(cached_master))
-        slow_effect = slow_environment_effect(portal, args.seconds, medians)
-        print_report(medians, results, rss, slow_effect)
+                for connections, limit in PLAN[target]:
+                    measured = wrk(url(origins, target, limit), connections, args.seconds, headers=auth_header(target))
+                    if measured is None:
+                        raise SystemExit(f"discarded: {target} answered something other than 2xx")
+                    results.setdefault((target, connections, limit), []).append(measured)
+        rss = {name: worker_peak_rss_mb(master) for name, (_, master) in servers.items()}
+        slow_effect = slow_environment_effect(servers["portal granian"][0], args.seconds, results)
+        print_report(results, rss, slow_effect, sink.exports)
     print_memory_section(args.memory_requests)
+
+
+def granian_portal(env):
+    """The portal as production serves it: `flask --app app serve` (petportal/production.py)."""
+    return ["-m", "flask", "--app", "app", "serve"], env
+
+
+def gunicorn_portal(app, env):
+    """`app` under gunicorn.conf.py, as `gunicorn -c gunicorn.conf.py` serves the portal."""
+    return ["-m", "gunicorn", "-c", "gunicorn.conf.py", app], env
+
+
+def start_servers(stack, commands):
+    """Start every `python <arguments> --bind 127.0.0.1:PORT --workers 2` of `commands` (name: (arguments, env))
+    at once, each on a free port; {name: (origin, master process)} once all listen and have their workers.
+    They are stopped when `stack` closes."""
+    started, processes = {}, []
+    stack.callback(lambda: stop(processes, seconds=30))
+    for name, (arguments, env) in commands.items():
+        port = free_port()
+        bind = ["--bind", f"127.0.0.1:{port}", "--workers", str(PORTAL_WORKERS)]
+        process = subprocess.Popen(
+            [sys.executable, *arguments, *bind],
+            cwd=PROJECT_ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        processes.append(process)
+        started[name] = (f"http://127.0.0.1:{port}", process)
+    for origin, process in started.values():
+        wait_for_port(int(origin.rsplit(":", 1)[1]), process, seconds=60)
+        workers(process, PORTAL_WORKERS)  # granian listens before its workers are forked
+    return started
+
+
+def url(origins, target, limit):
+    """The page `target` is loaded on: the store's JSON list, the portal's list page, the floor's one page."""
+    origin = origins[target]
+    if target == "store":
+        return f"{origin}/v1/pets?limit={limit}"
+    if target.startswith("floor"):
+        return f"{origin}/"
+    return f"{origin}/animals?limit={limit}"
+
+
+class TraceSink(NamedTuple):
+    """The OTLP/HTTP receiver the traced portal exports to, and the count of exports it took."""
+
+    origin: str
+    exports: list[int]
+
+
+@contextmanager
+def trace_sink():
+    """An OTLP/HTTP endpoint on a free loopback port, in a thread of this process: it answers 200 to every
+    POST /v1/traces and discards the spans, as a collector with nothing behind it would."""
+    exports = [0]
+
+    class Receiver(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # the exporter keeps its connection
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            known = self.path == "/v1/traces"
+            exports[0] += known
+            self.send_response(200 if known else 404)
+            self.send_header("Content-Type", "application/x-protobuf")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, format, *args):
+            """Silent: the bench prints its own lines."""
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield TraceSink(f"http://127.0.0.1:{server.server_address[1]}", exports)
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def auth_header(target):
     return [f"Authorization: Bearer {KEY}"] if target == "store" else []
 
 
-def slow_environment_effect(portal, seconds, medians):
+def slow_environment_effect(portal, seconds, results):
     """An admin previewing the 2 s staging store under load, while customers load production pages."""
     admin = logged_in(portal, "bench", ADMIN_PASSWORD)
     page = admin.get(f"{portal}/admin/environment").text
@@ -229,7 +338,8 @@ def slow_environment_effect(portal, seconds, medians):
     during = wrk(f"{portal}/animals?limit=20", 8, seconds)
     slow_output = slow_run.communicate()[0]
     slow_rps = float(re.search(r"Requests/sec:\s+([\d.]+)", slow_output).group(1))
-    return {"baseline": medians[("portal", 8, 20)][0], "during": during.rps if during else None, "slow_rps": slow_rps}
+    baseline = statistics.median(run.rps for run in results[("portal granian", 8, 20)])
+    return {"baseline": baseline, "during": during.rps if during else None, "slow_rps": slow_rps}
 
 
 def print_memory_section(requests):
@@ -250,51 +360,125 @@ def machine():
     )
 
 
-def print_settings(args):
+def print_settings(args, serving=()):
+    """What was measured and how: the machine, the store, how the portal is served (`serving`, one line each;
+    by default the portal under gunicorn.conf.py), and the load."""
     print(machine())
     print(f"store: gunicorn gthread, {STORE_WORKERS} workers x {STORE_THREADS} threads, SQLite, 100 animals")
-    print(
-        f"portal and bare render: gunicorn.conf.py (gthread, preload, keep-alive 5), "
-        f"{PORTAL_WORKERS} workers x {PORTAL_THREADS} threads, upstream pool {PORTAL_THREADS}; cached: 2 s micro-cache"
-    )
+    for line in serving or [f"portal: {GUNICORN_SETTINGS}, upstream pool {PORTAL_THREADS}"]:
+        print(line)
     print(f"load: wrk, {args.seconds} s per run, {args.rounds} rounds alternating the order; all on loopback\n")
 
 
-def round_ratios(results, over, under, connections, limit, field):
-    """One ratio per round, each from the two runs of that round (the targets alternate within a round)."""
+GUNICORN_SETTINGS = (
+    f"gunicorn.conf.py (gthread, preload, keep-alive 5), {PORTAL_WORKERS} workers x {PORTAL_THREADS} threads"
+)
+
+
+def serving_lines():
+    """How this bench serves the portal and the floor."""
     return [
-        getattr(top, field) / getattr(bottom, field)
-        for top, bottom in zip(results[(over, connections, limit)], results[(under, connections, limit)], strict=True)
+        f"granian: flask --app app serve --workers {PORTAL_WORKERS} (petportal/production.py: "
+        f"{PORTAL_WORKERS} workers x {PORTAL_THREADS} blocking threads); floor: bench/floor_server.py, same settings",
+        f"gunicorn: {GUNICORN_SETTINGS}; floor: bench.floor_app:app under the same",
+        f"portal: cache off, upstream pool {PORTAL_THREADS}; cached: 2 s micro-cache; traced (granian): cache off, "
+        "spans over OTLP/HTTP to a sink in the bench's process; floor: 9 kB of constant HTML (bench/floor_app.py)",
     ]
 
 
-def print_report(medians, results, rss, slow):
+# Each ratio divides a target's run by another's of the same round: (label, over, under, connections, the
+# limit of the run under ("same": the column's; None: the floor's one page), field, target). "{server}" is
+# each column's server; a cell whose runs the plan does not make is left empty.
+RATIOS = (
+    ("portal p50 / store p50, c=1, cache off", "portal {server}", "store", 1, "same", "p50_ms", "<= 2.5"),
+    ("portal rps / store rps, c=8, cache off", "portal {server}", "store", 8, "same", "rps", ">= 0.40"),
+    ("cached portal rps / store rps, c=8", "cached {server}", "store", 8, "same", "rps", ">= 3"),
+    (
+        "cached portal rps / floor rps, c=8 (the server's constant 9 kB)",
+        "cached {server}",
+        "floor {server}",
+        8,
+        None,
+        "rps",
+        ">= 0.5",
+    ),
+    (
+        "traced portal p50 / portal p50, c=1 (tracing's cost)",
+        "traced {server}",
+        "portal {server}",
+        1,
+        "same",
+        "p50_ms",
+        "report",
+    ),
+    (
+        "traced portal rps / portal rps, c=8 (tracing's cost)",
+        "traced {server}",
+        "portal {server}",
+        8,
+        "same",
+        "rps",
+        "report",
+    ),
+)
+COLUMNS = (("granian", 20), ("granian", 100), ("gunicorn", 20))
+
+
+def ratio_cell(results, over, under, connections, under_limit, field, limit):
+    """The median of the per-round ratios with their min-max, or "" when the plan makes no such runs."""
+    keys = (over, connections, limit), (under, connections, limit if under_limit == "same" else under_limit)
+    if not all(key in results for key in keys):
+        return ""
+    ratios = [getattr(top, field) / getattr(bottom, field) for top, bottom in zip(*map(results.get, keys), strict=True)]
+    return f"{statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f})"
+
+
+def print_row(label, cells, target):
+    """One row of the ratios' table."""
+    print(f"| {label} | {' | '.join(cells)} | {target} |")
+
+
+def print_report(results, rss, slow, exports):
+    """The medians of every run, the ratios for each server, memory, traces and the slow environment."""
     print("| target | c | limit | req/s (median) | p50 ms (median) |")
     print("|---|---:|---:|---:|---:|")
-    for (target, connections, limit), (rps, p50) in sorted(
-        medians.items(), key=lambda item: (item[0][1], item[0][2], TARGETS.index(item[0][0]))
+    for (target, connections, limit), runs in sorted(
+        results.items(), key=lambda item: (item[0][1], item[0][2] or 0, TARGETS.index(item[0][0]))
     ):
-        print(f"| {target} | {connections} | {limit} | {rps:,.0f} | {p50:.2f} |")
-    print("\nAgainst the reference store's own JSON endpoint; the median of the per-round ratios (min-max):\n")
-    print("| ratio | limit 20 | limit 100 | target |")
-    print("|---|---:|---:|---|")
-    rows = [
-        ("portal p50 / store p50, c=1, cache off", ("portal", "store", 1, "p50_ms"), "<= 2.5"),
-        ("bare render p50 / store p50, c=1 (no upstream call)", ("bare", "store", 1, "p50_ms"), "reference"),
-        ("portal rps / store rps, c=8, cache off", ("portal", "store", 8, "rps"), ">= 0.40"),
-        ("bare render rps / store rps, c=8 (no upstream call)", ("bare", "store", 8, "rps"), "reference"),
-        ("cached portal rps / store rps, c=8", ("cached", "store", 8, "rps"), ">= 3"),
-    ]
-    for label, (over, under, connections, field), target in rows:
-        cells = []
-        for limit in LIMITS:
-            ratios = round_ratios(results, over, under, connections, limit, field)
-            cells.append(f"{statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f})")
-        print(f"| {label} | {cells[0]} | {cells[1]} | {target} |")
-    print(f"| peak RSS per portal worker (MB) | {rss:.0f} | | <= 80 |")
+        rps, p50 = statistics.median(run.rps for run in runs), statistics.median(run.p50_ms for run in runs)
+        print(f"| {target} | {connections} | {limit or '-'} | {rps:,.0f} | {p50:.2f} |")
+    print("\nThe median of the per-round ratios (min-max), each from two runs of the same round:\n")
+    print("| ratio | " + " | ".join(f"{server}, limit {limit}" for server, limit in COLUMNS) + " | target |")
+    print("|---|" + "---:|" * len(COLUMNS) + "---|")
+    for label, over, under, connections, under_limit, field, target in RATIOS:
+        cells = [
+            ratio_cell(
+                results,
+                over.format(server=server),
+                under.format(server=server),
+                connections,
+                under_limit,
+                field,
+                limit,
+            )
+            for server, limit in COLUMNS
+        ]
+        print_row(label, cells, target)
+    portal_rss = {server: max(rss[f"portal {server}"], rss[f"cached {server}"]) for server in SERVERS}
+    print_row(
+        "peak RSS per portal worker (MB)",
+        [f"{portal_rss['granian']:.0f}", "", f"{portal_rss['gunicorn']:.0f}"],
+        "<= 80",
+    )
+    print_row("peak RSS per traced portal worker (MB)", [f"{rss['traced granian']:.0f}", "", ""], "report")
+    print(
+        "\npeak RSS per worker (MB), the larger of each server's two workers: "
+        + ", ".join(f"{name} {mb:.0f}" for name, mb in rss.items())
+    )
+    print(f"\ntraces: the sink took {exports[0]:,} OTLP exports from the traced portal")
     during = f"{slow['during']:,.0f}" if slow["during"] else "discarded (non-2xx)"
     print(
-        f"\nslow environment: while an admin previews a staging store that takes 2 s (8 connections, "
+        f"slow environment (granian): while an admin previews a staging store that takes 2 s (8 connections, "
         f"{slow['slow_rps']:.1f} req/s), customers' /animals?limit=20 at c=8 serves {during} req/s "
         f"(alone: {slow['baseline']:,.0f} req/s)"
     )

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 import click
 
 if TYPE_CHECKING:
+    from _typeshed.wsgi import WSGIApplication
     from flask import Flask
 
 DEFAULT_BIND = "127.0.0.1:8000"
@@ -105,16 +106,24 @@ def worker_started(app: Flask) -> None:
 def run(app_import_path: str | None, bind: str, workers: int) -> None:
     """Build the app once, then serve it from `workers` forked granian workers until stopped."""
     from flask.cli import ScriptInfo
-    from granian.constants import Interfaces
-    from granian.http import HTTP1Settings
-    from granian.server import Server
 
-    from .logs import server_logging
     from .processes import fewer_malloc_arenas
 
     host, port = parse_bind(bind)
     fewer_malloc_arenas()  # before the app is loaded and the workers forked (see fewer_malloc_arenas)
     app = ScriptInfo(app_import_path=app_import_path).load_app()
+    serve(_loader(app), host, port, workers, app.config["LOG_FORMAT"])
+
+
+def serve(load: Callable[[], WSGIApplication], host: str, port: int, workers: int, log_format: str) -> None:
+    """Serve what `load` returns in each worker from `workers` forked granian workers until stopped: the
+    settings of `flask serve`, which the benchmark's floor shares (bench/floor_server.py)."""
+    from granian.constants import Interfaces
+    from granian.http import HTTP1Settings
+    from granian.server import Server
+
+    from .logs import server_logging
+
     # The workers are forked from this process, which built the app: they inherit it, loaded once.
     multiprocessing.set_start_method("fork", force=True)
     server = Server(
@@ -127,12 +136,12 @@ def run(app_import_path: str | None, bind: str, workers: int) -> None:
         websockets=False,  # WSGI has none
         http1_settings=HTTP1Settings(header_read_timeout=10_000, keep_alive=True),
         log_access=False,  # the portal writes its own access lines
-        log_dictconfig=server_logging(app.config["LOG_FORMAT"]) or None,
+        log_dictconfig=server_logging(log_format) or None,
         respawn_failed_workers=True,
         workers_kill_timeout=GRACE_SECONDS,
     )
     server.on_shutdown(_remove_metrics_folder)
-    server.serve(target_loader=_loader(app), wrap_loader=False)
+    server.serve(target_loader=load, wrap_loader=False)
 
 
 def _loader(app: Flask) -> Callable[[], Flask]:
