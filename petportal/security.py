@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from flask import Flask, Response, current_app, redirect, request
-from flask_talisman import Talisman
 from werkzeug.middleware.proxy_fix import ProxyFix
 from werkzeug.sansio.utils import host_is_trusted
 
@@ -32,22 +31,20 @@ CONTENT_SECURITY_POLICY = {
     "frame-ancestors": "'none'",
     "form-action": "'self'",
 }
+# The same on every response, so written once: what Flask-Talisman sent with the portal's options (it built
+# them anew for each response), in its order. Its Permissions-Policy default turns the Topics API off.
+SECURITY_HEADERS = (
+    ("Permissions-Policy", "browsing-topics=()"),
+    ("X-Frame-Options", "DENY"),
+    ("X-Content-Type-Options", "nosniff"),
+    ("Content-Security-Policy", "; ".join(f"{name} {value}" for name, value in CONTENT_SECURITY_POLICY.items())),
+    ("Referrer-Policy", "strict-origin-when-cross-origin"),
+)
 
 
 def register(app: Flask) -> None:
     """Send the security headers on every response, and honour the HTTPS, proxy and host settings."""
-    Talisman(
-        app,
-        # The HTTPS redirect and HSTS are the portal's own (below): Talisman would trust X-Forwarded-Proto.
-        force_https=False,
-        strict_transport_security=False,
-        content_security_policy=CONTENT_SECURITY_POLICY,
-        frame_options="DENY",
-        referrer_policy="strict-origin-when-cross-origin",
-        session_cookie_secure=app.config["SESSION_COOKIE_SECURE"],
-        session_cookie_http_only=app.config["SESSION_COOKIE_HTTPONLY"],
-        session_cookie_samesite=app.config["SESSION_COOKIE_SAMESITE"],
-    )
+    app.after_request(send_security_headers)
     proxies = app.config["TRUSTED_PROXIES"]
     if proxies:
         app.wsgi_app = ProxyFix(  # type: ignore[method-assign]  # Flask's own WSGI hook
@@ -57,6 +54,14 @@ def register(app: Flask) -> None:
         app.before_request(send_plain_http_to_https)
         app.after_request(send_hsts)
     app.after_request(keep_locations_on_trusted_hosts)
+
+
+def send_security_headers(response: Response) -> Response:
+    """The headers every response carries, replacing any a view set."""
+    headers = response.headers
+    for name, value in SECURITY_HEADERS:
+        headers[name] = value
+    return response
 
 
 def send_plain_http_to_https() -> BaseResponse | None:
