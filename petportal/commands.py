@@ -3,7 +3,6 @@
 import sys
 
 import click
-import flask_migrate
 from flask import Flask
 from flask.cli import AppGroup, with_appcontext
 from sqlalchemy import inspect
@@ -35,6 +34,8 @@ def init_db() -> None:
 
 def upgrade_database() -> None:
     """Bring the database to the latest migration; a database made by 0.1.0's init-db is adopted first."""
+    import flask_migrate  # Alembic, loaded for this command only (see extensions.Migrations)
+
     tables = inspect(db.engine).get_table_names()
     if tables and "alembic_version" not in tables:
         flask_migrate.stamp(revision=BASELINE_REVISION)
