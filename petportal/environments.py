@@ -6,11 +6,12 @@ import logging
 import threading
 import time
 from collections.abc import Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from flask import Flask, current_app, g, has_request_context
+from flask import Flask, current_app, g, has_app_context, has_request_context
 
 from . import metrics, tracing
 from .config import ENVIRONMENT_NAMES
@@ -73,6 +74,7 @@ class Environments:
     active choice."""
 
     def __init__(self, app: Flask) -> None:
+        self._app = app
         self._settings: dict[str, dict[str, Any]] = app.config["PETSTORE_ENVIRONMENTS"]
         self._default: str = app.config["DEFAULT_ENVIRONMENT"]
         self._timeout: float = app.config["UPSTREAM_TIMEOUT"]
@@ -147,20 +149,26 @@ class Environments:
         """The environment every user is served from, as last chosen by an admin."""
         name, fetched_at = self._active
         if name is None or time.monotonic() - fetched_at > ACTIVE_REFRESH_SECONDS:
-            try:
-                row = db.session.get(Setting, ACTIVE_SETTING)
-                name = row.value if row is not None else self._default
-            except DATABASE_OUTAGES as error:
-                # Customers keep browsing the last known (or default) environment while the database is down.
-                db.session.rollback()
-                log.error("the portal's database is unavailable: %s", type(error).__name__)
-                name = name or self._default
-            self._active = (name, time.monotonic())
-            metrics.show_active(ENVIRONMENT_NAMES, name)
+            with nullcontext() if has_app_context() else self._app.app_context():  # the page cache asks outside one
+                name = self._read_active(name)
         environment = self.get(name)
         if environment is None or not environment.configured:
             return self._environment(self._default)
         return environment
+
+    def _read_active(self, name: str | None) -> str:
+        """The active environment's name as the database holds it, remembered for ACTIVE_REFRESH_SECONDS."""
+        try:
+            row = db.session.get(Setting, ACTIVE_SETTING)
+            name = row.value if row is not None else self._default
+        except DATABASE_OUTAGES as error:
+            # Customers keep browsing the last known (or default) environment while the database is down.
+            db.session.rollback()
+            log.error("the portal's database is unavailable: %s", type(error).__name__)
+            name = name or self._default
+        self._active = (name, time.monotonic())
+        metrics.show_active(ENVIRONMENT_NAMES, name)
+        return name
 
     def set_active(self, name: str) -> None:
         """Make `name` the active environment for every user and every process, once the caller's unit of work

@@ -4,8 +4,8 @@ text or one JSON object a line, the server's own lines included (`server_logging
 from __future__ import annotations
 
 import logging
+import os
 import time
-import uuid
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -67,6 +67,10 @@ def formatter(log_format: str) -> logging.Formatter:
 def configure(log_format: str) -> None:
     """Send the portal's logs to standard error, as text or as JSON (`PETPORTAL_LOG_FORMAT`). With JSON, the
     development server's lines (`flask run`, `python app.py`) go the same way."""
+    # No line shows the source file, the thread or the process, so no record looks them up (the logging
+    # HOWTO's optimisations): an access line is written for every request, cached pages included.
+    logging._srcfile = None  # documented in the logging HOWTO, "Optimization"
+    logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
     names = ["petportal"] + (["werkzeug"] if log_format == "json" else [])
     for name in names:
         logger = logging.getLogger(name)
@@ -155,7 +159,7 @@ class AccessLog:
 def request_id(incoming: str) -> str:
     """The id of a request: a proxy's own (`incoming`) when it looks like one, else a new one. Arbitrary
     text is never echoed into logs. Also used by the page cache, which answers before Flask."""
-    return incoming if incoming.isascii() and incoming.isalnum() and 8 <= len(incoming) <= 64 else uuid.uuid4().hex
+    return incoming if incoming.isascii() and incoming.isalnum() and 8 <= len(incoming) <= 64 else os.urandom(16).hex()
 
 
 def register(app: Flask) -> None:

@@ -36,7 +36,6 @@ from werkzeug.wrappers import Response
 
 from . import logs, metrics
 from .auth.remember import REMEMBER_COOKIE
-from .environments import environments
 from .extensions import cache
 from .front_door import unreadable
 from .serving import serving
@@ -44,6 +43,7 @@ from .serving import serving
 if TYPE_CHECKING:
     from _typeshed import OptExcInfo
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
+    from cachelib import BaseCache
     from flask.typing import ResponseReturnValue
 
 P = ParamSpec("P")
@@ -111,10 +111,11 @@ class SharedPages:
         endpoint = self._shared_endpoint(environ)
         if endpoint is None:
             return self.wsgi_app(environ, start_response)
-        with self.app.app_context():
-            environment = environments().active().name
-            key = _page_key(environment, environ)
-            stored = _safely(cache.get, key)
+        # No app context: the cache's backend and the environments are the app's own objects, read directly.
+        backend = self.app.extensions["cache"][cache]
+        environment = self.app.extensions["petportal.environments"].active().name
+        key = _page_key(self.app, backend, environment, environ)
+        stored = _safely(self.app, backend.get, key)
         if stored is None:
             metrics.PAGE_CACHE_MISSES.inc()
             return self._answer_and_store(environ, start_response, key, environment)
@@ -191,15 +192,14 @@ class SharedPages:
             and not any(name.lower() == "set-cookie" for name, _ in headers)
         ):
             kept = [(name, value) for name, value in headers if name.lower() not in PER_RESPONSE]
-            with self.app.app_context():
-                _safely(cache.set, key, (body, kept), timeout=self.seconds)
+            _safely(self.app, self.app.extensions["cache"][cache].set, key, (body, kept), timeout=self.seconds)
         return [body]
 
 
 def invalidate(environment_name: str) -> None:
     """Forget every cached page of one environment, in every process that shares the cache."""
     if _caching():
-        _safely(cache.cache.inc, _generation_key(environment_name))
+        _safely(current_app, cache.cache.inc, _generation_key(environment_name))
 
 
 # Pages, an import's progress and its results: what a browser or a proxy must not keep unless a view says so.
@@ -229,10 +229,10 @@ def _generation_key(environment_name: str) -> str:
     return f"generation:{environment_name}"
 
 
-def _page_key(environment: str, environ: WSGIEnvironment) -> str:
+def _page_key(app: Flask, backend: BaseCache, environment: str, environ: WSGIEnvironment) -> str:
     """The key of a page: its environment and that environment's generation, the scheme and host the request came
     to (after ProxyFix, when proxies are trusted) and its path and query as they came."""
-    generation = _safely(cache.get, _generation_key(environment)) or 0
+    generation = _safely(app, backend.get, _generation_key(environment)) or 0
     host = environ.get("HTTP_HOST") or f"{environ.get('SERVER_NAME', '')}:{environ.get('SERVER_PORT', '')}"
     where = f"{environ['wsgi.url_scheme']}://{host}{environ.get('PATH_INFO', '')}?{environ.get('QUERY_STRING', '')}"
     return f"page:{environment}:{generation}:{where}"
@@ -249,16 +249,16 @@ def _now() -> str:
 _DATE: list[int | str] = [0, ""]
 
 
-def _safely(operation: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T | None:
+def _safely(app: Flask, operation: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T | None:
     """A cache that is down is a cache miss, never an error page: one log line, then left alone a while."""
-    state = current_app.extensions["petportal.page_cache"]
+    state = app.extensions["petportal.page_cache"]
     if time.monotonic() < state["down_until"]:
         return None
     try:
         return operation(*args, **kwargs)
     except Exception as error:  # noqa: BLE001 - any failure of the cache backend
         state["down_until"] = time.monotonic() + RETRY_AFTER_FAILURE_SECONDS
-        current_app.logger.warning(
+        app.logger.warning(
             "the page cache is unavailable (%s); pages are served uncached for %d s",
             type(error).__name__,
             RETRY_AFTER_FAILURE_SECONDS,
