@@ -22,6 +22,8 @@ TEXT_FORMAT = "%(asctime)s %(levelname)s [%(request_id)s] %(name)s: %(message)s"
 JSON_FIELDS = "%(asctime)s %(levelname)s %(name)s %(message)s %(request_id)s %(user)s %(environment)s %(trace_id)s"
 JSON_NAMES = {"asctime": "time", "levelname": "level", "name": "logger"}
 ACCESS_LOGGER = "petportal.access"
+# Libraries the portal calls whose warnings it writes in its own format.
+LIBRARY_LOGGERS = ("opentelemetry", "urllib3")
 # The servers' own loggers, formatted like the portal's when they take `server_logging`'s configuration.
 SERVER_LOGGERS = ("gunicorn.error", "_granian", "granian.access")
 
@@ -71,7 +73,9 @@ def configure(log_format: str) -> None:
     # HOWTO's optimisations): an access line is written for every request, cached pages included.
     logging._srcfile = None  # documented in the logging HOWTO, "Optimization"
     logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
-    names = ["petportal"] + (["werkzeug"] if log_format == "json" else [])
+    # OpenTelemetry's and urllib3's warnings (a malformed incoming trace header, a retried call) are written as
+    # the portal's lines are, never by Python's bare fallback handler.
+    names = ["petportal", *LIBRARY_LOGGERS] + (["werkzeug"] if log_format == "json" else [])
     for name in names:
         logger = logging.getLogger(name)
         for handler in [h for h in logger.handlers if any(isinstance(f, RequestContextFilter) for f in h.filters)]:
@@ -80,8 +84,8 @@ def configure(log_format: str) -> None:
         handler.setFormatter(formatter(log_format))
         handler.addFilter(RequestContextFilter())
         logger.addHandler(handler)
-        logger.setLevel(logging.INFO)
-        logger.propagate = name == "petportal"
+        logger.setLevel(logging.INFO if name in ("petportal", "werkzeug") else logging.WARNING)
+        logger.propagate = name != "werkzeug"  # on to the tests' capture; a server's root handler skips them
     # The development server's per-request line would repeat the portal's own access line.
     werkzeug = logging.getLogger("werkzeug")
     if not any(isinstance(f, DevelopmentServerRequests) for f in werkzeug.filters):
@@ -112,10 +116,10 @@ def server_logging(log_format: str) -> dict[str, Any]:
 
 
 class NotThePortals(logging.Filter):
-    """Lets through every line but the portal's own, which its own handler writes (`configure`)."""
+    """Lets through every line but those the portal's own handlers write (`configure`)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not record.name.startswith("petportal")
+        return not record.name.startswith(("petportal", *LIBRARY_LOGGERS))
 
 
 class AccessLog:

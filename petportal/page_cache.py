@@ -57,8 +57,10 @@ SHAREABLE = "petportal.page_cache.shareable"
 PER_RESPONSE = frozenset({"date", "x-request-id", "content-length"})
 # A request with any of these gets Werkzeug's conditional handling (a 304, a range); the others a plain replay.
 CONDITIONS = ("HTTP_IF_NONE_MATCH", "HTTP_IF_MODIFIED_SINCE", "HTTP_IF_MATCH", "HTTP_IF_UNMODIFIED_SINCE", "HTTP_RANGE")
-# How many URLs a process remembers the sharing of before it starts again.
+# How many URLs a process remembers the sharing of before it starts again, each at most this long: at most
+# about 2 MB, whatever URLs a client makes up.
 REMEMBERED_URLS = 4096
+REMEMBERED_URL_LENGTH = 512
 
 
 def cached_page(
@@ -147,6 +149,8 @@ class SharedPages:
         if cookie and any(name in cookie for name in self.cookies):
             return None
         url = (environ.get("PATH_INFO", ""), environ.get("QUERY_STRING", ""))
+        if len(url[0]) + len(url[1]) > REMEMBERED_URL_LENGTH:
+            return self._endpoint_sharing(environ)  # a long URL is worked out each time, never kept
         if url not in self.endpoints:
             if len(self.endpoints) >= REMEMBERED_URLS:
                 self.endpoints.clear()
@@ -234,8 +238,9 @@ def _page_key(app: Flask, backend: BaseCache, environment: str, environ: WSGIEnv
     to (after ProxyFix, when proxies are trusted) and its path and query as they came."""
     generation = _safely(app, backend.get, _generation_key(environment)) or 0
     host = environ.get("HTTP_HOST") or f"{environ.get('SERVER_NAME', '')}:{environ.get('SERVER_PORT', '')}"
-    where = f"{environ['wsgi.url_scheme']}://{host}{environ.get('PATH_INFO', '')}?{environ.get('QUERY_STRING', '')}"
-    return f"page:{environment}:{generation}:{where}"
+    # Each part quoted on its own (repr), so no Host header can pass itself off as part of a path.
+    where = (environ["wsgi.url_scheme"], host, environ.get("PATH_INFO", ""), environ.get("QUERY_STRING", ""))
+    return f"page:{environment}:{generation}:{where!r}"
 
 
 def _now() -> str:

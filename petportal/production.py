@@ -12,9 +12,11 @@ and both servers get the same things done for the portal:
   stop); a dead worker's live gauges are dropped when the figures are read (`metrics.forget_dead_workers`);
 - no forwarded header is believed by the server: only the portal reads them, through
   `PETPORTAL_TRUSTED_PROXIES`;
-- a request cannot hold a worker forever: slow clients are read by the server's Rust side before any thread
-  is given, pet store calls end at their deadline (`PETPORTAL_UPSTREAM_TIMEOUT`), and at a stop, requests
-  under way get `GRACE_SECONDS` to finish before their worker is killed;
+- a request cannot hold a worker forever: a client slow to send its request line and headers is dropped by
+  the server's Rust side after 10 s, before any thread is given; pet store calls end at their deadline
+  (`PETPORTAL_UPSTREAM_TIMEOUT`); at a stop, requests under way get `GRACE_SECONDS` to finish before their
+  worker is killed. A body sent slowly does hold a thread while it arrives (granian, like gunicorn, has no
+  body timeout): a proxy that buffers request bodies belongs in front, as the README says;
 - SIGTERM (or Ctrl+C) finishes the requests under way, then the process exits 0;
 - the server's own lines take the portal's log format (`logs.server_logging`), and the access lines are
   the portal's own (`logs.AccessLog`).
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
+import multiprocessing.util
 import os
 import shutil
 import sys
@@ -95,12 +98,15 @@ def serve_command(context: click.Context, bind: str, workers: int) -> None:
 def worker_started(app: Flask) -> None:
     """In each new worker, forked from the process that built `app`: no database connection of the parent is
     reused, and the worker runs bulk imports (and watches for those a stopped worker left)."""
+    from . import tracing
     from .extensions import db
     from .imports import engines
 
     with app.app_context():
         db.engine.dispose(close=False)  # the parent's connections stay the parent's
     engines.watch(app)
+    # A forked worker ends without running atexit: the spans still in the batch are sent from its finaliser.
+    multiprocessing.util.Finalize(None, tracing.flush, exitpriority=10)
 
 
 def run(app_import_path: str | None, bind: str, workers: int) -> None:

@@ -93,6 +93,8 @@ def describe_request(method: str, route: str | None, environment: str | None) ->
     if route is not None:
         span.update_name(f"{method} {route}")
         span.set_attribute("http.route", route)
+    elif method:
+        span.update_name(method)  # no route: never the path a client made up
     if environment is not None:
         span.set_attribute(ENVIRONMENT, environment)
 

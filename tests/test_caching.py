@@ -198,3 +198,12 @@ def test_a_full_in_process_cache_still_forgets_pages_after_an_add(make_portal, p
     for limit in range(1, 5):
         anyone.get(f"/animals?limit={limit}")  # takes the cache just past its threshold: it prunes once
     assert "Latecomer" in anyone.get("/animals?limit=100").text
+
+
+def test_a_host_header_cannot_pass_itself_off_as_part_of_a_path(make_portal, production_store):
+    client = make_portal(CACHE_SECONDS=60).test_client()
+    for _ in range(2):
+        assert client.get("/animals", headers={"Host": "h/animals?status=sold"}).status_code == 200
+    # Joined as text, this request's scheme, host, path and query would read like the one stored above.
+    odd = client.get("/animals", query_string="status=sold/animals?", headers={"Host": "h"})
+    assert odd.status_code == 400

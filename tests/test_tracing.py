@@ -122,15 +122,27 @@ def test_spans_reach_a_real_receiver_and_the_incoming_trace_goes_on_to_the_store
 
 
 @pytest.mark.slow
-def test_a_request_without_traceparent_starts_a_trace_of_its_own(tmp_path, production_store, receiver):
-    env = production_variables(tmp_path, production_store.url, OTEL_EXPORTER_OTLP_ENDPOINT=receiver.endpoint)
-    env["OTEL_BSP_SCHEDULE_DELAY"] = "100"
-    with running("flask serve", env, tmp_path / "out.log") as (origin, _process):
+def test_a_request_without_traceparent_starts_a_trace_of_its_own_and_a_stop_sends_what_is_left(
+    tmp_path, production_store, receiver
+):
+    # Spans are batched for a minute: only the workers' stop can send them.
+    env = production_variables(
+        tmp_path, production_store.url, OTEL_EXPORTER_OTLP_ENDPOINT=receiver.endpoint, OTEL_BSP_SCHEDULE_DELAY="60000"
+    )
+    with running("flask serve", env, tmp_path / "out.log") as (origin, process):
         assert requests.get(f"{origin}/animals", timeout=10).status_code == 200
-        [server_span] = receiver.wait_for(lambda span: span["name"] == "GET /animals")
+        assert requests.get(f"{origin}/no/such%0Apage", timeout=10).status_code == 404
+        time.sleep(0.5)
+        assert receiver.spans == []
+        process.terminate()
+        assert process.wait(30) == 0
+    [server_span] = receiver.wait_for(lambda span: span["name"] == "GET /animals")
     assert server_span["parent_id"] == "" and server_span["service"] == "petportal"
     [listed] = [request for request in production_store.received if request.target.startswith("/v1/pets?")]
     assert listed.headers["traceparent"].split("-")[1] == server_span["trace_id"]
+    # A page with no route is named by its method alone, never by the path a client made up.
+    assert receiver.wait_for(lambda span: span["name"] == "GET" and span["parent_id"] == "")
+    assert not [span for span in receiver.spans if "such" in span["name"]]
 
 
 def test_without_the_variables_no_traceparent_is_sent(make_portal, production_store):
