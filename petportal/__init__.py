@@ -79,6 +79,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     errors.register(app)
     commands.register(app)
     app.context_processor(page_context)
+    front_door.gate_bodies(app)  # in front of the page cache and Flask: bodies are read whole, a few at a time
     logs.register_access(app)  # in front of every other WSGI layer, the page cache included
     tracing.register(app)  # in front of the access lines, which carry its trace id
 

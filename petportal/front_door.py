@@ -5,24 +5,36 @@ latin-1 character). The portal reads them as UTF-8 text; a request in which any 
 percent-decoding, where a URL encodes bytes) is answered with the portal's 400 page and its request id,
 never a 500 and never a traceback. A form field whose bytes are not UTF-8 is marked, and the form shows
 the error next to that field (`forms.PortalForm`): Werkzeug would otherwise keep the bytes as `%FF` text.
+
+Request bodies are read whole by `BodyGate`, in front of everything, and only by a few threads of a process
+at once: a client that sends its body a byte at a time holds one of those places, never every thread, so
+pages and health checks keep being served while forms wait (or get the 503 page when the places are full).
 """
 
 from __future__ import annotations
 
+import io
+import threading
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 from urllib.parse import unquote_to_bytes
 
 from flask import Flask, g, request
-from werkzeug.exceptions import BadRequest
+from werkzeug.exceptions import BadRequest, ServiceUnavailable
 
 if TYPE_CHECKING:
-    from _typeshed.wsgi import WSGIEnvironment
+    from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
 
 FORM_BODY = "application/x-www-form-urlencoded"
 NOT_UTF8 = "This is not text the portal can read: it is not UTF-8."
 # Where `unreadable` keeps its answer in the WSGI environ.
 UNREADABLE = "petportal.unreadable"
 VERBS = {"path": "is", "query": "is", "cookies": "are", "headers": "are"}
+# Set in the WSGI environ by `BodyGate` when every place for reading a body was taken.
+BODIES_BUSY = "petportal.bodies_busy"
+# Threads of a process that may wait on request bodies at once: half of a worker's 8.
+BODY_READERS = 4
+BUSY = "Too many forms are being sent to the portal right now. Wait a moment and send this one again."
 
 
 class UnreadableRequest(BadRequest):
@@ -68,11 +80,47 @@ def unreadable_fields(body: bytes) -> set[str]:
     return found
 
 
+class BodyGate:
+    """WSGI layer that reads each request body whole before the portal sees it, with at most `places` threads of
+    this process waiting on bodies at once; a request finding every place taken is not read, and Flask answers
+    it with the 503 page. A body larger than `limit` is left for Flask to refuse (413) unread."""
+
+    def __init__(self, wsgi_app: WSGIApplication, places: int, limit: int) -> None:
+        self.wsgi_app = wsgi_app
+        self.places = threading.BoundedSemaphore(places)
+        self.limit = limit
+
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        declared = environ.get("CONTENT_LENGTH", "")
+        chunked = "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower()
+        if not chunked and (not declared.isdigit() or int(declared) == 0 or int(declared) > self.limit):
+            return self.wsgi_app(environ, start_response)  # no body, or one Flask refuses unread
+        if not self.places.acquire(blocking=False):
+            environ[BODIES_BUSY] = True
+            return self.wsgi_app(environ, start_response)
+        try:
+            body = environ["wsgi.input"].read(int(declared) if not chunked else self.limit + 1)
+        finally:
+            self.places.release()
+        environ["wsgi.input"] = io.BytesIO(body)
+        environ["CONTENT_LENGTH"] = str(len(body))  # a chunked body past the limit is then refused (413)
+        environ.pop("HTTP_TRANSFER_ENCODING", None)
+        environ["wsgi.input_terminated"] = False
+        return self.wsgi_app(environ, start_response)
+
+
+def gate_bodies(app: Flask) -> None:
+    """Read request bodies through a `BodyGate` (called once every other WSGI layer of the app is in place)."""
+    app.wsgi_app = BodyGate(app.wsgi_app, BODY_READERS, app.config["MAX_CONTENT_LENGTH"])  # type: ignore[method-assign]
+
+
 def register(app: Flask) -> None:
     """Answer an unreadable request with the 400 page; note a form's unreadable fields for its form."""
 
     @app.before_request
     def read_the_request() -> None:
+        if request.environ.get(BODIES_BUSY):
+            raise ServiceUnavailable(BUSY)
         # The host first: a refused host has its own 400 page, the only one that needs no URL of this site.
         request.host  # noqa: B018 - reading it raises SecurityError for a host the portal does not answer to
         part = unreadable(request.environ)

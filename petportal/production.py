@@ -15,8 +15,9 @@ and both servers get the same things done for the portal:
 - a request cannot hold a worker forever: a client slow to send its request line and headers is dropped by
   the server's Rust side after 10 s, before any thread is given; pet store calls end at their deadline
   (`PETPORTAL_UPSTREAM_TIMEOUT`); at a stop, requests under way get `GRACE_SECONDS` to finish before their
-  worker is killed. A body sent slowly does hold a thread while it arrives (granian, like gunicorn, has no
-  body timeout): a proxy that buffers request bodies belongs in front, as the README says;
+  worker is killed. A body sent slowly holds a thread while it arrives (granian, like gunicorn, has no body
+  timeout), but only 4 of a worker's 8 threads wait on bodies at once (`front_door.BodyGate`): pages and
+  health checks keep their threads; a proxy that buffers request bodies still belongs in front;
 - SIGTERM (or Ctrl+C) finishes the requests under way, then the process exits 0;
 - the server's own lines take the portal's log format (`logs.server_logging`), and the access lines are
   the portal's own (`logs.AccessLog`).

@@ -136,18 +136,31 @@ def test_a_server_believes_no_forwarded_header_without_trusted_proxies(tmp_path,
     assert "evil.example" not in forged.headers["Location"]
 
 
-def test_slow_clients_holding_connections_do_not_keep_pages_from_others(tmp_path, production_store):
+@pytest.mark.parametrize(
+    "opening",
+    [
+        b"GET /animals HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ",
+        b"POST /login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+        b"Content-Length: 100000\r\n\r\nusername=",
+    ],
+    ids=["headers", "body"],
+)
+def test_slow_clients_holding_connections_do_not_keep_pages_from_others(tmp_path, production_store, opening):
     env = production_variables(tmp_path, production_store.url)
     with running("flask serve", env, tmp_path / "out.log") as (origin, _process):
         port = int(origin.rsplit(":", 1)[1])
-        # More half-sent requests than the two workers have threads (2 x 8), each sending a byte at a time.
+        # More half-sent requests than the two workers have threads (2 x 8), each still sending.
         slow = [socket.create_connection(("127.0.0.1", port)) for _ in range(24)]
         try:
             for connection in slow:
-                connection.sendall(b"GET /animals HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+                connection.sendall(opening)
+            time.sleep(0.5)
+            for connection in slow:
+                connection.sendall(b"a")
             started = time.monotonic()
             page = requests.get(f"{origin}/animals", timeout=10)
             assert page.status_code == 200 and "Rex" in page.text
+            assert requests.get(f"{origin}/healthz", timeout=10).status_code == 200
             assert time.monotonic() - started < 5
         finally:
             for connection in slow:
