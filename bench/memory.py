@@ -237,7 +237,7 @@ def measure(
         }
         prepare_portal(portal_env, [("staff", "staff", STAFF_PASSWORD), ("boss", "admin", ADMIN_PASSWORD)])
         origin, master = stack.enter_context(gunicorn("app:app", portal_env, 1, 8, ["-c", "gunicorn.conf.py"]))
-        (worker,) = workers(master)
+        (worker,) = workers(master, expected=1)  # the port answers before the worker is forked
         report(f"portal: gunicorn.conf.py, 1 worker x 8 threads, page cache {cache_seconds} s; {clients} clients")
         group = [Client(origin, seed, ("staff", STAFF_PASSWORD), ("boss", ADMIN_PASSWORD)) for seed in range(clients)]
         answers: Counter[str] = Counter()
