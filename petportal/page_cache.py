@@ -34,7 +34,7 @@ from werkzeug.exceptions import HTTPException
 from werkzeug.http import http_date
 from werkzeug.wrappers import Response
 
-from . import logs, metrics
+from . import logs, metrics, tracing
 from .auth.remember import REMEMBER_COOKIE
 from .extensions import cache
 from .front_door import unreadable
@@ -122,6 +122,7 @@ class SharedPages:
             metrics.PAGE_CACHE_MISSES.inc()
             return self._answer_and_store(environ, start_response, key, environment)
         metrics.PAGE_CACHE_HITS.inc()
+        tracing.describe_request(environ["REQUEST_METHOD"], None, environment)  # nothing when tracing is off
         body, headers = stored
         request_id = logs.request_id(environ.get("HTTP_X_REQUEST_ID", ""))
         if any(name in environ for name in CONDITIONS):

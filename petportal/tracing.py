@@ -83,8 +83,9 @@ def _start() -> None:
 
 
 def describe_request(method: str, route: str | None, environment: str | None) -> None:
-    """Name the current request's span after its route, and record the environment it is served from. Called
-    by Flask's hook above and by the page cache, which answers before Flask."""
+    """Name the current request's span after its route (by its method alone without one), and record the
+    environment it is served from. Called by Flask's hook above and, for a page it replays, by the page
+    cache, which answers before Flask."""
     if _ThisProcess.tracer is None:
         return
     from opentelemetry import trace
