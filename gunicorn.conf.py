@@ -55,11 +55,14 @@ fewer_malloc_arenas()
 
 
 def post_worker_init(worker):
-    """Without Redis each worker sends bulk imports itself, and watches for those a killed worker left."""
+    """Without Redis each worker sends bulk imports itself, and watches for those a killed worker left; each
+    writes its access lines in batches (as under `flask serve`)."""
+    from petportal import logs
     from petportal.imports import engines
 
     if hasattr(worker.wsgi, "extensions"):
         engines.watch(worker.wsgi)
+        logs.batch_access_lines(worker.wsgi.config["LOG_FORMAT"])
 
 
 def on_exit(server):

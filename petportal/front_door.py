@@ -51,16 +51,27 @@ def unreadable(environ: WSGIEnvironment) -> str | None:
 
 
 def _unreadable_part(environ: WSGIEnvironment) -> str | None:
-    try:
-        _utf8(environ.get("PATH_INFO", ""))
-    except UnicodeError:
-        return "path"
-    try:
-        unquote_to_bytes(_raw(environ.get("QUERY_STRING", "")).replace(b"+", b" ")).decode("utf-8")
-    except UnicodeError:
-        return "query"
+    # ASCII is UTF-8: only a part with other characters is decoded (nearly every request is ASCII throughout).
+    path = environ.get("PATH_INFO", "")
+    if not path.isascii():
+        try:
+            _utf8(path)
+        except UnicodeError:
+            return "path"
+    query = environ.get("QUERY_STRING", "")
+    if "%" in query or not query.isascii():
+        try:
+            unquote_to_bytes(_raw(query).replace(b"+", b" ")).decode("utf-8")
+        except UnicodeError:
+            return "query"
+    if "".join([value for value in environ.values() if isinstance(value, str)]).isascii():
+        return None
     for name, value in environ.items():
-        if (name.startswith("HTTP_") or name in ("CONTENT_TYPE", "CONTENT_LENGTH")) and isinstance(value, str):
+        if (
+            isinstance(value, str)
+            and not value.isascii()
+            and (name.startswith("HTTP_") or name in ("CONTENT_TYPE", "CONTENT_LENGTH"))
+        ):
             try:
                 _utf8(value)
             except UnicodeError:

@@ -3,8 +3,12 @@ text or one JSON object a line, the server's own lines included (`server_logging
 
 from __future__ import annotations
 
+import collections
 import logging
+import multiprocessing.util
 import os
+import select
+import threading
 import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -122,10 +126,15 @@ class NotThePortals(logging.Filter):
         return not record.name.startswith(("petportal", *LIBRARY_LOGGERS))
 
 
+# Where the request's id is kept in the WSGI environ (`assigned_request_id`).
+REQUEST_ID = "petportal.request_id"
+
+
 class AccessLog:
-    """WSGI layer in front of the portal (and its page cache): one line per request, once its answer is sent,
-    with the method, the path (never the query, which may hold what a visitor typed), the status, the
-    duration and the request id; and the trace id when tracing."""
+    """WSGI layer in front of the portal (and its page cache): one line per request, once its answer is made
+    (a page made whole, as the page cache's are) or sent (one Flask streams), with the method, the path (never
+    the query, which may hold what a visitor typed), the status, the duration and the request id; and the trace
+    id when tracing."""
 
     def __init__(self, wsgi_app: WSGIApplication) -> None:
         self.wsgi_app = wsgi_app
@@ -133,11 +142,11 @@ class AccessLog:
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         started = time.perf_counter()
-        seen: dict[str, Any] = {}
+        assigned_request_id(environ)
+        seen: dict[str, Any] = {"status": 0, "trace_id": "-"}
 
         def remember(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
             seen["status"] = int(status[:3]) if status[:3].isdigit() else 0
-            seen["request_id"] = next((value for name, value in headers if name.lower() == "x-request-id"), "-")
             seen["trace_id"] = tracing.trace_id() or "-"
             return start_response(status, headers, exc_info)
 
@@ -146,18 +155,109 @@ class AccessLog:
             # PATH_INFO is the percent-decoded path as Latin-1 text; the formatter escapes what it must.
             path = environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", "")
             milliseconds = round((time.perf_counter() - started) * 1000, 2)
-            status = seen.get("status", 0)
-            fields = {"method": method, "path": path, "status": status, "duration_ms": milliseconds}
+            status = seen["status"]
             self.log.info(
                 "%s %r %s %.2f ms",
                 method,
                 path,
                 status,
                 milliseconds,
-                extra={**fields, "request_id": seen.get("request_id", "-"), "trace_id": seen.get("trace_id", "-")},
+                extra={
+                    "method": method,
+                    "path": path,
+                    "status": status,
+                    "duration_ms": milliseconds,
+                    "request_id": environ[REQUEST_ID],
+                    "trace_id": seen["trace_id"],
+                },
             )
 
-        return ClosingIterator(self.wsgi_app(environ, remember), [write])
+        body = self.wsgi_app(environ, remember)
+        if isinstance(body, list):  # made whole: a server sends a list in one piece, without iterating it
+            write()
+            return body
+        return ClosingIterator(body, [write])
+
+
+class LineBatches(logging.Handler):
+    """Keeps its lines in memory and writes them to a file descriptor on `flush`, in batches of whole lines. A
+    batch is at most PIPE_BUF bytes, the most a pipe takes in one piece, so the lines of two workers sharing
+    standard error never mix. A request's thread only appends its line (no lock, no write), unless
+    `MOST_PENDING` lines are already waiting: then it writes them itself, so a stalled flush slows requests
+    down rather than filling the memory."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__()
+        self.fd = fd
+        self.pending: collections.deque[bytes] = collections.deque()
+
+    def handle(self, record: logging.LogRecord) -> bool:  # deque.append needs no lock
+        if not self.filter(record):
+            return False
+        try:
+            self.pending.append((self.format(record) + "\n").encode("utf-8", "backslashreplace"))
+        except Exception:  # noqa: BLE001 - logging's own rule: a line that cannot be made is reported, not raised
+            self.handleError(record)
+        if len(self.pending) > MOST_PENDING:
+            self.flush()
+        return True
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.handle(record)
+
+    def flush(self) -> None:
+        with self.lock:  # type: ignore[union-attr]  # one writer at a time
+            batch: list[bytes] = []
+            size = 0
+            while self.pending:
+                line = self.pending.popleft()
+                if batch and size + len(line) > select.PIPE_BUF:
+                    self._write(b"".join(batch))
+                    batch, size = [], 0
+                batch.append(line)
+                size += len(line)
+            if batch:
+                self._write(b"".join(batch))
+
+    def _write(self, data: bytes) -> None:
+        while data:
+            data = data[os.write(self.fd, data) :]
+
+
+# How long an access line may wait in a worker's batch, and how many may wait (about 1 MB).
+FLUSH_SECONDS = 0.2
+MOST_PENDING = 8192
+
+
+def batch_access_lines(log_format: str) -> None:
+    """In a production server's worker: write the access lines in batches (`LineBatches`) instead of one write
+    a request: every request writes one, and batching them served 11% more cached pages a second under granian
+    (docs/performance.md). A line waits at most `FLUSH_SECONDS`, and what is left is written when the worker
+    stops. Call it once in each worker, after the fork."""
+    handler = LineBatches(2)  # standard error, as the portal's other lines
+    handler.setFormatter(formatter(log_format))
+    handler.addFilter(RequestContextFilter())
+    access = logging.getLogger(ACCESS_LOGGER)
+    access.addHandler(handler)
+    access.propagate = False
+
+    def flush_every_so_often() -> None:
+        while True:
+            time.sleep(FLUSH_SECONDS)
+            handler.flush()
+
+    threading.Thread(target=flush_every_so_often, name="petportal-access-lines", daemon=True).start()
+    # A forked granian worker ends without running atexit (logging's own flush at exit): flush from a finaliser.
+    multiprocessing.util.Finalize(None, handler.flush, exitpriority=10)
+
+
+def assigned_request_id(environ: WSGIEnvironment) -> str:
+    """This request's id, made once (`request_id`) and kept in the environ: the access line, the page cache and
+    Flask's hook all give the same."""
+    if REQUEST_ID not in environ:
+        environ[REQUEST_ID] = request_id(environ.get("HTTP_X_REQUEST_ID", ""))
+    assigned: str = environ[REQUEST_ID]
+    return assigned
 
 
 def request_id(incoming: str) -> str:
@@ -173,7 +273,7 @@ def register(app: Flask) -> None:
 
     @app.before_request
     def assign_request_id() -> None:
-        g.request_id = request_id(request.headers.get("X-Request-ID", ""))
+        g.request_id = assigned_request_id(request.environ)
 
     @app.after_request
     def return_request_id(response: Response) -> Response:

@@ -124,7 +124,7 @@ class SharedPages:
         metrics.PAGE_CACHE_HITS.inc()
         tracing.describe_request(environ["REQUEST_METHOD"], None, environment)  # nothing when tracing is off
         body, headers = stored
-        request_id = logs.request_id(environ.get("HTTP_X_REQUEST_ID", ""))
+        request_id = logs.assigned_request_id(environ)
         if any(name in environ for name in CONDITIONS):
             response = Response(body, headers=headers)
             response.headers["X-Request-ID"] = request_id
