@@ -62,6 +62,7 @@ def post_worker_init(worker):
 
     if hasattr(worker.wsgi, "extensions"):
         engines.watch(worker.wsgi)
+    if "LOG_FORMAT" in getattr(worker.wsgi, "config", {}):  # the portal (this file also serves the reference store)
         logs.batch_access_lines(worker.wsgi.config["LOG_FORMAT"])
 
 
