@@ -1,7 +1,5 @@
 """Views of bulk imports: upload, preview, start, progress and results."""
 
-import csv
-import io
 from collections.abc import Callable
 from typing import Any
 
@@ -16,10 +14,11 @@ from ..auth.access import role_required
 from ..catalog import categories
 from ..catalog.browse import folded
 from ..catalog.forms import BIDI_CONTROLS
+from ..downloads import Cell, csv_download
 from ..environments import environments
 from ..errors import ErrorPage, render_error
 from ..forms import ECHO_CHARS, ButtonForm
-from ..models import BulkImport, ImportState, TicketState
+from ..models import BulkImport, ImportRow, ImportState, TicketState
 from ..serving import serving
 from . import batches, engines, files
 from .forms import UploadForm
@@ -44,8 +43,7 @@ STATES = {
     ImportState.DONE: "done",
 }
 DISCARDED = "This import was discarded: nothing of it was sent."
-# A spreadsheet runs a cell starting with one of these as a formula; results.csv quotes it as text.
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+RESULT_COLUMNS = ("line", "name", "categoryId", "status", "outcome", "id", "message")
 
 
 @bp.record_once
@@ -97,18 +95,12 @@ def progress(import_id: str) -> dict[str, Any]:
 def results(import_id: str) -> Response:
     """Every row with its outcome and, once created, its new id."""
     batch = _find(import_id)
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\r\n")
-    writer.writerow(["line", "name", "categoryId", "status", "outcome", "id", "message"])
-    for row in batches.rows(batch):
-        cells = [row.line, row.name, row.category, row.status or "", row.state, row.pet_id or "", row.message or ""]
-        writer.writerow([_as_text(cell) for cell in cells])
-    filename = f"import-{batch.id}-results.csv"
-    return Response(
-        "\ufeff" + out.getvalue(),
-        mimetype="text/csv",
-        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
-    )
+    # Read now: the body is written once the request's session is gone.
+    rows = [
+        (row.line, row.name, _typed_category(row), row.status, row.state, row.pet_id, row.message)
+        for row in batches.rows(batch)
+    ]
+    return csv_download(f"import-{batch.id}-results.csv", RESULT_COLUMNS, rows)
 
 
 @bp.post(f"/{IMPORT_ID}/start")
@@ -234,7 +226,7 @@ def _shown_name(filename: str | None) -> str:
     return name[:120] or "upload.csv"
 
 
-def _as_text(cell: object) -> str:
-    """A cell of results.csv; text that a spreadsheet would run as a formula starts with ' (numbers stay numbers)."""
-    text = str(cell)
-    return "'" + text if text.startswith(FORMULA_STARTS) and not files.WHOLE_NUMBER.fullmatch(text) else text
+def _typed_category(row: ImportRow) -> Cell:
+    """The category as the file gave it: the number, when it was the id it was read as (so -3 stays a number
+    rather than a text a spreadsheet is kept from running); else the text, a label or what was refused."""
+    return row.category_id if row.category_id is not None and row.category == str(row.category_id) else row.category

@@ -1,0 +1,56 @@
+"""The portal's CSV downloads (the animal list, the audit log, an import's results), written a row at a time as
+they are sent, every text made safe to open in a spreadsheet.
+
+Flask sends a streamed body after the request has ended: its unit of work has committed and its database session
+has been removed (`stream_with_context` only pushes the request's contexts again around the generator). So the
+rows a view hands over must not be objects of that session (they are expired by the commit, then detached), and
+whatever they still read while the body is sent, they read themselves and never write (see unit_of_work). What
+can fail before anything is sent (the pet store's answer, the first rows of the audit log) is read by the view,
+so that it is answered with the portal's error page rather than with a download cut short.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterable, Iterator, Sequence
+
+from flask import Response, stream_with_context
+
+# A spreadsheet runs a cell that starts with one of these as a formula (OWASP, "CSV Injection").
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+# Excel reads a CSV file as UTF-8 only when it starts with a byte order mark.
+BOM = "\ufeff"
+# A cell as a view hands it over: a text, a number, or nothing (an empty cell).
+Cell = str | int | None
+
+
+def spreadsheet_safe(cell: Cell) -> Cell:
+    """`cell` as a download writes it: a text that a spreadsheet would run as a formula starts with `'`, so it shows
+    as the text it is; a number stays a number (a negative id is no formula)."""
+    if isinstance(cell, str) and cell.startswith(FORMULA_STARTS):
+        return "'" + cell
+    return cell
+
+
+def csv_download(filename: str, header: Sequence[str], rows: Iterable[Sequence[Cell]]) -> Response:
+    """The attachment `filename`: `header`, then each of `rows`, written and sent one at a time (UTF-8 after a byte
+    order mark, lines ending in CRLF as RFC 4180 has them). `rows` is read while the body is sent (see above)."""
+    return Response(
+        stream_with_context(_lines(header, rows)),
+        mimetype="text/csv",
+        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
+    )
+
+
+class _Line:
+    """What csv.writer writes to: each write hands the line back instead of keeping it."""
+
+    def write(self, line: str) -> str:
+        return line
+
+
+def _lines(header: Sequence[str], rows: Iterable[Sequence[Cell]]) -> Iterator[str]:
+    writer = csv.writer(_Line())
+    yield BOM + writer.writerow(header)
+    for row in rows:
+        yield writer.writerow([spreadsheet_safe(cell) for cell in row])
