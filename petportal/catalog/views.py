@@ -1,6 +1,6 @@
-"""Views of the catalog: the list, one animal, and the add form."""
+"""Views of the catalog: the list and its download, one animal, and the add form."""
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from flask import (
     Blueprint,
@@ -20,6 +20,7 @@ from werkzeug.wrappers import Response
 
 from .. import metrics, page_cache
 from ..auth.access import role_required
+from ..downloads import csv_download
 from ..environments import Environment
 from ..errors import ErrorPage, key_rejected_page, render_error
 from ..petstore import (
@@ -35,6 +36,8 @@ from . import adding, additions, browse, categories
 from .forms import FILTER_PARAMETERS, NAME_MAX_LENGTH, SEARCH_MAX_LENGTH, AddAnimalForm, AnimalFilterForm
 
 bp = Blueprint("catalog", __name__)
+# The list's download: the API's own field names, and the category's label (or nothing).
+ANIMAL_COLUMNS = ("id", "name", "categoryId", "category", "status")
 
 
 @bp.record_once
@@ -87,8 +90,33 @@ def list_animals() -> ResponseReturnValue:
     form = AnimalFilterForm(formdata=request.args)
     if not form.validate():
         return render_template("catalog/list.html", form=form, animals=None), 400
-    fetched = serving().client.list_pets(**form.query())
-    return list_page(form, fetched)
+    return list_page(form, fetch_animals(form))
+
+
+@bp.get("/animals.csv")
+def list_animals_csv() -> ResponseReturnValue:
+    """The animals the list shows for the same query, as a CSV download."""
+    form = AnimalFilterForm(formdata=request.args)
+    if not form.validate():
+        return render_error(400, _refused_query(form))
+    fetched = fetch_animals(form)
+    environment = serving().environment.name
+    labels = categories.labels(environment)
+    rows = (
+        (animal.id, animal.name, animal.category_id, labels.get(animal.category_id), animal.status)
+        for animal in shown_animals(form, fetched, labels)
+    )
+    return csv_download(f"animals-{environment}.csv", ANIMAL_COLUMNS, rows)
+
+
+def fetch_animals(form: AnimalFilterForm) -> list[Pet]:
+    """The one listPets call of a valid list filter `form`."""
+    return serving().client.list_pets(**form.query())
+
+
+def shown_animals(form: AnimalFilterForm, fetched: Sequence[Pet], labels: Mapping[int, str]) -> list[Pet]:
+    """Those of the `fetched` animals that the list shows for `form`, in its order."""
+    return browse.sorted_by(browse.matching(fetched, form.q.data), form.sort.data, labels)
 
 
 def list_page(form: AnimalFilterForm, fetched: Sequence[Pet]) -> str:
@@ -99,7 +127,7 @@ def list_page(form: AnimalFilterForm, fetched: Sequence[Pet]) -> str:
     return render_template(
         "catalog/list.html",
         form=form,
-        animals=browse.sorted_by(browse.matching(fetched, form.q.data), form.sort.data, labels),
+        animals=shown_animals(form, fetched, labels),
         fetched=len(fetched),
         query=query,
         kept=form.kept(),
@@ -207,6 +235,12 @@ def your_additions() -> str:
     """The animals this account added through the portal, the latest first, per environment."""
     found = additions.recent(current_user.id)
     return render_template("catalog/additions.html", additions=found, recent=additions.RECENT)
+
+
+def _refused_query(form: AnimalFilterForm) -> str:
+    """Why the list cannot be downloaded for this query, in the filter form's own words."""
+    problems = " ".join(f"{field.label.text}: {error}" for field in form for error in field.errors)
+    return f"The animals cannot be downloaded for this query. {problems}"
 
 
 def _form_again(form: AddAnimalForm, environment: Environment, message: str | None, status: int) -> ErrorPage:
