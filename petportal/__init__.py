@@ -16,6 +16,7 @@ from . import (
     environments,
     errors,
     front_door,
+    i18n,
     logs,
     metrics,
     ops,
@@ -72,6 +73,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     metrics.register(app)
     front_door.register(app)  # after the request id and the metrics' start, before any other reading
     register_extensions(app)
+    i18n.register(app)
     environments.register(app)
     import_engines.register(app)
     register_blueprints(app)

@@ -1,11 +1,13 @@
 """Friendly error pages: no stack trace, no upstream body, always the request id."""
 
 import functools
+import re
 from collections.abc import Callable
 from typing import TypeVar
 
 from flask import Flask, current_app, g, render_template, request
 from flask.typing import ResponseReturnValue
+from flask_babel import gettext as _
 from flask_login import current_user
 from flask_wtf.csrf import CSRFError
 from markupsafe import escape
@@ -21,7 +23,9 @@ from werkzeug.exceptions import (
 from .auth.sessions import LOGINS_UNAVAILABLE, logins_available
 from .extensions import DATABASE_OUTAGES, db
 from .front_door import UnreadableRequest
-from .petstore import Busy, NotFound, PetStoreError, Unauthorized, Unavailable
+from .lazy_text import lazy_gettext as _l
+from .petstore import Busy, NotFound, PetStoreError, Unauthorized, Unavailable, client
+from .petstore.errors import ANSWERED_WITH_STATUS, WITHHELD
 from .serving import serving
 
 BARE_PAGE = (
@@ -29,16 +33,31 @@ BARE_PAGE = (
     "<h1>{title}</h1><p>{message}</p><p>Request id: <code>{request_id}</code></p></html>"
 )
 MESSAGES = {
-    400: ("Bad request", "The request could not be understood. Go back and try again."),
-    403: ("Not allowed", "Your account may not open this page."),
-    404: ("Not found", "There is nothing at this address."),
-    405: ("Not allowed", "This page cannot be used that way."),
-    413: ("Too large", "What you sent is larger than the portal accepts (1 MB at most)."),
-    429: ("Too many attempts", "Please wait a little, then try again."),
-    500: ("Something went wrong", "The portal failed to show this page. It has been logged."),
-    502: ("Temporarily unavailable", "The pet store gave an answer the portal could not use."),
-    503: ("The pet store is not answering", "The pet store did not answer in time. Try again in a moment."),
+    400: (_l("Bad request"), _l("The request could not be understood. Go back and try again.")),
+    403: (_l("Not allowed"), _l("Your account may not open this page.")),
+    404: (_l("Not found"), _l("There is nothing at this address.")),
+    405: (_l("Not allowed"), _l("This page cannot be used that way.")),
+    413: (_l("Too large"), _l("What you sent is larger than the portal accepts (1 MB at most).")),
+    429: (_l("Too many attempts"), _l("Please wait a little, then try again.")),
+    500: (_l("Something went wrong"), _l("The portal failed to show this page. It has been logged.")),
+    502: (_l("Temporarily unavailable"), _l("The pet store gave an answer the portal could not use.")),
+    503: (_l("The pet store is not answering"), _l("The pet store did not answer in time. Try again in a moment.")),
 }
+# The pet store client's own words, as a page shows them (`store_words`); what the store itself said is not here.
+CLIENT_WORDS = {
+    WITHHELD: _l("The pet store's message was withheld: it quoted a credential."),
+    client.NO_TIME_LEFT: _l("No time was left to ask the pet store."),
+    client.TOO_BUSY: _l("Too many pages are waiting on the pet store already."),
+    client.TOO_LARGE: _l("The store's answer is larger than the portal accepts."),
+    client.TOO_SLOW: _l("The store's answer arrived too slowly."),
+    client.UNDECODABLE: _l("The store's answer could not be decoded."),
+    client.CONNECTION_BROKE: _l("The connection broke while the store was answering."),
+    client.NOT_REACHED: _l("The pet store could not be reached."),
+    client.NO_ANSWER_IN_TIME: _l("The pet store did not answer in time."),
+    client.CONNECTION_FAILED: _l("The connection to the pet store failed."),
+}
+_ANSWERED_WITH_STATUS = re.compile(re.escape(ANSWERED_WITH_STATUS).replace(r"\{status\}", "([0-9]{3})"))
+_UNUSABLE = re.compile(re.escape(client.UNUSABLE).replace(r"\{reason\}", "(.*)"), re.DOTALL)
 # An error page and its status.
 ErrorPage = tuple[str, int]
 E = TypeVar("E", bound=Exception)
@@ -47,11 +66,14 @@ E = TypeVar("E", bound=Exception)
 def render_error(
     status: int, message: str | None = None, *, retry: bool = False, title: str | None = None
 ) -> ErrorPage:
-    """The error page for `status`, with an optional more specific message (and title). Never raises:
-    when even the page's template fails, a bare page that needs nothing is sent instead."""
-    default_title, default_message = MESSAGES.get(status, (f"Error {status}", "The request failed."))
-    title = title or default_title
-    message = message or default_message
+    """The error page for `status`, with an optional more specific message (and title), in the request's
+    language. Never raises: when even the page's template fails, a bare page that needs nothing is sent instead."""
+    if status in MESSAGES:
+        default_title, default_message = (str(text) for text in MESSAGES[status])
+    else:
+        default_title, default_message = _("Error %(status)s", status=status), _("The request failed.")
+    title = str(title or default_title)
+    message = str(message or default_message)
     template = "errors/404.html" if status == 404 else "errors/error.html"
     try:
         page = render_template(
@@ -78,8 +100,10 @@ def handle_http_error(error: HTTPException) -> ResponseReturnValue:
     if isinstance(error, CSRFError):
         if not logins_available(probe=True):
             # A token cannot be checked without the session store: say that, not "the form expired".
-            return render_error(503, LOGINS_UNAVAILABLE, title="Temporarily unavailable", retry=True)
-        return render_error(400, "This form has expired or was not sent from this site. Reload the page and try again.")
+            return render_error(503, str(LOGINS_UNAVAILABLE), title=_("Temporarily unavailable"), retry=True)
+        return render_error(
+            400, _("This form has expired or was not sent from this site. Reload the page and try again.")
+        )
     if isinstance(error, UnreadableRequest):
         return render_error(400, error.description)
     if isinstance(error, MethodNotAllowed):
@@ -87,7 +111,7 @@ def handle_http_error(error: HTTPException) -> ResponseReturnValue:
         return page, status, {"Allow": ", ".join(sorted(error.valid_methods or ()))}
     if error.code == 503:
         # Raised by the portal itself (logins while its own stores are down), with a message for people.
-        return render_error(503, error.description, title="Temporarily unavailable", retry=True)
+        return render_error(503, error.description, title=_("Temporarily unavailable"), retry=True)
     return render_error(error.code or 500)
 
 
@@ -97,29 +121,29 @@ def handle_database_error(error: SQLAlchemyError) -> ErrorPage:
     if isinstance(error, IntegrityError):
         # Two requests wrote the same thing at once (two admins adding one account name, say): this one lost.
         current_app.logger.warning("a change lost a race with another: %s", type(error.orig).__name__)
-        message = "Someone else made the same change at the same moment, so nothing was saved. Reload and check."
-        return render_error(409, message, title="Changed at the same moment")
+        message = _("Someone else made the same change at the same moment, so nothing was saved. Reload and check.")
+        return render_error(409, message, title=_("Changed at the same moment"))
     if not isinstance(error, DATABASE_OUTAGES):
         return handle_unexpected_error(error)
     db.session.rollback()
     current_app.logger.error("the portal's database is unavailable: %s", type(error).__name__)
-    message = "The portal cannot reach its own database, so this page cannot be shown. Customers' pages still work."
-    return render_error(503, message, title="Temporarily unavailable", retry=True)
+    message = _("The portal cannot reach its own database, so this page cannot be shown. Customers' pages still work.")
+    return render_error(503, message, title=_("Temporarily unavailable"), retry=True)
 
 
 def handle_pet_store_error(error: PetStoreError) -> ResponseReturnValue:
     """What customers, staff and admins are told when the pet store fails."""
     if isinstance(error, NotFound):
-        return render_error(404, "No animal has this id in this environment.")
+        return render_error(404, _("No animal has this id in this environment."))
     if isinstance(error, Busy):
         current_app.logger.warning("not waiting on the pet store: %s", error)
         page, status = render_error(
-            503, "The pet store is slow to answer right now. Try again in a moment.", retry=True
+            503, _("The pet store is slow to answer right now. Try again in a moment."), retry=True
         )
         return page, status, {"Retry-After": "2"}
     if isinstance(error, Unavailable):
         current_app.logger.warning("pet store unavailable: %s", error)
-        return render_error(503, "The pet store is not answering. Try again in a moment.", retry=True)
+        return render_error(503, _("The pet store is not answering. Try again in a moment."), retry=True)
     if isinstance(error, Unauthorized):
         return key_rejected_page(serving().environment.name)
     current_app.logger.error("unusable answer from the pet store: %s", error)
@@ -130,8 +154,26 @@ def key_rejected_page(name: str) -> ErrorPage:
     """The store refused environment `name`'s key: admins are told so, everyone else that it is unavailable."""
     current_app.logger.error("the %s API key was rejected", name)
     if current_user.is_authenticated and current_user.is_admin:
-        return render_error(502, f"The {name} API key was rejected by the pet store. Check its configuration.")
-    return render_error(502, "The pet store is temporarily unavailable. Try again later.", retry=True)
+        message = _(
+            "The %(environment)s API key was rejected by the pet store. Check its configuration.", environment=name
+        )
+        return render_error(502, message)
+    return render_error(502, _("The pet store is temporarily unavailable. Try again later."), retry=True)
+
+
+def store_words(message: str) -> str:
+    """A pet store error's message as a page shows it, in the request's language: the client's own words (a
+    connection that failed, a message withheld, a bare status) translated; what the store said, as it said it
+    (already cleaned by the client)."""
+    words = CLIENT_WORDS.get(message)
+    if words is not None:
+        return str(words)
+    if found := _ANSWERED_WITH_STATUS.fullmatch(message):
+        return _("The store answered with status %(status)s.", status=found[1])
+    if found := _UNUSABLE.fullmatch(message):
+        # The reason is the client's technical detail (which field of the answer was wrong): kept as it is.
+        return _("The store's answer is unusable: %(reason)s.", reason=found[1])
+    return message
 
 
 def handle_unexpected_error(error: Exception) -> ErrorPage:

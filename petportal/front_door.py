@@ -22,19 +22,27 @@ from urllib.parse import unquote_to_bytes
 from flask import Flask, g, request
 from werkzeug.exceptions import BadRequest, ServiceUnavailable
 
+from .lazy_text import lazy_gettext as _l
+
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
 
 FORM_BODY = "application/x-www-form-urlencoded"
-NOT_UTF8 = "This is not text the portal can read: it is not UTF-8."
+NOT_UTF8 = _l("This is not text the portal can read: it is not UTF-8.")
 # Where `unreadable` keeps its answer in the WSGI environ.
 UNREADABLE = "petportal.unreadable"
-VERBS = {"path": "is", "query": "is", "cookies": "are", "headers": "are"}
+# What the 400 page says for each part of a request that is not UTF-8.
+UNREADABLE_PARTS = {
+    "path": _l("This request could not be read: its path is not UTF-8 text."),
+    "query": _l("This request could not be read: its query is not UTF-8 text."),
+    "cookies": _l("This request could not be read: its cookies are not UTF-8 text."),
+    "headers": _l("This request could not be read: its headers are not UTF-8 text."),
+}
 # Set in the WSGI environ by `BodyGate` when every place for reading a body was taken.
 BODIES_BUSY = "petportal.bodies_busy"
 # Threads of a process that may wait on request bodies at once: half of a worker's 8.
 BODY_READERS = 4
-BUSY = "Too many forms are being sent to the portal right now. Wait a moment and send this one again."
+BUSY = _l("Too many forms are being sent to the portal right now. Wait a moment and send this one again.")
 
 
 class UnreadableRequest(BadRequest):
@@ -131,12 +139,12 @@ def register(app: Flask) -> None:
     @app.before_request
     def read_the_request() -> None:
         if request.environ.get(BODIES_BUSY):
-            raise ServiceUnavailable(BUSY)
+            raise ServiceUnavailable(str(BUSY))
         # The host first: a refused host has its own 400 page, the only one that needs no URL of this site.
         request.host  # noqa: B018 - reading it raises SecurityError for a host the portal does not answer to
         part = unreadable(request.environ)
         if part is not None:
-            raise UnreadableRequest(f"This request could not be read: its {part} {VERBS[part]} not UTF-8 text.")
+            raise UnreadableRequest(str(UNREADABLE_PARTS[part]))
         if request.mimetype == FORM_BODY:
             # Cached, so the form is then parsed from the same bytes (never more than MAX_CONTENT_LENGTH).
             g.unreadable_fields = unreadable_fields(request.get_data(cache=True))

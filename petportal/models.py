@@ -3,9 +3,11 @@ submission tokens, category labels, each account's additions, and bulk imports w
 
 from datetime import UTC, datetime
 from enum import StrEnum
+from typing import Any
 
 from flask_login import UserMixin
 from sqlalchemy import (
+    JSON,
     BigInteger,
     Boolean,
     DateTime,
@@ -56,6 +58,40 @@ class ImportState(StrEnum):
     PAUSED = "paused"
     STOPPED = "stopped"
     DONE = "done"
+
+
+class RowReason(StrEnum):
+    """Why an import row stands where it does, kept as `ImportRow.reason`: `{"code": ..., values}`.
+
+    invalid: the portal's checks refused it (`values`: how many values its line held); refused: the store
+    answered 400 (`message`: the store's own, cleaned); no_answer: its call got no usable answer; portal_stopped:
+    the portal stopped while it was being sent; recorded: words kept before reasons were codes (`text`).
+    Its words are chosen when it is shown (imports/reasons.py), in the visitor's language.
+    """
+
+    INVALID = "invalid"
+    REFUSED = "refused"
+    NO_ANSWER = "no_answer"
+    PORTAL_STOPPED = "portal_stopped"
+    RECORDED = "recorded"
+
+
+class StopReason(StrEnum):
+    """Why an import stopped sending, kept as `BulkImport.reason`: `{"code": ..., values}`.
+
+    key_rejected, unavailable, row_unknown (a row got no usable answer): paused; switched: the active environment
+    changed (`previous`, `active`); recorded: words kept before reasons were codes (`text`).
+    """
+
+    KEY_REJECTED = "key_rejected"
+    UNAVAILABLE = "unavailable"
+    ROW_UNKNOWN = "row_unknown"
+    SWITCHED = "switched"
+    RECORDED = "recorded"
+
+
+# A stored reason: its code, and the values its words need (plain JSON, never words).
+Reason = dict[str, Any]
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -235,7 +271,7 @@ class BulkImport(db.Model):
     """One CSV file of animals a staff member uploaded, bound to the environment it was previewed for.
 
     States: preview (nothing sent; may be discarded), queued (started, waiting for a runner), running,
-    paused (the store was unavailable or refused the key; `message` says which), stopped (the active
+    paused (the store was unavailable or refused the key; `reason` says which), stopped (the active
     environment changed), done. A runner holds the import while `lease_until` is in the future and
     renews it as it goes; another may take it over only once the lease has run out.
     """
@@ -251,7 +287,8 @@ class BulkImport(db.Model):
     digest: Mapped[str] = mapped_column(String(64))
     total: Mapped[int] = mapped_column(Integer)
     state: Mapped[ImportState] = mapped_column(StateColumn(ImportState), default=ImportState.PREVIEW)
-    message: Mapped[str | None] = mapped_column(Text)
+    # Why it paused or stopped (`StopReason`), while it is paused or stopped.
+    reason: Mapped[Reason | None] = mapped_column(JSON(none_as_null=True))
     # The active environment when the import was (re)started: a switch away from it stops the import.
     active_at_start: Mapped[str | None] = mapped_column(String(32))
     runner: Mapped[str | None] = mapped_column(String(64))
@@ -265,7 +302,7 @@ class ImportRow(db.Model):
     """One animal of a bulk import, claimed as an add form's token is.
 
     States: invalid (refused by the portal's checks at preview; never sent), issued (to send), sending (a
-    runner holds it), created (`pet_id` is the animal), refused (the store answered 400; `message` says
+    runner holds it), created (`pet_id` is the animal), refused (the store answered 400; `reason` says
     why), unknown (the call may or may not have reached the store; never resent).
     """
 
@@ -281,7 +318,8 @@ class ImportRow(db.Model):
     category_id: Mapped[int | None] = mapped_column(BigInteger)
     status: Mapped[str | None] = mapped_column(Text)
     state: Mapped[TicketState] = mapped_column(StateColumn(TicketState))
-    message: Mapped[str | None] = mapped_column(Text)
+    # Why it was refused, or why its outcome is unknown (`RowReason`).
+    reason: Mapped[Reason | None] = mapped_column(JSON(none_as_null=True))
     pet_id: Mapped[int | None] = mapped_column(BigInteger)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=now, onupdate=now)
 

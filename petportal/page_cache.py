@@ -38,6 +38,7 @@ from . import logs, metrics, tracing
 from .auth.remember import REMEMBER_COOKIE
 from .extensions import cache
 from .front_door import unreadable
+from .i18n import language_of
 from .serving import serving
 
 if TYPE_CHECKING:
@@ -235,13 +236,14 @@ def _generation_key(environment_name: str) -> str:
 
 
 def _page_key(app: Flask, backend: BaseCache, environment: str, environ: WSGIEnvironment) -> str:
-    """The key of a page: its environment and that environment's generation, the scheme and host the request came
-    to (after ProxyFix, when proxies are trusted) and its path and query as they came."""
+    """The key of a page: its environment and that environment's generation, the language it is served in, the
+    scheme and host the request came to (after ProxyFix, when proxies are trusted) and its path and query as they
+    came."""
     generation = _safely(app, backend.get, _generation_key(environment)) or 0
     host = environ.get("HTTP_HOST") or f"{environ.get('SERVER_NAME', '')}:{environ.get('SERVER_PORT', '')}"
     # Each part quoted on its own (repr), so no Host header can pass itself off as part of a path.
     where = (environ["wsgi.url_scheme"], host, environ.get("PATH_INFO", ""), environ.get("QUERY_STRING", ""))
-    return f"page:{environment}:{generation}:{where!r}"
+    return f"page:{environment}:{generation}:{language_of(environ)}:{where!r}"
 
 
 def _now() -> str:

@@ -354,7 +354,11 @@ def test_every_change_needs_a_fresh_login(make_portal, clock):
 def test_the_audit_page_names_the_account_changed(portal_app, admin):
     manage(admin, "staff", "role", role="admin")
     page = admin.get("/admin/audit").text
-    assert re.search(r"<td>admin</td>\s*<td>role changed</td>\s*<td>staff</td>", page)
+    row = (
+        r'<td data-label="Who"><span[^>]*>admin</span></td>\s*<td data-label="What">role changed</td>\s*'
+        r'<td data-label="Account"><span[^>]*>staff</span></td>'
+    )
+    assert re.search(row, page)
 
 
 def test_two_admins_adding_one_name_at_once_get_one_account_and_an_honest_answer(portal_app, auth_for, caplog):

@@ -9,6 +9,7 @@ from werkzeug.security import generate_password_hash
 from bench.portal import FLASK_PORTAL, PROJECT_ROOT, portal_environment, prepare_portal
 from petportal import create_app
 from petportal.extensions import db
+from petportal.models import BulkImport, ImportRow
 
 from helpers import PASSWORDS, AuthActions, portal_config
 from servers import run_init_db
@@ -136,4 +137,69 @@ def test_labels_that_already_read_the_same_are_kept_and_the_later_renamed(tmp_pa
         ("production", 2, "dogs (2)"),
         ("staging", 1, "Dogs"),
     ]
+    app.extensions["petportal.environments"].close()
+
+
+def test_the_import_messages_of_0006_become_reason_codes_and_come_back_on_downgrade(tmp_path, database_url):
+    """A database of 0006 whose imports kept English sentences: the portal's own are read back into codes,
+    anything else is kept as it was recorded."""
+    app = create_app(
+        portal_config(tmp_path, "http://127.0.0.1:9/v1", "http://127.0.0.1:9/v1", SQLALCHEMY_DATABASE_URI=database_url)
+    )
+    switched = (
+        "The portal switched from production to staging while this import ran. Nothing more was sent to production."
+    )
+    rows = [
+        ("invalid", "This line has 4 values; each animal needs 3: name, categoryId, status."),
+        ("invalid", "Enter the animal's name."),
+        ("refused", "The pet store refused it: Category 1 is closed"),
+        ("unknown", "The pet store gave no usable answer: it may or may not have added this animal."),
+        ("unknown", "The portal stopped while this animal was being sent: the pet store may or may not have added it."),
+        ("unknown", "Something an operator wrote by hand"),
+        ("created", None),
+    ]
+    with app.app_context():
+        flask_migrate.upgrade(revision="0006")
+        with db.engine.begin() as connection:
+            connection.execute(
+                sqlalchemy.text(
+                    "INSERT INTO imports (id, user_id, username, environment, filename, digest, total, state, message, "
+                    "created_at) VALUES ('i1', 1, 'staff', 'production', 'a.csv', 'd', 7, 'stopped', :message, "
+                    "CURRENT_TIMESTAMP)"
+                ),
+                {"message": switched},
+            )
+            for position, (state, message) in enumerate(rows, start=1):
+                connection.execute(
+                    sqlalchemy.text(
+                        "INSERT INTO import_rows (import_id, position, line, name, category, state, message, "
+                        "updated_at) VALUES ('i1', :position, :position, 'Rex', '1', :state, :message, "
+                        "CURRENT_TIMESTAMP)"
+                    ),
+                    {"position": position, "state": state, "message": message},
+                )
+        flask_migrate.upgrade()
+        with db.engine.connect() as connection:
+            stop = connection.execute(sqlalchemy.select(BulkImport.reason)).scalar_one()
+            reasons = connection.execute(sqlalchemy.select(ImportRow.reason).order_by(ImportRow.position)).scalars()
+            reasons = list(reasons)
+        flask_migrate.downgrade(revision="0006")
+        with db.engine.connect() as connection:
+            kept = connection.execute(sqlalchemy.text("SELECT message FROM import_rows ORDER BY position")).scalars()
+            kept = list(kept)
+            stopped = connection.execute(sqlalchemy.text("SELECT message FROM imports")).scalar_one()
+        db.engine.dispose()
+    assert stop == {"code": "switched", "previous": "production", "active": "staging"}
+    assert reasons == [
+        {"code": "invalid", "values": 4},
+        {"code": "invalid", "values": 3},
+        {"code": "refused", "message": "Category 1 is closed"},
+        {"code": "no_answer"},
+        {"code": "portal_stopped"},
+        {"code": "recorded", "text": "Something an operator wrote by hand"},
+        None,
+    ]
+    # Back at 0006: the same English, but for a refused row's checks, which only the newer portal works out.
+    assert stopped == switched
+    assert kept == [rows[0][1], "Refused by the portal's checks.", *[message for _, message in rows[2:]]]
     app.extensions["petportal.environments"].close()

@@ -5,19 +5,21 @@ from wtforms.validators import DataRequired, EqualTo, Length
 
 from ..auth.forms import new_password_field
 from ..forms import PortalForm
+from ..lazy_text import lazy_gettext as _l
 
 
 class ChangePasswordForm(PortalForm):
     """The current password, then the new one twice."""
 
     current_password = PasswordField(
-        "Current password", validators=[DataRequired("Enter your current password."), Length(max=1024)]
+        _l("Current password"), validators=[DataRequired(_l("Enter your current password.")), Length(max=1024)]
     )
-    new_password = new_password_field("New password")
+    new_password = new_password_field(_l("New password"))
     confirm = PasswordField(
-        "New password again",
+        _l("New password again"),
         validators=[
-            DataRequired("Enter the new password again."),
-            EqualTo("new_password", "The two new passwords differ; type the same one twice."),
+            DataRequired(_l("Enter the new password again.")),
+            # EqualTo formats the message itself (with %(other_label)s and %(other_name)s): none are used here.
+            EqualTo("new_password", _l("The two new passwords differ; type the same one twice.")),
         ],
     )

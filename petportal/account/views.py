@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint, abort, flash, redirect, render_template, request, session, url_for
 from flask.typing import ResponseReturnValue
+from flask_babel import gettext as _
 from flask_login import current_user, login_fresh
 
 from .. import audit
@@ -32,7 +33,7 @@ def password() -> ResponseReturnValue:
         abort(429)
     if not user.check_password(form.current_password.data):
         audit.record("password_change_failed", target=user.username, detail="wrong current password")
-        form.current_password.errors.append("This is not your current password.")
+        form.current_password.errors.append(_("This is not your current password."))
         return _password_page(form, 400)
     throttle.succeeded(user.username)
     try:
@@ -41,7 +42,7 @@ def password() -> ResponseReturnValue:
         form.new_password.errors.append(str(error))
         return _password_page(form, 400)
     audit.record("password_changed", target=user.username, detail="other sessions ended")
-    flash("Your password is changed, and your account is logged out everywhere else.", "success")
+    flash(_("Your password is changed, and your account is logged out everywhere else."), "success")
     return redirect(url_for("catalog.list_animals"), 303)
 
 
@@ -64,7 +65,7 @@ def end_other_sessions() -> ResponseReturnValue:
     """End every session of your account except this browser's."""
     logins.end_all(current_user.id, keep=logins.current_login_id())
     audit.record("other_sessions_ended", target=current_user.username)
-    flash("Every other session of your account has ended.", "success")
+    flash(_("Every other session of your account has ended."), "success")
     return redirect(url_for(".sessions_page"), 303)
 
 
@@ -80,7 +81,7 @@ def mfa_page() -> ResponseReturnValue:
         return render_template("account/mfa_on.html", user=user, codes_left=mfa.recovery_codes_left(user))
     # A stolen remember-me cookie must not be able to put its own device on the account.
     if not login_fresh():
-        return log_in_again(url_for(".mfa_page", new=1), "set up your second factor")
+        return log_in_again(url_for(".mfa_page", new=1), _("Log in again to set up your second factor."))
     secret = _enrolment_secret()
     form = CodeForm()
     if not form.validate_on_submit():
@@ -88,13 +89,13 @@ def mfa_page() -> ResponseReturnValue:
     codes = mfa.enrol(user, secret, form.code.data)
     if codes is None:
         form.code.errors.append(
-            "That code does not match. Check that your phone's clock is right and enter the code shown now."
+            _("That code does not match. Check that your phone's clock is right and enter the code shown now.")
         )
         return _enrolment_page(user, secret, form, 400)
     session.pop(ENROLMENT_KEY, None)
     session[NEW_CODES_KEY] = codes
     audit.record("mfa_enrolled", target=user.username, detail="new device" if replacing else "")
-    flash("Your second factor is on. From now on you log in with a code from your app.", "success")
+    flash(_("Your second factor is on. From now on you log in with a code from your app."), "success")
     return redirect(url_for(".mfa_page"), 303)
 
 

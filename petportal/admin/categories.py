@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
+from flask_babel import gettext as _
 
 from ..auth.access import role_required
 from ..catalog import categories
@@ -32,9 +33,23 @@ def labels_page() -> tuple[str, int] | Response:
         try:
             categories.name(environment.name, form.category_id.data, form.label.data)
         except categories.LabelTaken as taken:
-            form.label.errors.append(f"{taken} Choose another label, or rename that category first.")
+            form.label.errors.append(
+                _(
+                    "“%(label)s” already names category %(category_id)s in %(environment)s. Choose another label, "
+                    "or rename that category first.",
+                    label=taken.label,
+                    category_id=taken.category_id,
+                    environment=environment.name,
+                )
+            )
             return _page(form), 400
-        flash(f"Category {form.category_id.data} is “{form.label.data}” in {environment.name}.", "success")
+        labelled = _(
+            "Category %(category_id)s is “%(label)s” in %(environment)s.",
+            category_id=form.category_id.data,
+            label=form.label.data,
+            environment=environment.name,
+        )
+        flash(labelled, "success")
         return redirect(url_for(".labels_page"), 303)
     return _page(form), 400 if form.is_submitted() else 200
 
@@ -52,9 +67,23 @@ def remove(category_id: int) -> tuple[str, int] | Response:
     if shown_for != environment.name:
         return _page(CategoryLabelForm(formdata=None), _moved(shown_for, environment.name)), 409
     if categories.remove(environment.name, category_id):
-        flash(f"Category {category_id} has no label in {environment.name} now.", "success")
+        flash(
+            _(
+                "Category %(category_id)s has no label in %(environment)s now.",
+                category_id=category_id,
+                environment=environment.name,
+            ),
+            "success",
+        )
     else:
-        flash(f"Category {category_id} had no label in {environment.name}.", "info")
+        flash(
+            _(
+                "Category %(category_id)s had no label in %(environment)s.",
+                category_id=category_id,
+                environment=environment.name,
+            ),
+            "info",
+        )
     return redirect(url_for(".labels_page"), 303)
 
 
@@ -66,8 +95,15 @@ def _page(form: CategoryLabelForm, problem: str | None = None) -> str:
 
 
 def _moved(shown_for: str, now: str) -> str:
-    shown_for = shown_for if shown_for in ENVIRONMENT_NAMES else "another environment"
-    return (
-        f"This page was opened for {shown_for}, but you are now served {now}. "
-        f"Nothing was changed. These are {now}'s labels: check them and try again if that is what you want."
+    if shown_for not in ENVIRONMENT_NAMES:
+        return _(
+            "This page was opened for another environment, but you are now served %(now)s. Nothing was changed. "
+            "These are %(now)s's labels: check them and try again if that is what you want.",
+            now=now,
+        )
+    return _(
+        "This page was opened for %(shown_for)s, but you are now served %(now)s. Nothing was changed. "
+        "These are %(now)s's labels: check them and try again if that is what you want.",
+        shown_for=shown_for,
+        now=now,
     )

@@ -5,26 +5,35 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from flask_babel import gettext as _
 from wtforms import Field, HiddenField, SelectChoice, SelectField, StringField
 from wtforms.validators import DataRequired, Length, ValidationError
 
 from ..auth.accounts import USERNAME_MAX_LENGTH
 from ..auth.forms import new_password_field
 from ..catalog.categories import LABEL_MAX_LENGTH
-from ..catalog.forms import category_id_field, readable, stripped
+from ..catalog.forms import Readable, category_id_field, stripped
 from ..forms import PortalForm
+from ..lazy_text import lazy_gettext as _l
 
 if TYPE_CHECKING:
     from ..environments import Environment
 
-ROLE_CHOICES = [SelectChoice("staff", "Staff: adds animals"), SelectChoice("admin", "Admin: also runs the portal")]
+ROLE_CHOICES = [
+    SelectChoice("staff", _l("Staff: adds animals")),
+    SelectChoice("admin", _l("Admin: also runs the portal")),
+]
 
 
 def environment_choices(environments: Iterable[Environment], empty_label: str | None = None) -> list[SelectChoice]:
-    """Every environment as a choice; unconfigured ones are shown but disabled."""
+    """Every environment as a choice, in the request's language; unconfigured ones are shown but disabled."""
     choices = [SelectChoice("", empty_label)] if empty_label else []
     for environment in environments:
-        label = environment.name if environment.configured else f"{environment.name} (not configured)"
+        label = (
+            environment.name
+            if environment.configured
+            else _("%(environment)s (not configured)", environment=environment.name)
+        )
         choices.append(SelectChoice(environment.name, label, {"disabled": True} if not environment.configured else {}))
     return choices
 
@@ -32,46 +41,49 @@ def environment_choices(environments: Iterable[Environment], empty_label: str | 
 class SwitchEnvironmentForm(PortalForm):
     """Switch the active environment for every user and process; the name must be typed again."""
 
-    environment = SelectField("Serve everyone from")
+    environment = SelectField(_l("Serve everyone from"))
     confirm = StringField(
-        "Type the environment's name again to confirm",
-        validators=[DataRequired("Type the environment's name to confirm the switch.")],
+        _l("Type the environment's name again to confirm"),
+        validators=[DataRequired(_l("Type the environment's name to confirm the switch."))],
     )
 
     def validate_confirm(self, field: Field) -> None:
         """The typed name must be exactly the chosen environment's."""
         if field.data.strip() != self.environment.data:
-            raise ValidationError(f"Type “{self.environment.data}” exactly to confirm. Nothing was switched.")
+            raise ValidationError(
+                _("Type “%(environment)s” exactly to confirm. Nothing was switched.", environment=self.environment.data)
+            )
 
 
 class PreviewForm(PortalForm):
     """Serve one environment to this admin's session only; empty clears the preview."""
 
-    environment = SelectField("Preview for yourself")
+    # Its own id: the switch form on the same page has a field named `environment` too.
+    environment = SelectField(_l("Preview for yourself"), id="preview_environment")
 
 
 class NewUserForm(PortalForm):
     """A new staff member or admin, with an initial password they must change at their first login."""
 
     username = StringField(
-        "User name",
-        validators=[DataRequired("Enter a user name."), Length(max=USERNAME_MAX_LENGTH)],
-        description="Letters, digits and . _ @ - only.",
+        _l("User name"),
+        validators=[DataRequired(_l("Enter a user name.")), Length(max=USERNAME_MAX_LENGTH)],
+        description=_l("Letters, digits and . _ @ - only."),
     )
-    role = SelectField("Role", choices=ROLE_CHOICES, default="staff")
-    password = new_password_field("Initial password")
+    role = SelectField(_l("Role"), choices=ROLE_CHOICES, default="staff")
+    password = new_password_field(_l("Initial password"))
 
 
 class RoleForm(PortalForm):
     """Another role for an account."""
 
-    role = SelectField("Role", choices=ROLE_CHOICES)
+    role = SelectField(_l("Role"), choices=ROLE_CHOICES)
 
 
 class ResetPasswordForm(PortalForm):
     """A new password set by an admin; the account must change it at its next login."""
 
-    password = new_password_field("New password")
+    password = new_password_field(_l("New password"))
 
 
 class CategoryLabelForm(PortalForm):
@@ -81,12 +93,18 @@ class CategoryLabelForm(PortalForm):
     environment = HiddenField()
     category_id = category_id_field()
     label = StringField(
-        "Label",
-        description=f"What people read for this category, for example “Dogs”. Up to {LABEL_MAX_LENGTH} characters.",
+        _l("Label"),
+        description=_l(
+            "What people read for this category, for example “Dogs”. Up to %(count)s characters.",
+            count=LABEL_MAX_LENGTH,
+        ),
         filters=[stripped],
         validators=[
-            DataRequired("Enter the label."),
-            Length(max=LABEL_MAX_LENGTH, message=f"Keep the label to {LABEL_MAX_LENGTH} characters or fewer."),
-            readable,
+            DataRequired(_l("Enter the label.")),
+            # Length puts the number in itself (%(max)d).
+            Length(max=LABEL_MAX_LENGTH, message=_l("Keep the label to %(max)d characters or fewer.")),
+            Readable(
+                _l("The label must not contain control characters."), _l("The label must contain something visible.")
+            ),
         ],
     )

@@ -9,6 +9,11 @@ from datetime import UTC, date, datetime
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING
 
+from flask_babel import gettext as _
+from flask_babel import ngettext
+
+from ..errors import store_words
+from ..lazy_text import lazy_gettext as _l
 from ..petstore import NotFound, PetStoreError, Unauthorized, Unavailable
 
 if TYPE_CHECKING:
@@ -18,15 +23,30 @@ if TYPE_CHECKING:
 
 @dataclass
 class EnvironmentStatus:
-    """What an admin needs to know about one environment right now."""
+    """What an admin needs to know about one environment right now. The probe (on threads of its own) keeps the
+    facts; `problem` puts them into words when the page is drawn, in the request's language."""
 
     environment: Environment
     reachable: bool | None = None
     key_accepted: bool | None = None
     latency_ms: float | None = None
-    problem: str | None = None
+    failure: PetStoreError | None = None
     notices: dict[str, DeprecationNotice] = field(default_factory=dict)
     operations: dict[str, Operation] | None = None
+
+    @property
+    def problem(self) -> str | None:
+        """What keeps the environment from being used, if anything."""
+        if not self.environment.configured:
+            return _("Not configured: set its URL and key to use it.")
+        match self.failure:
+            case None:
+                return None
+            case Unauthorized():
+                return _("The %(environment)s key was rejected by the pet store.", environment=self.environment.name)
+            case Unavailable(message=message):
+                return _("Not reachable: %(message)s", message=store_words(message))
+        return _("Answered something outside the interface: %(message)s", message=store_words(self.failure.message))
 
 
 def probe_all(registry: Environments) -> list[EnvironmentStatus]:
@@ -40,7 +60,6 @@ def probe(registry: Environments, environment: Environment, deadline: float) -> 
     """A cheap listPets call, then getPet (for its notices) and the API description, all before `deadline`."""
     status = EnvironmentStatus(environment)
     if not environment.configured:
-        status.problem = "Not configured: set its URL and key to use it."
         return status
     client = registry.client(environment.name)
     started = time.perf_counter()
@@ -48,15 +67,12 @@ def probe(registry: Environments, environment: Environment, deadline: float) -> 
         sample = client.list_pets(limit=1, deadline=deadline)
         status.latency_ms = (time.perf_counter() - started) * 1000
         status.reachable, status.key_accepted = True, True
-    except Unauthorized:
-        status.reachable, status.key_accepted = True, False
-        status.problem = f"The {environment.name} key was rejected by the pet store."
+    except Unauthorized as error:
+        status.reachable, status.key_accepted, status.failure = True, False, error
     except Unavailable as error:
-        status.reachable = False
-        status.problem = f"Not reachable: {error.message}"
+        status.reachable, status.failure = False, error
     except PetStoreError as error:
-        status.reachable = True
-        status.problem = f"Answered something outside the interface: {error.message}"
+        status.reachable, status.failure = True, error
     if status.key_accepted:
         try:
             client.get_pet(sample[0].id if sample else 1, deadline=deadline)
@@ -72,9 +88,9 @@ def probe(registry: Environments, environment: Environment, deadline: float) -> 
 
 # What each `x-stability` marker of the interface means, in people's words; anything else is not repeated.
 STABILITY_WORDS = {
-    "stable": "stable",
-    "beta": "beta: may still change",
-    "experimental": "experimental: may change or go away",
+    "stable": _l("stable"),
+    "beta": _l("beta: may still change"),
+    "experimental": _l("experimental: may change or go away"),
 }
 
 
@@ -87,31 +103,42 @@ class NoticeInWords:
 
 
 def in_words(notice: DeprecationNotice, today: date) -> NoticeInWords:
-    """`Deprecation: @1733356800` as "deprecated since 2024-12-05"; `Sunset` as its date and the days left."""
+    """`Deprecation: @1733356800` as "deprecated since 2024-12-05"; `Sunset` as its date and the days left (in
+    the request's language; dates as ISO 8601 in every language)."""
     since = _header_date(notice.deprecation, structured=True)
     if since is not None:
-        deprecated = f"deprecated since {since.isoformat()}"
+        deprecated = _("deprecated since %(date)s", date=since.isoformat())
     elif notice.deprecation and notice.deprecation.strip().lower() in ("true", "?1"):
-        deprecated = "deprecated"
+        deprecated = _("deprecated")
     else:
         deprecated = (
-            "no Deprecation header" if not notice.deprecation else "a Deprecation header the portal cannot read"
+            _("no Deprecation header") if not notice.deprecation else _("a Deprecation header the portal cannot read")
         )
     removal_date = _header_date(notice.sunset)
     if removal_date is None:
-        removal = "no removal date announced" if not notice.sunset else "a Sunset header the portal cannot read"
+        removal = _("no removal date announced") if not notice.sunset else _("a Sunset header the portal cannot read")
     else:
         days = (removal_date - today).days
-        left = f"{days} days left" if days > 0 else "due today" if days == 0 else f"{-days} days ago"
-        removal = f"removal on {removal_date.isoformat()} ({left})"
+        when = removal_date.isoformat()
+        if days > 0:
+            removal = ngettext(
+                "removal on %(date)s (%(num)d day left)", "removal on %(date)s (%(num)d days left)", days, date=when
+            )
+        elif days == 0:
+            removal = _("removal on %(date)s (due today)", date=when)
+        else:
+            removal = ngettext(
+                "removal on %(date)s (%(num)d day ago)", "removal on %(date)s (%(num)d days ago)", -days, date=when
+            )
     return NoticeInWords(deprecated, removal)
 
 
 def stability_in_words(marker: str | None) -> str:
     """An operation's `x-stability` marker as a word, or what its absence means."""
     if marker is None:
-        return "no stability marker (stable)"
-    return STABILITY_WORDS.get(marker.strip().lower(), "a stability marker the portal does not know")
+        return _("no stability marker (stable)")
+    words = STABILITY_WORDS.get(marker.strip().lower())
+    return str(words) if words is not None else _("a stability marker the portal does not know")
 
 
 def _header_date(value: str | None, structured: bool = False) -> date | None:

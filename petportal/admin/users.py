@@ -8,6 +8,8 @@ from functools import wraps
 
 from flask import Blueprint, abort, flash, redirect, render_template, url_for
 from flask.typing import ResponseReturnValue
+from flask_babel import gettext as _
+from flask_babel import ngettext
 from flask_login import current_user, login_fresh
 
 from .. import audit
@@ -39,14 +41,21 @@ def new_user() -> ResponseReturnValue:
     if not form.validate_on_submit():
         return render_template("admin/users/new.html", form=form), 400 if form.is_submitted() else 200
     if not login_fresh():
-        return log_in_again(url_for(".new_user"), "add an account")
+        return log_in_again(url_for(".new_user"), _("Log in again to add an account."))
     try:
         user = accounts.create(form.username.data, form.role.data, form.password.data, must_change_password=True)
     except accounts.AccountError as error:
         form.username.errors.append(str(error))
         return render_template("admin/users/new.html", form=form), 400
     audit.record("user_created", target=user.username, detail=f"role {user.role}; must change the password")
-    flash(f"Added {user.role} {user.username}. They choose their own password when they first log in.", "success")
+    added = (
+        _("Added staff %(username)s. They choose their own password when they first log in.", username=user.username)
+        if user.role == "staff"
+        else _(
+            "Added admin %(username)s. They choose their own password when they first log in.", username=user.username
+        )
+    )
+    flash(added, "success")
     return redirect(url_for(".manage_user", name=user.username), 303)
 
 
@@ -64,7 +73,8 @@ def account_change(view: AccountChange) -> Callable[[str], ResponseReturnValue]:
     def changed(name: str) -> ResponseReturnValue:
         user = _account(name)
         if not login_fresh():
-            return log_in_again(url_for(".manage_user", name=user.username), f"change {user.username}'s account")
+            message = _("Log in again to change %(username)s's account.", username=user.username)
+            return log_in_again(url_for(".manage_user", name=user.username), message)
         try:
             outcome = view(user)
         except accounts.AccountError as error:
@@ -88,10 +98,12 @@ def change_role(user: User) -> ResponseReturnValue:
         return _manage_page(user, role_form=form, status=400)
     before = user.role
     if before == form.role.data:
-        return f"{user.username} is already {before}; nothing changed."
+        return _("%(username)s is already %(role)s; nothing changed.", username=user.username, role=role_name(before))
     accounts.change_role(current_user, user, form.role.data)
     audit.record("role_changed", target=user.username, detail=f"from {before} to {user.role}")
-    return f"{user.username} is now {user.role}, from their next request on."
+    return _(
+        "%(username)s is now %(role)s, from their next request on.", username=user.username, role=role_name(user.role)
+    )
 
 
 @bp.post("/<name>/disable")
@@ -101,7 +113,7 @@ def disable(user: User) -> ResponseReturnValue:
     """Disable the account: it cannot log in, and its sessions end."""
     accounts.set_enabled(current_user, user, enabled=False)
     audit.record("user_disabled", target=user.username, detail="every session ended")
-    return f"{user.username} is disabled and logged out everywhere."
+    return _("%(username)s is disabled and logged out everywhere.", username=user.username)
 
 
 @bp.post("/<name>/enable")
@@ -111,7 +123,7 @@ def enable(user: User) -> ResponseReturnValue:
     """Let a disabled account log in again."""
     accounts.set_enabled(current_user, user, enabled=True)
     audit.record("user_enabled", target=user.username)
-    return f"{user.username} can log in again."
+    return _("%(username)s can log in again.", username=user.username)
 
 
 @bp.post("/<name>/sessions/end")
@@ -124,7 +136,12 @@ def end_sessions(user: User) -> ResponseReturnValue:
     audit.record("sessions_ended", target=user.username, detail=f"{ended} open")
     if user.id == current_user.id:
         return redirect(url_for("auth.login"), 303)
-    return f"Every session of {user.username} has ended ({ended} were open)."
+    return ngettext(
+        "Every session of %(username)s has ended (%(num)d was open).",
+        "Every session of %(username)s has ended (%(num)d were open).",
+        ended,
+        username=user.username,
+    )
 
 
 @bp.post("/<name>/password")
@@ -132,13 +149,16 @@ def end_sessions(user: User) -> ResponseReturnValue:
 @account_change
 def reset_password(user: User) -> ResponseReturnValue:
     """Set a new password that the account must change at its next login; its sessions end."""
-    _not_yourself(user, "Change your own password under Your account.")
+    _not_yourself(user, _("Change your own password under Your account."))
     form = ResetPasswordForm()
     if not form.validate_on_submit():
         return _manage_page(user, password_form=form, status=400)
     accounts.reset_password(user, form.password.data)
     audit.record("password_reset", target=user.username, detail="every session ended; must change it at next login")
-    return f"{user.username}'s password is reset. Tell them the new one; they must change it when they log in."
+    return _(
+        "%(username)s's password is reset. Tell them the new one; they must change it when they log in.",
+        username=user.username,
+    )
 
 
 @bp.post("/<name>/mfa/reset")
@@ -146,10 +166,17 @@ def reset_password(user: User) -> ResponseReturnValue:
 @account_change
 def reset_mfa(user: User) -> ResponseReturnValue:
     """Remove the account's second factor (a lost device); it sets up a new one when next needed."""
-    _not_yourself(user, "Set up a new device for your own second factor under Your account.")
+    _not_yourself(user, _("Set up a new device for your own second factor under Your account."))
     accounts.reset_mfa(user)
     audit.record("mfa_reset", target=user.username)
-    return f"{user.username}'s second factor is removed. They set up a new one from Your account."
+    return _(
+        "%(username)s's second factor is removed. They set up a new one from Your account.", username=user.username
+    )
+
+
+def role_name(role: str) -> str:
+    """A role as a sentence names it, in the request's language."""
+    return {"staff": _("staff"), "admin": _("admin")}.get(role, role)
 
 
 def _not_yourself(user: User, instead: str) -> None:

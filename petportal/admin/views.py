@@ -12,7 +12,9 @@ from flask import (
     request,
     url_for,
 )
+from flask.blueprints import BlueprintSetupState
 from flask.typing import ResponseReturnValue
+from flask_babel import gettext as _
 from flask_login import current_user, login_fresh
 from sqlalchemy import Row
 from werkzeug.wrappers import Response
@@ -39,6 +41,12 @@ AUDIT_TIME = "%Y-%m-%d %H:%M:%S"
 audit_readers = role_required("admin")
 
 
+@bp.record_once
+def share_the_audit_labels(state: BlueprintSetupState) -> None:
+    """The audit page names each entry's action in the visitor's language (`audit_action`, see audit.py)."""
+    audit.register(state.app)
+
+
 @bp.get("/environment")
 @role_required("admin")
 def environment() -> ResponseReturnValue:
@@ -51,22 +59,24 @@ def environment() -> ResponseReturnValue:
 def switch_environment() -> ResponseReturnValue:
     """Switch the active environment for every user and every portal process."""
     if not login_fresh():
-        return log_in_again(url_for(".environment"), "switch the environment for everyone")
+        return log_in_again(url_for(".environment"), _("Log in again to switch the environment for everyone."))
     form = _switch_form()
     registry = environments()
     if not form.validate_on_submit():
         return _environment_page(form, _preview_form(), 400)
     target = registry.get(form.environment.data)
     if target is None or not target.configured:
-        form.environment.errors.append(f"{form.environment.data} is not configured and cannot be chosen.")
+        form.environment.errors.append(
+            _("%(environment)s is not configured and cannot be chosen.", environment=form.environment.data)
+        )
         return _environment_page(form, _preview_form(), 400)
     previous = registry.active()
     if previous.name == target.name:
-        flash(f"{target.name} is already the active environment; nothing changed.", "info")
+        flash(_("%(environment)s is already the active environment; nothing changed.", environment=target.name), "info")
         return redirect(url_for(".environment"), 303)
     registry.set_active(target.name)
     audit.record("environment_switched", environment=target.name, detail=f"from {previous.name} to {target.name}")
-    flash(f"Everyone is now served from {target.name}.", "success")
+    flash(_("Everyone is now served from %(environment)s.", environment=target.name), "success")
     return redirect(url_for(".environment"), 303)
 
 
@@ -81,14 +91,22 @@ def preview_environment() -> ResponseReturnValue:
     if chosen is None:
         set_preview(None)
         audit.record("preview_changed", detail="cleared")
-        flash(f"Preview cleared: you see the active environment, {environments().active().name}.", "info")
+        active = environments().active().name
+        flash(_("Preview cleared: you see the active environment, %(environment)s.", environment=active), "info")
     elif not chosen.configured:
-        form.environment.errors.append(f"{chosen.name} is not configured and cannot be previewed.")
+        form.environment.errors.append(
+            _("%(environment)s is not configured and cannot be previewed.", environment=chosen.name)
+        )
         return _environment_page(_switch_form(), form, 400)
     else:
         set_preview(chosen)
         audit.record("preview_changed", environment=chosen.name, detail=chosen.name)
-        flash(f"You alone now see {chosen.name}. Everyone else still sees {environments().active().name}.", "info")
+        seen = _(
+            "You alone now see %(environment)s. Everyone else still sees %(active)s.",
+            environment=chosen.name,
+            active=environments().active().name,
+        )
+        flash(seen, "info")
     return redirect(url_for(".environment"), 303)
 
 
@@ -144,7 +162,7 @@ def _switch_form() -> SwitchEnvironmentForm:
 
 def _preview_form() -> PreviewForm:
     form = PreviewForm()
-    form.environment.choices = environment_choices(environments().all(), "No preview: see the active environment")
+    form.environment.choices = environment_choices(environments().all(), _("No preview: see the active environment"))
     if not form.is_submitted():
         form.environment.data = previewed_name()
     return form

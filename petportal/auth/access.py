@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 
 from flask import abort, current_app, flash, redirect, request, url_for
 from flask.typing import ResponseReturnValue
+from flask_babel import gettext as _
 from flask_login import current_user
 from werkzeug.wrappers import Response
 
@@ -57,7 +58,7 @@ def role_required(
             if role is not None and not current_user.has_role(role):
                 abort(403)
             if role == "admin" and current_app.config["REQUIRE_ADMIN_MFA"] and not current_user.mfa_enabled:
-                flash("This portal requires admins to use a second factor. Set yours up first.", "warning")
+                flash(_("This portal requires admins to use a second factor. Set yours up first."), "warning")
                 return redirect(url_for("account.mfa_page"), 303)
             return view(*args, **kwargs)
 
@@ -78,7 +79,8 @@ def safe_next(target: str | None, default: str) -> str:
     return target
 
 
-def log_in_again(back_to: str, why: str) -> Response:
-    """Send a login that is not fresh to log in again (its password, and code) before a sensitive change."""
-    flash(f"Log in again to {why}.", "warning")
+def log_in_again(back_to: str, message: str) -> Response:
+    """Send a login that is not fresh to log in again (its password, and code) before a sensitive change;
+    `message` says so, naming the change ("Log in again to add an account.")."""
+    flash(message, "warning")
     return redirect(url_for("auth.login", next=back_to), 303)

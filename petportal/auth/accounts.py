@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any, cast
 
+from flask_babel import gettext as _
 from sqlalchemy import CursorResult, exists, func, or_, select, update
 from sqlalchemy.orm import aliased
 
@@ -25,7 +26,8 @@ USERNAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]*")
 
 
 class AccountError(Exception):
-    """A change that the rules refuse; the message says why, for the person who asked for it."""
+    """A change that the rules refuse; the message says why, for the person who asked for it (in the request's
+    language: `flask user` commands, outside any request, get English)."""
 
 
 def find(username: str) -> User | None:
@@ -37,14 +39,16 @@ def create(username: str, role: str, password: str, must_change_password: bool) 
     """Add an account; with `must_change_password` it must choose its own password at its first login."""
     username = username.strip()
     if not username or len(username) > USERNAME_MAX_LENGTH:
-        raise AccountError(f"A user name is 1 to {USERNAME_MAX_LENGTH} characters long.")
+        raise AccountError(_("A user name is 1 to %(count)s characters long.", count=USERNAME_MAX_LENGTH))
     if not USERNAME_PATTERN.fullmatch(username):
-        raise AccountError("A user name starts with a letter or digit and has only letters, digits and . _ @ - in it.")
+        raise AccountError(
+            _("A user name starts with a letter or digit and has only letters, digits and . _ @ - in it.")
+        )
     if role not in ROLES:
-        raise AccountError(f"A role is one of {', '.join(ROLES)}.")
+        raise AccountError(_("A role is one of %(roles)s.", roles=", ".join(ROLES)))
     # Logins are counted per name whatever its case, so "Kim" and "kim" would share one limit.
     if db.session.scalar(select(User).where(func.lower(User.username) == username.lower())) is not None:
-        raise AccountError(f"An account called {username!r} already exists.")
+        raise AccountError(_("An account called %(username)s already exists.", username=repr(username)))
     if problem := passwords.problem(password):
         raise AccountError(problem)
     user = User(username=username, role=role, must_change_password=must_change_password)
@@ -56,16 +60,16 @@ def create(username: str, role: str, password: str, must_change_password: bool) 
 def change_role(actor: User, user: User, role: str) -> None:
     """Give `user` another role; never your own, and never the last enabled admin's."""
     if user.id == actor.id:
-        raise AccountError("You cannot change your own role; ask another admin.")
+        raise AccountError(_("You cannot change your own role; ask another admin."))
     if role not in ROLES:
-        raise AccountError(f"A role is one of {', '.join(ROLES)}.")
+        raise AccountError(_("A role is one of %(roles)s.", roles=", ".join(ROLES)))
     _change_keeping_an_admin(user, role=role)
 
 
 def set_enabled(actor: User, user: User, enabled: bool) -> None:
     """Enable or disable `user`; a disabled account's logins all end. Never yourself, never the last admin."""
     if user.id == actor.id and not enabled:
-        raise AccountError("You cannot disable your own account; ask another admin.")
+        raise AccountError(_("You cannot disable your own account; ask another admin."))
     _change_keeping_an_admin(user, enabled=enabled)
     if not enabled:
         logins.end_all(user.id)
@@ -85,7 +89,7 @@ def change_password(user: User, new_password: str, keep_login: str | None) -> No
     if problem := passwords.problem(new_password):
         raise AccountError(problem)
     if user.check_password(new_password):
-        raise AccountError("Choose a password different from the current one.")
+        raise AccountError(_("Choose a password different from the current one."))
     user.set_password(new_password)
     user.must_change_password = False
     logins.end_all(user.id, keep=keep_login)
@@ -94,7 +98,7 @@ def change_password(user: User, new_password: str, keep_login: str | None) -> No
 def reset_mfa(user: User) -> None:
     """Remove the account's second factor (a lost device); it enrols again when it next needs one."""
     if not user.mfa_enabled:
-        raise AccountError(f"{user.username} has no second factor to reset.")
+        raise AccountError(_("%(username)s has no second factor to reset.", username=user.username))
     mfa.remove(user)
 
 
@@ -115,6 +119,9 @@ def _change_keeping_an_admin(user: User, **values: Any) -> None:
     changed = cast("CursorResult[Any]", db.session.execute(change, execution_options={"synchronize_session": "fetch"}))
     if changed.rowcount != 1:
         raise AccountError(
-            f"{user.username} is the last enabled admin: make another account an admin first, so someone can "
-            "still run the portal."
+            _(
+                "%(username)s is the last enabled admin: make another account an admin first, so someone can "
+                "still run the portal.",
+                username=user.username,
+            )
         )

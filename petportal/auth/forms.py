@@ -6,6 +6,7 @@ from wtforms import BooleanField, Field, PasswordField, StringField
 from wtforms.validators import DataRequired, Length, ValidationError
 
 from ..forms import PortalForm
+from ..lazy_text import lazy_gettext as _l
 from . import passwords
 
 
@@ -19,23 +20,29 @@ def new_password_field(label: str) -> PasswordField:
     """A field for a new password, checked against the policy."""
     return PasswordField(
         label,
-        validators=[DataRequired("Enter the new password."), good_password],
-        description=f"At least {passwords.MIN_LENGTH} characters; a few words in a row make a good password.",
+        validators=[DataRequired(_l("Enter the new password.")), good_password],
+        description=_l(
+            "At least %(count)s characters; a few words in a row make a good password.", count=passwords.MIN_LENGTH
+        ),
     )
 
 
 class LoginForm(PortalForm):
     """User name and password, and whether to be remembered on this browser."""
 
-    username = StringField("User name", validators=[DataRequired("Enter your user name."), Length(max=80)])
-    password = PasswordField("Password", validators=[DataRequired("Enter your password."), Length(max=1024)])
-    remember = BooleanField("Keep me logged in on this browser")
+    username = StringField(_l("User name"), validators=[DataRequired(_l("Enter your user name.")), Length(max=80)])
+    password = PasswordField(_l("Password"), validators=[DataRequired(_l("Enter your password.")), Length(max=1024)])
+    remember = BooleanField(_l("Keep me logged in on this browser"))
 
 
 class CodeForm(PortalForm):
     """A code from the authenticator app (or, when logging in, a recovery code)."""
 
     code = StringField(
-        "Code",
-        validators=[DataRequired("Enter the code."), Length(max=32, message="A code is at most 32 characters.")],
+        _l("Code"),
+        validators=[
+            DataRequired(_l("Enter the code.")),
+            # Length puts the number in itself (%(max)d).
+            Length(max=32, message=_l("A code is at most %(max)d characters.")),
+        ],
     )

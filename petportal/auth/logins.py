@@ -21,6 +21,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from flask import request, session
+from flask_babel import gettext as _
 from flask_login import login_user, logout_user
 from sqlalchemy import ColumnElement, func, or_, select, update
 
@@ -166,15 +167,16 @@ def open_login_counts() -> dict[int, int]:
 
 
 def browser_in_words(user_agent: str | None) -> str:
-    """A login's browser and system as people name them ("Firefox on Ubuntu"), from its User-Agent."""
+    """A login's browser and system as people name them ("Firefox on Ubuntu"), from its User-Agent, in the
+    request's language (the names themselves are ua-parser's)."""
     from ua_parser import parse as parse_user_agent  # 4 MB of patterns, loaded by the first sessions page
 
     parsed = parse_user_agent(user_agent or "")
     browser = parsed.user_agent.family if parsed.user_agent else None
     system = parsed.os.family if parsed.os else None
     if browser and system:
-        return f"{browser} on {system}"
-    return browser or system or "an unknown browser"
+        return _("%(browser)s on %(system)s", browser=browser, system=system)
+    return browser or system or _("an unknown browser")
 
 
 def _still_open(at: datetime) -> tuple[ColumnElement[Any], ...]:

@@ -25,6 +25,7 @@ from cryptography.fernet import Fernet, InvalidToken
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from flask import current_app
+from flask_babel import gettext
 from markupsafe import Markup
 from sqlalchemy import CursorResult, Update, delete, func, or_, select, update
 
@@ -68,7 +69,8 @@ def qr_code(user: User, secret: str) -> Markup:
     import segno  # 9 MB, loaded by the first enrolment rather than in every worker at start-up
 
     uri = pyotp.TOTP(secret).provisioning_uri(name=user.username, issuer_name=ISSUER)
-    svg = segno.make(uri, error="m").svg_inline(scale=4, light="#fff", title="QR code for your authenticator app")
+    title = gettext("QR code for your authenticator app")  # segno escapes it
+    svg = segno.make(uri, error="m").svg_inline(scale=4, light="#fff", title=title)
     return Markup(svg)  # our own markup: the user name is percent-encoded inside the code's data
 
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from functools import cache
 
+from flask_babel import gettext as _
+
 MIN_LENGTH = 12
 MAX_LENGTH = 128
 # zxcvbn's score runs from 0 (guessed at once) to 4; 3 means "safely unguessable" online.
@@ -22,17 +24,18 @@ ZXCVBN_MAX_LENGTH = 72
 
 
 def problem(password: str) -> str | None:
-    """What is wrong with `password` as a new password, in words for its owner, or None when it will do."""
+    """What is wrong with `password` as a new password, in words for its owner (in the request's language), or
+    None when it will do. zxcvbn's own feedback is not shown, so nothing here is left in English."""
     if len(password) < MIN_LENGTH:
-        return f"Use at least {MIN_LENGTH} characters; a few words in a row make a good password."
+        return _("Use at least %(count)s characters; a few words in a row make a good password.", count=MIN_LENGTH)
     if len(password) > MAX_LENGTH:
-        return f"Use at most {MAX_LENGTH} characters."
+        return _("Use at most %(count)s characters.", count=MAX_LENGTH)
     if password.lower() in _common():
-        return "This password is one of the most common ones; choose another."
+        return _("This password is one of the most common ones; choose another.")
     from zxcvbn import zxcvbn
 
     if zxcvbn(password[:ZXCVBN_MAX_LENGTH])["score"] < MIN_SCORE:
-        return "This password is easy to guess (a sequence, a repeat or a common word); choose another."
+        return _("This password is easy to guess (a sequence, a repeat or a common word); choose another.")
     return None
 
 

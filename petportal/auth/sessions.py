@@ -15,6 +15,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from flask import Flask, Request, abort, current_app, flash, g, session
+from flask_babel import gettext as _
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -22,13 +23,14 @@ from .. import session_store
 from ..clock import now
 from ..config import SESSION_ABSOLUTE_LIMIT, SESSION_IDLE_LIMIT
 from ..extensions import DATABASE_OUTAGES, db, login
+from ..lazy_text import lazy_gettext as _l
 from ..models import LoginSession, User
 from . import logins, remember
 from .remember import REMEMBER_COOKIE
 
 # A login's "last seen" is written at most this often, so a busy page does not write on every request.
 SEEN_GRANULARITY = timedelta(seconds=60)
-LOGINS_UNAVAILABLE = "Logging in is unavailable for the moment. Customers' pages still work; try again shortly."
+LOGINS_UNAVAILABLE = _l("Logging in is unavailable for the moment. Customers' pages still work; try again shortly.")
 
 
 @login.user_loader
@@ -116,7 +118,7 @@ def logins_available(probe: bool = False) -> bool:
 def require_session_store(probe: bool = False) -> None:
     """A page that needs a login answers 503 while the portal cannot keep or check logins."""
     if not logins_available(probe):
-        abort(503, LOGINS_UNAVAILABLE)
+        abort(503, str(LOGINS_UNAVAILABLE))
 
 
 def register(app: Flask) -> None:
@@ -130,7 +132,7 @@ def _past_absolute_limit(row: LoginSession) -> bool:
 
 def _end_at_limit(row: LoginSession) -> None:
     logins.close(row)
-    flash("Your session has ended. Please log in again.", "info")
+    flash(_("Your session has ended. Please log in again."), "info")
 
 
 def _database_failed(error: SQLAlchemyError) -> None:

@@ -60,7 +60,7 @@ def attempt(account: str, kind: str = "login") -> bool:
             counted.append((item, key))
     except Exception as error:  # noqa: BLE001 - any failure of the rate-limit store
         current_app.logger.error("the login rate-limit store is unavailable: %s", type(error).__name__)
-        abort(503, LOGINS_UNAVAILABLE)
+        abort(503, str(LOGINS_UNAVAILABLE))
     return True
 
 

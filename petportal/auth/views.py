@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from flask import Blueprint, flash, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
+from flask_babel import gettext as _
+from flask_babel import ngettext
 from flask_login import current_user
 
 from .. import audit, metrics
@@ -37,13 +39,13 @@ def login() -> ResponseReturnValue:
     if not (user or _UNKNOWN_USER).check_password(form.password.data) or user is None:
         metrics.LOGINS.labels("failure").inc()
         audit.record("login_failed", actor=form.username.data)
-        form.form_errors.append("Unknown user name or wrong password.")
+        form.form_errors.append(_("Unknown user name or wrong password."))
         return render_template("auth/login.html", form=form), 401
     throttle.succeeded(form.username.data)
     if not user.enabled:
         metrics.LOGINS.labels("failure").inc()
         audit.record("login_refused", actor=user.username, detail="the account is disabled")
-        form.form_errors.append("This account is disabled. Ask an admin to enable it.")
+        form.form_errors.append(_("This account is disabled. Ask an admin to enable it."))
         return render_template("auth/login.html", form=form), 403
     if user.mfa_enabled:
         logins.await_second_factor(user, form.remember.data, destination)
@@ -57,7 +59,7 @@ def second_factor() -> ResponseReturnValue:
     sessions.require_session_store()
     waiting = logins.awaiting_second_factor()
     if waiting is None:
-        flash("Log in with your user name and password first.", "info")
+        flash(_("Log in with your user name and password first."), "info")
         return redirect(url_for(".login"), 303)
     form = CodeForm()
     if not form.validate_on_submit():
@@ -70,7 +72,7 @@ def second_factor() -> ResponseReturnValue:
     if accepted is None:
         metrics.LOGINS.labels("failure").inc()
         audit.record("mfa_failed", actor=user.username)
-        form.code.errors.append("That code is wrong or has been used already. Wait for the next one and try again.")
+        form.code.errors.append(_("That code is wrong or has been used already. Wait for the next one and try again."))
         return render_template("auth/mfa.html", form=form), 401
     throttle.succeeded(user.username, "mfa")
     if accepted == "totp":
@@ -79,7 +81,12 @@ def second_factor() -> ResponseReturnValue:
     left = mfa.recovery_codes_left(user)
     audit.record("recovery_code_used", actor=user.username, detail=f"{left} left")
     response = _logged_in(user, waiting.remember, waiting.destination)
-    flash(f"You used a recovery code; {left} are left. Set up your app again under Your account.", "warning")
+    used = ngettext(
+        "You used a recovery code; %(num)d is left. Set up your app again under Your account.",
+        "You used a recovery code; %(num)d are left. Set up your app again under Your account.",
+        left,
+    )
+    flash(used, "warning")
     return response
 
 
@@ -90,7 +97,7 @@ def logout() -> ResponseReturnValue:
     if form.validate_on_submit() and current_user.is_authenticated:
         audit.record("logout")
         logins.end()
-        flash("Logged out.", "info")
+        flash(_("Logged out."), "info")
     return redirect(url_for("catalog.list_animals"), 303)
 
 
@@ -98,7 +105,7 @@ def _logged_in(user: User, remember: bool, destination: str) -> ResponseReturnVa
     logins.start(user, remember_me=remember)
     metrics.LOGINS.labels("success").inc()
     audit.record("login", actor=user.username)
-    flash(f"Logged in as {user.username}.", "success")
+    flash(_("Logged in as %(username)s.", username=user.username), "success")
     return redirect(destination, 303)
 
 

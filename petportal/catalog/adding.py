@@ -32,7 +32,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from .. import audit, page_cache
 from ..clock import now
 from ..extensions import db
-from ..models import BulkImport, ImportRow, SubmissionToken, TicketState
+from ..models import BulkImport, ImportRow, Reason, RowReason, SubmissionToken, TicketState
 from ..petstore import Busy, InvalidRequest, OutcomeUnknown, PetStoreClient, Unauthorized, Unavailable
 from ..unit_of_work import after_commit
 from . import additions
@@ -40,8 +40,6 @@ from . import additions
 log = logging.getLogger(__name__)
 TOKEN_LIFETIME = timedelta(hours=12)
 POLL_SECONDS = 0.1
-UNKNOWN_NO_ANSWER = "The pet store gave no usable answer: it may or may not have added this animal."
-UNKNOWN_EARLIER = "An earlier submission of this form got no usable answer from the pet store."
 
 
 @dataclass(frozen=True)
@@ -70,9 +68,10 @@ class Refused:
 
 @dataclass(frozen=True)
 class Unknown:
-    """The call may have reached the store and no usable answer came back: it is never sent again."""
+    """The call may have reached the store and no usable answer came back: it is never sent again. `reason`: no
+    usable answer to this call (or to an earlier submission of the same form), or the portal stopped meanwhile."""
 
-    reason: str
+    reason: RowReason = RowReason.NO_ANSWER
 
 
 class NotSentReason(StrEnum):
@@ -113,8 +112,9 @@ class Ticket(Protocol):
         """Where the animal came from, for its audit entry ("" for the add form)."""
         ...
 
-    def settle(self, state: TicketState, pet_id: int | None, message: str | None) -> None:
-        """Record the ticket's new state, in the session (the caller commits)."""
+    def settle(self, state: TicketState, pet_id: int | None, reason: Reason | None) -> None:
+        """Record the ticket's new state, and why (`RowReason` and its values), in the session (the caller
+        commits)."""
         ...
 
 
@@ -133,7 +133,7 @@ def send(ticket: Ticket, client: PetStoreClient) -> Outcome:
         outcome = NotSent(NotSentReason.KEY_REJECTED)
     except OutcomeUnknown as error:
         log.warning("createPet on %s: the outcome is unknown: %s", ticket.environment, error)
-        outcome = Unknown(UNKNOWN_NO_ANSWER)
+        outcome = Unknown()
     except Busy:
         outcome = NotSent(NotSentReason.BUSY)
     except Unavailable:
@@ -141,7 +141,7 @@ def send(ticket: Ticket, client: PetStoreClient) -> Outcome:
     except BaseException:
         # Whatever failed, the call may have gone out: never send it again.
         db.session.rollback()
-        ticket.settle(TicketState.UNKNOWN, None, UNKNOWN_NO_ANSWER)
+        ticket.settle(TicketState.UNKNOWN, None, {"code": RowReason.NO_ANSWER})
         db.session.commit()
         raise
     try:
@@ -173,9 +173,9 @@ def _settle(ticket: Ticket, outcome: Outcome) -> None:
             environment = ticket.environment
             after_commit(lambda: page_cache.invalidate(environment))
         case Refused(message=message):
-            ticket.settle(TicketState.REFUSED, None, f"The pet store refused it: {message}")
+            ticket.settle(TicketState.REFUSED, None, {"code": RowReason.REFUSED, "message": message})
         case Unknown(reason=reason):
-            ticket.settle(TicketState.UNKNOWN, None, reason)
+            ticket.settle(TicketState.UNKNOWN, None, {"code": reason})
             detail = f"{ticket.animal.name}{ticket.source}: the pet store may or may not have added it"
             audit.record("animal_outcome_unknown", actor=ticket.username, environment=ticket.environment, detail=detail)
         case NotSent():
@@ -219,8 +219,8 @@ class FormTicket:
     animal: NewAnimal
     source: str = ""
 
-    def settle(self, state: TicketState, pet_id: int | None, message: str | None) -> None:
-        """The token's outcome (a form has no message to keep: the page shows it)."""
+    def settle(self, state: TicketState, pet_id: int | None, reason: Reason | None) -> None:
+        """The token's outcome (a form has no reason to keep: the page shows it)."""
         db.session.execute(
             update(SubmissionToken)
             .where(SubmissionToken.token == self.token)
@@ -282,7 +282,7 @@ def _wait_for_outcome(ticket: FormTicket, deadline: float) -> Outcome | None:
         if row.state in (TicketState.ISSUED, TicketState.REFUSED):
             return None
         if row.state == TicketState.UNKNOWN or time.monotonic() > deadline:
-            return Unknown(UNKNOWN_EARLIER)
+            return Unknown()  # an earlier submission of this form got no usable answer
         time.sleep(POLL_SECONDS)
 
 
@@ -309,7 +309,7 @@ class RowTicket:
     def source(self) -> str:
         return f" (bulk import {self.import_id}, line {self.line})"
 
-    def settle(self, state: TicketState, pet_id: int | None, message: str | None) -> None:
+    def settle(self, state: TicketState, pet_id: int | None, reason: Reason | None) -> None:
         """The row's outcome. A row marked unknown by a runner that took over may still learn it was created."""
         settled_from = (
             (TicketState.SENDING, TicketState.UNKNOWN) if state == TicketState.CREATED else (TicketState.SENDING,)
@@ -321,7 +321,7 @@ class RowTicket:
                 ImportRow.position == self.position,
                 ImportRow.state.in_(settled_from),
             )
-            .values(state=state, pet_id=pet_id, message=message, updated_at=now()),
+            .values(state=state, pet_id=pet_id, reason=reason, updated_at=now()),
             execution_options={"synchronize_session": False},
         )
 

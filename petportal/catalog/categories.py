@@ -50,7 +50,11 @@ def all_labels(environment_name: str) -> list[CategoryLabel]:
 
 
 class LabelTaken(ValueError):
-    """Another category of the environment already has this label (ignoring case)."""
+    """Another category of the environment already has this label (ignoring case): `label` names `category_id`."""
+
+    def __init__(self, label: str, category_id: int) -> None:
+        super().__init__(label, category_id)
+        self.label, self.category_id = label, category_id
 
 
 def name(environment_name: str, category_id: int, label: str) -> None:
@@ -58,7 +62,7 @@ def name(environment_name: str, category_id: int, label: str) -> None:
     LabelTaken when another category there already reads the same, since people could not tell them apart."""
     for other in all_labels(environment_name):
         if other.category_id != category_id and folded(other.label) == folded(label):
-            raise LabelTaken(f"“{other.label}” already names category {other.category_id} in {environment_name}.")
+            raise LabelTaken(other.label, other.category_id)
     row = db.session.get(CategoryLabel, (environment_name, category_id))
     key = folded(label)
     if row is None:

@@ -16,6 +16,7 @@ from wtforms.validators import (
 
 from ..forms import PortalForm
 from ..front_door import NOT_UTF8
+from ..lazy_text import lazy_gettext as _l
 from ..petstore import (
     INT64_MAX,
     INT64_MIN,
@@ -31,13 +32,15 @@ from .browse import SORTS
 # The portal's own rule, not the API's: a name people can read in a list.
 NAME_MAX_LENGTH = 100
 SEARCH_MAX_LENGTH = 100
-SORT_CHOICES = [SelectChoice(key, key.capitalize()) for key in SORTS]
+# Each order of the list, and each status, as the filter's choices name them.
+SORT_LABELS = {"id": _l("Id"), "name": _l("Name"), "category": _l("Category"), "status": _l("Status")}
+SORT_CHOICES = [SelectChoice(key, SORT_LABELS[key]) for key in SORTS]
 # The list filter's query parameters: all that a shared (cached) list or animal page may carry.
 FILTER_PARAMETERS = ("status", "limit", "q", "sort")
-STATUS_LABELS = {status: status.capitalize() for status in PET_STATUSES}
+STATUS_LABELS = {"available": _l("Available"), "pending": _l("Pending"), "sold": _l("Sold")}
 
 
-def _status_choices(empty_label: str) -> list[SelectChoice]:
+def _status_choices(empty_label: object) -> list[SelectChoice]:
     return [SelectChoice("", empty_label)] + [SelectChoice(status, STATUS_LABELS[status]) for status in PET_STATUSES]
 
 
@@ -48,7 +51,7 @@ class WholeNumberRange:
     (a typed 10**400), turning a bad input into a 500.
     """
 
-    def __init__(self, low: int, high: int, message: str) -> None:
+    def __init__(self, low: int, high: int, message: object) -> None:
         self.low, self.high, self.message = low, high, message
 
     def __call__(self, form: Form, field: Field) -> None:
@@ -60,28 +63,33 @@ class WholeNumberRange:
 BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 
-def readable(form: Form, field: Field) -> None:
+class Readable:
     """Text a person reads (a name, a label, a search): no control characters, no direction overrides,
-    and something visible (not only zero-width characters). Joiners inside emoji stay allowed."""
-    if not field.data:
-        return
-    what = field.label.text.lower()
-    if "\ufffd" in field.data:
-        # What a multipart form's bytes that were not UTF-8 became (Werkzeug replaces them): never sent on.
-        raise ValidationError(NOT_UTF8)
-    if any(unicodedata.category(char) == "Cc" or char in BIDI_CONTROLS for char in field.data):
-        raise ValidationError(f"The {what} must not contain control characters.")
-    if all(unicodedata.category(char) in ("Cf", "Zs") for char in field.data):
-        raise ValidationError(f"The {what} must contain something visible.")
+    and something visible (not only zero-width characters). Joiners inside emoji stay allowed. Each field
+    says what is wrong in its own words: `control` and `invisible`."""
+
+    def __init__(self, control: object, invisible: object) -> None:
+        self.control, self.invisible = control, invisible
+
+    def __call__(self, form: Form, field: Field) -> None:
+        if not field.data:
+            return
+        if "\ufffd" in field.data:
+            # What a multipart form's bytes that were not UTF-8 became (Werkzeug replaces them): never sent on.
+            raise ValidationError(NOT_UTF8)
+        if any(unicodedata.category(char) == "Cc" or char in BIDI_CONTROLS for char in field.data):
+            raise ValidationError(self.control)
+        if all(unicodedata.category(char) in ("Cf", "Zs") for char in field.data):
+            raise ValidationError(self.invisible)
 
 
 def category_id_field(**options: Any) -> WholeNumberField:
     """A category id as the API takes it: any 64-bit whole number (the add form, the labels page, import rows)."""
     return WholeNumberField(
-        "Category id",
+        _l("Category id"),
         validators=[
-            InputRequired("Enter the category id, a whole number."),
-            WholeNumberRange(INT64_MIN, INT64_MAX, "The category id must be a 64-bit whole number."),
+            InputRequired(_l("Enter the category id, a whole number.")),
+            WholeNumberRange(INT64_MIN, INT64_MAX, _l("The category id must be a 64-bit whole number.")),
         ],
         **options,
     )
@@ -106,28 +114,34 @@ class AnimalFilterForm(PortalForm):
         csrf = False
 
     status = SelectField(
-        "Status",
-        choices=_status_choices("All"),
+        _l("Status"),
+        choices=_status_choices(_l("All")),
         default="",
     )
     limit = WholeNumberField(
-        "Show",
+        _l("Show"),
         default=LIMIT_DEFAULT,
         validators=[
             Optional(),
-            WholeNumberRange(LIMIT_MIN, LIMIT_MAX, f"Choose a number from {LIMIT_MIN} to {LIMIT_MAX}."),
+            WholeNumberRange(
+                LIMIT_MIN, LIMIT_MAX, _l("Choose a number from %(low)s to %(high)s.", low=LIMIT_MIN, high=LIMIT_MAX)
+            ),
         ],
     )
 
     q = StringField(
-        "Name contains",
+        _l("Name contains"),
         filters=[stripped],
         validators=[
-            Length(max=SEARCH_MAX_LENGTH, message=f"Search with at most {SEARCH_MAX_LENGTH} characters."),
-            readable,
+            # Length puts the number in itself (%(max)d).
+            Length(max=SEARCH_MAX_LENGTH, message=_l("Search with at most %(max)d characters.")),
+            Readable(
+                _l("The name contains must not contain control characters."),
+                _l("The name contains must contain something visible."),
+            ),
         ],
     )
-    sort = SelectField("Sort by", choices=SORT_CHOICES, default="id", filters=[lambda value: value or "id"])
+    sort = SelectField(_l("Sort by"), choices=SORT_CHOICES, default="id", filters=[lambda value: value or "id"])
 
     def query(self) -> PetsQuery:
         """The listPets arguments this filter asks for."""
@@ -144,20 +158,22 @@ class AnimalForm(PortalForm):
     """One animal's fields, checked as the add form and every row of a bulk import check them."""
 
     name = StringField(
-        "Name",
-        description=f"Up to {NAME_MAX_LENGTH} characters.",
+        _l("Name"),
+        description=_l("Up to %(count)s characters.", count=NAME_MAX_LENGTH),
         filters=[stripped],
         validators=[
-            DataRequired("Enter the animal's name."),
-            Length(max=NAME_MAX_LENGTH, message=f"Keep the name to {NAME_MAX_LENGTH} characters or fewer."),
-            readable,
+            DataRequired(_l("Enter the animal's name.")),
+            Length(max=NAME_MAX_LENGTH, message=_l("Keep the name to %(max)d characters or fewer.")),
+            Readable(
+                _l("The name must not contain control characters."), _l("The name must contain something visible.")
+            ),
         ],
     )
-    category_id = category_id_field(description="The number of the animal's category, for example 1.")
+    category_id = category_id_field(description=_l("The number of the animal's category, for example 1."))
     status = SelectField(
-        "Status",
-        description="Leave as “No status” if the animal has none yet.",
-        choices=_status_choices("No status"),
+        _l("Status"),
+        description=_l("Leave as “No status” if the animal has none yet."),
+        choices=_status_choices(_l("No status")),
         default="",
     )
 

@@ -14,6 +14,7 @@ from flask import (
 )
 from flask.blueprints import BlueprintSetupState
 from flask.typing import ResponseReturnValue
+from flask_babel import gettext as _
 from flask_login import current_user
 from markupsafe import Markup, escape
 from werkzeug.wrappers import Response
@@ -22,7 +23,7 @@ from .. import metrics, page_cache
 from ..auth.access import role_required
 from ..downloads import csv_download
 from ..environments import Environment
-from ..errors import ErrorPage, key_rejected_page, render_error
+from ..errors import ErrorPage, key_rejected_page, render_error, store_words
 from ..petstore import (
     GET_PET_REMOVAL,
     INT64_MAX,
@@ -146,9 +147,9 @@ def show_animal(pet_id: int) -> ResponseReturnValue:
     back_query = back.kept() if back.validate() else {}
     animal = find_animal(pet_id)
     if animal is None:
-        message = (
-            "The pet store no longer looks up single animals, "
-            f"and this one is not among the first {LIMIT_MAX} it lists."
+        message = _(
+            "The pet store no longer looks up single animals, and this one is not among the first %(count)s it lists.",
+            count=LIMIT_MAX,
         )
         return render_error(404, message)
     labels = categories.labels(serving().environment.name)
@@ -192,30 +193,34 @@ def add_animal() -> ResponseReturnValue:
         outcome = adding.add_from_form(ticket, current.client)
     except adding.FormExpired:
         form.submission_token.data = adding.issue_form_token(current_user.id, environment.name)
-        return _form_again(form, environment, "This form has expired. Check the values and add the animal again.", 400)
+        expired = _("This form has expired. Check the values and add the animal again.")
+        return _form_again(form, environment, expired, 400)
     except adding.NotRecorded as unrecorded:
-        return render_error(503, _not_recorded(unrecorded.outcome, form.name.data), title="Not recorded")
+        return render_error(503, _not_recorded(unrecorded.outcome, form.name.data), title=_("Not recorded"))
     except adding.EnvironmentChanged as changed:
         form.submission_token.data = adding.issue_form_token(current_user.id, environment.name)
-        message = (
-            f"This form was opened for {changed.opened_for}, but the portal now serves {environment.name}. "
-            f"Nothing was added. Check the values and add the animal to {environment.name} if that is what you want."
+        message = _(
+            "This form was opened for %(opened_for)s, but the portal now serves %(environment)s. Nothing was added. "
+            "Check the values and add the animal to %(environment)s if that is what you want.",
+            opened_for=changed.opened_for,
+            environment=environment.name,
         )
         return _form_again(form, environment, message, 409)
     match outcome:
         case adding.Created(pet_id=pet_id, repeated=True):
             metrics.SUBMISSIONS.labels("repeated").inc()
-            flash("This form had already been sent; here is the animal it added.", "info")
+            flash(_("This form had already been sent; here is the animal it added."), "info")
         case adding.Created(pet_id=pet_id):
             metrics.SUBMISSIONS.labels("created").inc()
             # A message with links: [text, (link text, URL)...]; base.html draws the links. Flask's types
             # say a message is text; any value the session can hold works.
-            added = f"Added {form.name.data} to {environment.name}."
-            links = [(f"{form.name.data}, id {pet_id}", url_for(".show_animal", pet_id=pet_id))]
-            flash([added, *links, ("Your additions", url_for(".your_additions"))], "success")  # type: ignore[arg-type]
+            added = _("Added %(name)s to %(environment)s.", name=form.name.data, environment=environment.name)
+            links = [(_("%(name)s, id %(id)s", name=form.name.data, id=pet_id), url_for(".show_animal", pet_id=pet_id))]
+            flash([added, *links, (_("Your additions"), url_for(".your_additions"))], "success")  # type: ignore[arg-type]
         case adding.Refused(message=message):
             metrics.SUBMISSIONS.labels("refused").inc()
-            return _form_again(form, environment, f"The pet store refused this animal: {message}", 400)
+            refused = _("The pet store refused this animal: %(message)s", message=store_words(message))
+            return _form_again(form, environment, refused, 400)
         case adding.Unknown():
             metrics.SUBMISSIONS.labels("unknown").inc()
             return render_template("catalog/outcome_unknown.html", form=form, environment=environment), 502
@@ -224,7 +229,7 @@ def add_animal() -> ResponseReturnValue:
             return key_rejected_page(environment.name)
         case adding.NotSent():
             metrics.SUBMISSIONS.labels("failed").inc()
-            message = "The pet store is not answering, so nothing was added. Try again in a moment."
+            message = _("The pet store is not answering, so nothing was added. Try again in a moment.")
             return _form_again(form, environment, message, 503)
     return redirect(url_for(".show_animal", pet_id=pet_id), 303)
 
@@ -239,8 +244,10 @@ def your_additions() -> str:
 
 def _refused_query(form: AnimalFilterForm) -> str:
     """Why the list cannot be downloaded for this query, in the filter form's own words."""
-    problems = " ".join(f"{field.label.text}: {error}" for field in form for error in field.errors)
-    return f"The animals cannot be downloaded for this query. {problems}"
+    problems = " ".join(
+        _("%(field)s: %(error)s", field=field.label.text, error=error) for field in form for error in field.errors
+    )
+    return _("The animals cannot be downloaded for this query. %(problems)s", problems=problems)
 
 
 def _form_again(form: AddAnimalForm, environment: Environment, message: str | None, status: int) -> ErrorPage:
@@ -257,11 +264,13 @@ def _add_page(form: AddAnimalForm, environment: Environment) -> str:
 def _not_recorded(outcome: adding.Outcome, name: str) -> str:
     """What to say when the store answered and the portal's own database could not record it."""
     if isinstance(outcome, adding.Created):
-        return (
-            f"The pet store added {name} (id {outcome.pet_id}), but the portal could not record it in its own "
-            "database: it is missing from Your additions and the audit log. This form will not be sent again."
+        return _(
+            "The pet store added %(name)s (id %(id)s), but the portal could not record it in its own database: it is "
+            "missing from Your additions and the audit log. This form will not be sent again.",
+            name=name,
+            id=outcome.pet_id,
         )
-    return (
+    return _(
         "The portal could not record the pet store's answer in its own database. The animal may or may not have "
         "been added; this form will not be sent again. Check the list of animals."
     )

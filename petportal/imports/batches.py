@@ -17,7 +17,7 @@ from sqlalchemy import CursorResult, delete, exists, func, select, update
 
 from ..clock import now
 from ..extensions import db
-from ..models import BulkImport, ImportRow, ImportState, TicketState
+from ..models import BulkImport, ImportRow, ImportState, RowReason, TicketState
 from .files import Row
 
 # A preview nobody started is deleted after this long (with the next upload).
@@ -67,7 +67,9 @@ def create(user: Any, environment_name: str, filename: str, raw: bytes, rows: li
                 "category_id": row.category_id,
                 "status": row.status,
                 "state": TicketState.INVALID if row.problems else TicketState.ISSUED,
-                "message": " ".join(row.problems) or None,
+                # Its reasons are worked out again when shown (imports/reasons.py): only what the row does not
+                # keep is kept here.
+                "reason": {"code": RowReason.INVALID, "values": row.values} if row.problems else None,
                 "updated_at": updated_at,
             }
             for position, row in enumerate(rows, start=1)
@@ -139,7 +141,7 @@ def start(batch: BulkImport, active_name: str) -> bool:
         batch.id,
         BulkImport.state.in_(STARTABLE),
         state=ImportState.QUEUED,
-        message=None,
+        reason=None,
         active_at_start=active_name,
         started_at=func.coalesce(BulkImport.started_at, now()),
     )
@@ -154,7 +156,7 @@ def retry_refused(batch: BulkImport, active_name: str) -> int:
     result: CursorResult[Any] = db.session.execute(  # type: ignore[assignment]  # an UPDATE's result has a rowcount
         update(ImportRow)
         .where(ImportRow.import_id == batch.id, ImportRow.state == TicketState.REFUSED, stopped)
-        .values(state=TicketState.ISSUED, message=None, updated_at=now()),
+        .values(state=TicketState.ISSUED, reason=None, updated_at=now()),
         execution_options={"synchronize_session": False},
     )
     if not result.rowcount:
@@ -163,7 +165,7 @@ def retry_refused(batch: BulkImport, active_name: str) -> int:
         batch.id,
         BulkImport.state.in_(STOPPED),
         state=ImportState.QUEUED,
-        message=None,
+        reason=None,
         active_at_start=active_name,
         finished_at=None,
     )

@@ -2,7 +2,8 @@
 
 A file is refused whole (`FileRefused`, nothing stored) when it cannot be read as the CSV the page asks
 for: too large, too many rows, binary, not UTF-8, or without the header. A row that can be read but
-would not pass the add form is kept, with the reasons, and never sent.
+would not pass the add form is kept, and never sent. Its reasons are words in the request's language, so
+they are not kept: the import's page asks `refusals` again, with what the row kept.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import csv
 import io
 from dataclasses import dataclass
 
+from flask_babel import format_number, ngettext
+from flask_babel import gettext as _
 from werkzeug.datastructures import MultiDict
 
 from ..catalog.browse import folded
@@ -24,7 +27,8 @@ HEADER = ("name", "categoryId", "status")
 
 
 class FileRefused(ValueError):
-    """The file as a whole cannot be imported; the message says why, in words for the person who sent it."""
+    """The file as a whole cannot be imported; the message says why, in words for the person who sent it (in the
+    request's language)."""
 
 
 class RowForm(AnimalForm):
@@ -36,13 +40,15 @@ class RowForm(AnimalForm):
 
 @dataclass(frozen=True)
 class Row:
-    """One animal read from the file: what it said, what the add form made of it, and why it is refused."""
+    """One animal read from the file: what it said, what the add form made of it, how many values its line
+    held (3 when it has each column), and why it is refused."""
 
     line: int
     name: str
     category: str
     category_id: int | None
     status: str | None
+    values: int
     problems: tuple[str, ...]
 
 
@@ -62,66 +68,112 @@ def read(raw: bytes, labels: dict[str, int]) -> list[Row]:
                 continue
             if len(rows) == ROWS_MAX:
                 raise FileRefused(
-                    f"The file has more than {ROWS_MAX:,} animals. Split it into files of {ROWS_MAX:,} or fewer."
+                    _(
+                        "The file has more than %(count)s animals. Split it into files of %(count)s or fewer.",
+                        count=format_number(ROWS_MAX),
+                    )
                 )
             rows.append(_row(reader.line_num, cells, labels))
     except csv.Error as error:
-        raise FileRefused(f"Line {reader.line_num} cannot be read as CSV ({error}).") from None
+        # Python's own words for what is wrong with the line: kept as they are.
+        message = _("Line %(line)s cannot be read as CSV (%(error)s).", line=reader.line_num, error=str(error))
+        raise FileRefused(message) from None
     if not header_seen:
-        raise FileRefused("The file is empty. Its first line must be the header name,categoryId,status.")
+        raise FileRefused(_("The file is empty. Its first line must be the header name,categoryId,status."))
     if not rows:
-        raise FileRefused("The file has a header but no animals.")
+        raise FileRefused(_("The file has a header but no animals."))
     return rows
 
 
 def _text(raw: bytes) -> str:
     if len(raw) > FILE_MAX_BYTES:
-        raise FileRefused(f"The file is larger than {FILE_MAX_BYTES // 1024 // 1024} MB. Split it into smaller files.")
+        message = _(
+            "The file is larger than %(megabytes)s MB. Split it into smaller files.",
+            megabytes=FILE_MAX_BYTES // 1024 // 1024,
+        )
+        raise FileRefused(message)
     if not raw.strip():
-        raise FileRefused("The file is empty. Its first line must be the header name,categoryId,status.")
+        raise FileRefused(_("The file is empty. Its first line must be the header name,categoryId,status."))
     if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
-        raise FileRefused("This file is UTF-16 (Excel's “Unicode Text”). Save it as “CSV UTF-8” instead.")
+        raise FileRefused(_("This file is UTF-16 (Excel's “Unicode Text”). Save it as “CSV UTF-8” instead."))
     if b"\x00" in raw:
-        raise FileRefused("This is not a CSV text file (it holds binary data). Export the sheet as CSV, UTF-8.")
+        raise FileRefused(_("This is not a CSV text file (it holds binary data). Export the sheet as CSV, UTF-8."))
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         line = raw[: error.start].count(b"\n") + 1
-        raise FileRefused(
-            f"The file is not UTF-8 text (line {line} holds a byte UTF-8 does not allow). Save it as CSV, UTF-8."
-        ) from None
+        message = _(
+            "The file is not UTF-8 text (line %(line)s holds a byte UTF-8 does not allow). Save it as CSV, UTF-8.",
+            line=line,
+        )
+        raise FileRefused(message) from None
 
 
 def _check_header(cells: list[str]) -> None:
     found = tuple(cell.strip().lstrip("\ufeff") for cell in cells)  # a second BOM, left by a bad export
     if found != HEADER:
         shown = ",".join(found)[:80]
-        raise FileRefused(f"The first line must be the header name,categoryId,status, not “{shown}”.")
+        raise FileRefused(_("The first line must be the header name,categoryId,status, not “%(found)s”.", found=shown))
 
 
 def _row(line: int, cells: list[str], labels: dict[str, int]) -> Row:
     if len(cells) != len(HEADER):
-        name = cells[0].strip() if cells else ""
-        problem = f"This line has {len(cells)} values; each animal needs 3: name, categoryId, status."
-        return Row(line, name, ",".join(cells[1:]).strip(), None, None, (problem,))
+        name, category = cells[0].strip() if cells else "", ",".join(cells[1:]).strip()
+        return Row(
+            line, name, category, None, None, len(cells), tuple(refusals(name, category, None, None, len(cells)))
+        )
     # ASCII padding only, as the number reader takes it: "\u00a05" is no category id here either.
     name, category, status = (cell.strip(ASCII_SPACE) for cell in cells)
     status = status.lower()
-    category_id_text = category if WHOLE_NUMBER.fullmatch(category) else str(labels.get(folded(category), ""))
+    labelled = None if WHOLE_NUMBER.fullmatch(category) else labels.get(folded(category))
+    form = _checked(name, category, labelled, status)
+    category_id = form.category_id.data if not form.category_id.errors else None
+    return Row(line, name, category, category_id, status or None, len(cells), tuple(_problems(form, category, status)))
+
+
+def refusals(name: str, category: str, category_id: int | None, status: str | None, values: int) -> list[str]:
+    """Why the portal refuses a row, in the request's language (nothing when it passes): the add form's checks of
+    its values, as `read` made them. `category_id` is the id its category was read as (a label is looked up once,
+    when the file is read), `values` how many values its line held. The import's page asks again for a refused row,
+    with what the row kept, so the same check gives the same reasons in each visitor's language."""
+    if values != len(HEADER):
+        return [
+            ngettext(
+                "This line has %(num)d value; each animal needs 3: name, categoryId, status.",
+                "This line has %(num)d values; each animal needs 3: name, categoryId, status.",
+                values,
+            )
+        ]
+    labelled = None if WHOLE_NUMBER.fullmatch(category) else category_id
+    return _problems(_checked(name, category, labelled, status or ""), category, status or "")
+
+
+def _checked(name: str, category: str, labelled: int | None, status: str) -> RowForm:
+    """The row's values through the add form's fields; `labelled`: the id of the label `category` names, if any."""
+    category_id_text = category if WHOLE_NUMBER.fullmatch(category) else str(labelled if labelled is not None else "")
     form = RowForm(formdata=MultiDict({"name": name, "category_id": category_id_text, "status": status}))
     form.validate()
-    problems = list(form.name.errors)
+    return form
+
+
+def _problems(form: RowForm, category: str, status: str) -> list[str]:
+    problems = [str(error) for error in form.name.errors]
     if form.category_id.errors:
         problems.append(_category_problem(category, form.category_id.errors))
     if form.status.errors:
-        problems.append(f"The status must be empty or one of {', '.join(PET_STATUSES)}, not “{status[:20]}”.")
-    category_id = form.category_id.data if not form.category_id.errors else None
-    return Row(line, name, category, category_id, status or None, tuple(problems))
+        problems.append(
+            _(
+                "The status must be empty or one of %(statuses)s, not “%(status)s”.",
+                statuses=", ".join(PET_STATUSES),
+                status=status[:20],
+            )
+        )
+    return problems
 
 
-def _category_problem(category: str, errors: list[str]) -> str:
+def _category_problem(category: str, errors: list[object]) -> str:
     if not category:
-        return "Enter the category id, a whole number, or a category label."
+        return _("Enter the category id, a whole number, or a category label.")
     if not WHOLE_NUMBER.fullmatch(category):
-        return f"“{category[:40]}” is neither a category id nor the label of a category."
-    return errors[0]
+        return _("“%(category)s” is neither a category id nor the label of a category.", category=category[:40])
+    return str(errors[0])

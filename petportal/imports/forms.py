@@ -3,13 +3,14 @@
 from flask_wtf.file import FileField, FileRequired
 
 from ..forms import PortalForm
+from ..lazy_text import lazy_gettext as _l
 
 
 class UploadForm(PortalForm):
     """One CSV file. Built with the request's files as well as its form (PortalForm reads the form alone)."""
 
     file = FileField(
-        "CSV file",
-        description="UTF-8, with the header name,categoryId,status; at most 1 MB and 1,000 animals.",
-        validators=[FileRequired("Choose a CSV file to upload.")],
+        _l("CSV file"),
+        description=_l("UTF-8, with the header name,categoryId,status; at most 1 MB and 1,000 animals."),
+        validators=[FileRequired(_l("Choose a CSV file to upload."))],
     )

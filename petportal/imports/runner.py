@@ -33,20 +33,11 @@ from ..catalog.adding import NotSentReason, held_by
 from ..clock import now
 from ..environments import environments
 from ..extensions import db
-from ..models import BulkImport, ImportRow, ImportState, TicketState
+from ..models import BulkImport, ImportRow, ImportState, Reason, RowReason, StopReason, TicketState
 from .batches import FAILED_STATES, RUNNABLE, change, counts
 
 log = logging.getLogger(__name__)
 RENEW_SECONDS = 1.0
-UNKNOWN_AFTER_CRASH = "The portal stopped while this animal was being sent: the pet store may or may not have added it."
-PAUSED = {
-    "key_rejected": "The pet store refused the portal's key for {environment}. Nothing more was sent.",
-    "unavailable": "The pet store of {environment} stopped answering. Nothing more was sent.",
-    "no_answer": (
-        "The pet store of {environment} gave no usable answer for a row, so nothing more was sent. Check the rows "
-        "listed under “Outcome unknown” first."
-    ),
-}
 
 
 def run(import_id: str) -> None:
@@ -77,7 +68,7 @@ def _take_over(import_id: str, runner: str, lease: float) -> bool:
         db.session.execute(
             update(ImportRow)
             .where(ImportRow.import_id == import_id, ImportRow.state == TicketState.SENDING)
-            .values(state=TicketState.UNKNOWN, message=UNKNOWN_AFTER_CRASH, updated_at=now()),
+            .values(state=TicketState.UNKNOWN, reason={"code": RowReason.PORTAL_STOPPED}, updated_at=now()),
             execution_options={"synchronize_session": False},
         )
     db.session.commit()  # the take-over step
@@ -110,8 +101,8 @@ def _send_rows(app: Flask, import_id: str, runner: str) -> None:
     # The places of this process's imports to this environment: never more calls than its import client has.
     places = _places(app, environment)
     in_flight: set[Future[adding.Outcome]] = set()
-    pause: str | None = None
-    stop: str | None = None
+    pause: StopReason | None = None
+    stop: Reason | None = None
     all_claimed = False
     renewed_at = time.monotonic()  # _take_over has just set the lease
     with ThreadPoolExecutor(concurrency, thread_name_prefix="import") as pool:
@@ -125,10 +116,7 @@ def _send_rows(app: Flask, import_id: str, runner: str) -> None:
                 renewed_at = time.monotonic()
             active = environments().active().name
             if stop is None and active_at_start is not None and active != active_at_start:
-                stop = (
-                    f"The portal switched from {active_at_start} to {active} while this import ran. "
-                    f"Nothing more was sent to {environment}."
-                )
+                stop = {"code": StopReason.SWITCHED, "previous": active_at_start, "active": active}
             while not all_claimed and pause is None and stop is None and len(in_flight) < concurrency:
                 if not places.acquire(timeout=0 if in_flight else RENEW_SECONDS):
                     break  # another import of this process has the places; wait for one
@@ -161,21 +149,22 @@ def _places(app: Flask, environment: str) -> threading.BoundedSemaphore:
         return places[environment]
 
 
-def _finish(batch: Sending, runner: str, pause: str | None, stop: str | None) -> None:
+def _finish(batch: Sending, runner: str, pause: StopReason | None, stop: Reason | None) -> None:
     if (pause is not None or stop is not None) and not counts(batch.id)[TicketState.ISSUED]:
         pause = stop = None  # nothing is left to send: the import is done, its unknown rows listed
     state: ImportState
+    reason: Reason | None
     if pause is not None:
-        state, message = ImportState.PAUSED, PAUSED[pause].format(environment=batch.environment)
+        state, reason = ImportState.PAUSED, {"code": pause}
     elif stop is not None:
-        state, message = ImportState.STOPPED, stop
+        state, reason = ImportState.STOPPED, stop
     else:
-        state, message = ImportState.DONE, None
+        state, reason = ImportState.DONE, None
     ended = change(
         batch.id,
         held_by(runner),
         state=state,
-        message=message,
+        reason=reason,
         runner=None,
         lease_until=None,
         finished_at=now() if state == ImportState.DONE else None,
@@ -207,17 +196,17 @@ def _send_one(ticket: adding.RowTicket) -> adding.Outcome:
         return adding.send(ticket, environments().client(ticket.environment, background=True))
     except adding.NotRecorded:
         # The row stays `sending`: a runner that takes the import over calls it unknown, never sends it again.
-        return adding.Unknown(adding.UNKNOWN_NO_ANSWER)
+        return adding.Unknown()
 
 
-def _pause_for(outcome: adding.Outcome) -> str | None:
+def _pause_for(outcome: adding.Outcome) -> StopReason | None:
     """Why a row's outcome stops the import (a key refused, a store not answering, an unknown outcome); None
     when the import goes on."""
     match outcome:
         case adding.NotSent(reason=NotSentReason.KEY_REJECTED):
-            return "key_rejected"
+            return StopReason.KEY_REJECTED
         case adding.NotSent():
-            return "unavailable"
+            return StopReason.UNAVAILABLE
         case adding.Unknown():
-            return "no_answer"
+            return StopReason.ROW_UNKNOWN
     return None

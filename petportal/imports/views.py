@@ -6,6 +6,8 @@ from typing import Any
 from flask import Blueprint, Response, abort, flash, redirect, render_template, request, url_for
 from flask.blueprints import BlueprintSetupState
 from flask.typing import ResponseReturnValue
+from flask_babel import gettext as _
+from flask_babel import ngettext
 from flask_login import current_user
 from werkzeug.datastructures import CombinedMultiDict
 
@@ -18,37 +20,39 @@ from ..downloads import Cell, csv_download
 from ..environments import environments
 from ..errors import ErrorPage, render_error
 from ..forms import ECHO_CHARS, ButtonForm
+from ..lazy_text import lazy_gettext as _l
 from ..models import BulkImport, ImportRow, ImportState, TicketState
 from ..serving import serving
-from . import batches, engines, files
+from . import batches, engines, files, reasons
 from .forms import UploadForm
 
 bp = Blueprint("imports", __name__, url_prefix="/animals/import")
 # secrets.token_urlsafe(16): 22 characters, so "<id>.json" never reads as an id.
 IMPORT_ID = "<string(length=22):import_id>"
 OUTCOMES = {
-    TicketState.INVALID: "Refused by the portal",
-    TicketState.ISSUED: "Not sent yet",
-    TicketState.SENDING: "Being sent",
-    TicketState.CREATED: "Added",
-    TicketState.REFUSED: "Refused by the pet store",
-    TicketState.UNKNOWN: "Unknown",
+    TicketState.INVALID: _l("Refused by the portal"),
+    TicketState.ISSUED: _l("Not sent yet"),
+    TicketState.SENDING: _l("Being sent"),
+    TicketState.CREATED: _l("Added"),
+    TicketState.REFUSED: _l("Refused by the pet store"),
+    TicketState.UNKNOWN: _l("Unknown"),
 }
 STATES = {
-    ImportState.PREVIEW: "preview, not started",
-    ImportState.QUEUED: "waiting to be sent",
-    ImportState.RUNNING: "being sent",
-    ImportState.PAUSED: "paused",
-    ImportState.STOPPED: "stopped by a switch",
-    ImportState.DONE: "done",
+    ImportState.PREVIEW: _l("preview, not started"),
+    ImportState.QUEUED: _l("waiting to be sent"),
+    ImportState.RUNNING: _l("being sent"),
+    ImportState.PAUSED: _l("paused"),
+    ImportState.STOPPED: _l("stopped by a switch"),
+    ImportState.DONE: _l("done"),
 }
-DISCARDED = "This import was discarded: nothing of it was sent."
+DISCARDED = _l("This import was discarded: nothing of it was sent.")
 RESULT_COLUMNS = ("line", "name", "categoryId", "status", "outcome", "id", "message")
 
 
 @bp.record_once
 def share_the_outcomes(state: BlueprintSetupState) -> None:
     state.app.jinja_env.globals.update(IMPORT_OUTCOMES=OUTCOMES, IMPORT_STATES=STATES, ECHO_CHARS=ECHO_CHARS)
+    reasons.register(state.app)
 
 
 @bp.route("", methods=["GET", "POST"])
@@ -67,7 +71,7 @@ def upload() -> ResponseReturnValue:
         try:
             rows = files.read(raw, _label_ids(environment.name))
         except files.FileRefused as refused:
-            form.file.errors.append(f"{refused} Nothing was stored.")
+            form.file.errors.append(_("%(problem)s Nothing was stored.", problem=str(refused)))
         else:
             batch = batches.create(current_user, environment.name, _shown_name(upload.filename), raw, rows)
             return redirect(url_for(".show", import_id=batch.id), 303)
@@ -96,9 +100,10 @@ def results(import_id: str) -> Response:
     """Every row with its outcome and, once created, its new id."""
     batch = _find(import_id)
     # Read now: the body is written once the request's session is gone.
+    found = batches.rows(batch)
     rows = [
-        (row.line, row.name, _typed_category(row), row.status, row.state, row.pet_id, row.message)
-        for row in batches.rows(batch)
+        (row.line, row.name, _typed_category(row), row.status, row.state, row.pet_id, message)
+        for row, message in zip(found, reasons.for_the_file(found), strict=True)
     ]
     return csv_download(f"import-{batch.id}-results.csv", RESULT_COLUMNS, rows)
 
@@ -110,8 +115,11 @@ def start(import_id: str) -> ResponseReturnValue:
     return _send(
         import_id,
         batches.start,
-        lambda batch, _: f"Sending the animals to {batch.environment}. You can leave this page and come back.",
-        "This import was already started.",
+        lambda batch, count: _(
+            "Sending the animals to %(environment)s. You can leave this page and come back.",
+            environment=batch.environment,
+        ),
+        _("This import was already started."),
     )
 
 
@@ -122,8 +130,10 @@ def retry(import_id: str) -> ResponseReturnValue:
     return _send(
         import_id,
         batches.retry_refused,
-        lambda _, count: f"Sending the {count} refused row{'' if count == 1 else 's'} again.",
-        "There is nothing to send again.",
+        lambda batch, count: ngettext(
+            "Sending the %(num)d refused row again.", "Sending the %(num)d refused rows again.", count
+        ),
+        _("There is nothing to send again."),
     )
 
 
@@ -138,11 +148,11 @@ def discard(import_id: str) -> ResponseReturnValue:
     if not batches.discard(batch):
         # Another request got there first: it discarded the import, or started it.
         if not batches.still_there(import_id):
-            return render_error(404, DISCARDED)
-        return _page(batch, "This import was already started, so it is kept with its results."), 409
+            return render_error(404, str(DISCARDED))
+        return _page(batch, _("This import was already started, so it is kept with its results.")), 409
     detail = f"import {import_id} of {filename!r} ({owner}'s): preview discarded, nothing sent"
     audit.record("import_discarded", environment=environment, detail=detail)
-    flash(f"Discarded the preview of {filename}. Nothing was sent.", "success")
+    flash(_("Discarded the preview of %(filename)s. Nothing was sent.", filename=filename), "success")
     return redirect(url_for(".upload"), 303)
 
 
@@ -176,7 +186,7 @@ def _send(
         engines.dispatch(batch.id)
         flash(sending(batch, count), "success")
     elif not batches.still_there(batch.id):
-        return render_error(404, DISCARDED)
+        return render_error(404, str(DISCARDED))
     else:
         flash(nothing, "info")
     return redirect(url_for(".show", import_id=batch.id), 303)
@@ -189,10 +199,12 @@ def _refuse_unbound(batch: BulkImport) -> ErrorPage | None:
         abort(400)
     now = serving().environment.name
     if batch.environment != now:
-        problem = (
-            f"This import was previewed for {batch.environment}, but the portal now serves {now}. Nothing was sent. "
-            f"It can be started while the portal serves {batch.environment}; to add these animals to {now}, "
-            "upload the file again."
+        problem = _(
+            "This import was previewed for %(environment)s, but the portal now serves %(now)s. Nothing was sent. "
+            "It can be started while the portal serves %(environment)s; to add these animals to %(now)s, "
+            "upload the file again.",
+            environment=batch.environment,
+            now=now,
         )
         return _page(batch, problem), 409
     return None

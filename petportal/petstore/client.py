@@ -51,6 +51,18 @@ MAX_BODY_BYTES = 4 * 1024 * 1024
 READ_CHUNK_BYTES = 64 * 1024
 # A retry is only worth sending when at least this much of the call's deadline is left for it.
 MIN_ATTEMPT_SECONDS = 0.2
+# The client's own words for a call that failed: logged as they are, and shown in the visitor's language where a
+# page shows them (petportal.errors.store_words).
+NO_TIME_LEFT = "No time was left to ask the pet store."
+TOO_BUSY = "Too many pages are waiting on the pet store already."
+UNUSABLE = "The store's answer is unusable: {reason}."
+TOO_LARGE = "The store's answer is larger than the portal accepts."
+TOO_SLOW = "The store's answer arrived too slowly."
+UNDECODABLE = "The store's answer could not be decoded."
+CONNECTION_BROKE = "The connection broke while the store was answering."
+NOT_REACHED = "The pet store could not be reached."
+NO_ANSWER_IN_TIME = "The pet store did not answer in time."
+CONNECTION_FAILED = "The connection to the pet store failed."
 # The deadline of the call this thread is making: read by the retry policy, which urllib3 shares.
 _call = threading.local()
 
@@ -248,9 +260,9 @@ class PetStoreClient:
         url = self.base_url + path
         deadline = deadline or self._deadline() or started + self.timeout
         if deadline - started < MIN_ATTEMPT_SECONDS:
-            raise Unavailable("No time was left to ask the pet store.", method=method, url=url)
+            raise Unavailable(NO_TIME_LEFT, method=method, url=url)
         if self._gate is not None and not self._gate.enter(deadline):
-            raise Busy("Too many pages are waiting on the pet store already.", method=method, url=url)
+            raise Busy(TOO_BUSY, method=method, url=url)
         _call.deadline = deadline
         try:
             status, headers, body = self._send(method, path, operation, url, deadline, carried, **kwargs)
@@ -270,7 +282,7 @@ class PetStoreClient:
         except (ValueError, RecursionError) as exc:
             # ShapeError is a ValueError too; all mean the answer is outside the interface.
             reason = str(exc) if isinstance(exc, ShapeError) else "not valid JSON"
-            raise _unusable(operation, f"The store's answer is unusable: {reason}.", status, method, url) from exc
+            raise _unusable(operation, UNUSABLE.format(reason=reason), status, method, url) from exc
 
     def _send(
         self,
@@ -311,23 +323,21 @@ class PetStoreClient:
     def _read_body(self, response: BaseHTTPResponse, operation: str, method: str, url: str, deadline: float) -> bytes:
         """The whole body, refusing one over `max_body_bytes` or one still arriving at `deadline`."""
         declared = response.headers.get("Content-Length", "")
-        too_large = "The store's answer is larger than the portal accepts."
         if declared.isdigit() and int(declared) > self.max_body_bytes:
-            raise _unusable(operation, too_large, response.status, method, url)
+            raise _unusable(operation, TOO_LARGE, response.status, method, url)
         chunks, size = [], 0
         try:
             while chunk := response.read1(READ_CHUNK_BYTES, decode_content=True):
                 size += len(chunk)
                 if size > self.max_body_bytes:
-                    raise _unusable(operation, too_large, response.status, method, url)
+                    raise _unusable(operation, TOO_LARGE, response.status, method, url)
                 if time.monotonic() > deadline:
-                    raise _no_answer(operation, method, url, "The store's answer arrived too slowly.")
+                    raise _no_answer(operation, method, url, TOO_SLOW)
                 chunks.append(chunk)
         except DecodeError as exc:
-            message = "The store's answer could not be decoded."
-            raise _unusable(operation, message, response.status, method, url) from exc
+            raise _unusable(operation, UNDECODABLE, response.status, method, url) from exc
         except (TransportError, OSError) as exc:
-            raise _no_answer(operation, method, url, "The connection broke while the store was answering.") from exc
+            raise _no_answer(operation, method, url, CONNECTION_BROKE) from exc
         return b"".join(chunks)
 
 
@@ -371,10 +381,10 @@ def _transport_error(exc: Exception, operation: str, method: str, url: str) -> P
     if isinstance(reason, ConnectTimeoutError | SSLError):
         # Nothing reached the store: a refused connection or an unknown host (NewConnectionError and
         # NameResolutionError are ConnectTimeoutErrors), a connect timeout, or a TLS handshake that failed.
-        return Unavailable("The pet store could not be reached.", method=method, url=url)
+        return Unavailable(NOT_REACHED, method=method, url=url)
     if isinstance(reason, TimeoutError):
-        return _no_answer(operation, method, url, "The pet store did not answer in time.")
-    return _no_answer(operation, method, url, "The connection to the pet store failed.")
+        return _no_answer(operation, method, url, NO_ANSWER_IN_TIME)
+    return _no_answer(operation, method, url, CONNECTION_FAILED)
 
 
 __all__ = ["PetStoreClient", "PetStoreError"]

@@ -27,7 +27,9 @@ _TOKEN_LIKE = re.compile(r"[A-Za-z0-9_\-+/=.~]{24,}")
 _USERINFO = re.compile(r"(?<=://)[^/@\s]+@")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]+")
 _API_CODE = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
+# The client's own words (logged as they are; a page shows them in the visitor's language, petportal.errors).
 WITHHELD = "The pet store's message was withheld: it quoted a credential."
+ANSWERED_WITH_STATUS = "The store answered with status {status}."
 # A secret counts as quoted when any run this long of it (or of its encodings) can be read back.
 SECRET_RUN = 8
 _JSON_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
@@ -150,7 +152,7 @@ class PetStoreError(Exception):
         status: int, body: bytes, *, operation: str, method: str, url: str, secrets: Iterable[str] = ()
     ) -> "PetStoreError":
         """The typed error for a non-2xx answer, with the API's own code and message when it sent an Error."""
-        code, message = None, f"The store answered with status {status}."
+        code, message = None, ANSWERED_WITH_STATUS.format(status=status)
         try:
             record = json.loads(body)
             if isinstance(record, dict) and isinstance(record.get("message"), str):

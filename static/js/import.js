@@ -7,14 +7,31 @@
   var bar = document.getElementById("import-bar");
   var counts = document.getElementById("import-counts");
   var shown = box.getAttribute("data-state");
+  // The words come from the server, in the page's language (imports/show.html): each message with its
+  // {placeholders}, the counts' in a form for each plural category ("one", "other") of the number of rows.
+  var language = document.documentElement.lang;
+  var plural = new Intl.PluralRules(language);
+
+  function number(count) { return count.toLocaleString(language); }
+
+  function filled(text, values) {
+    return text.replace(/\{(\w+)\}/g, function (whole, name) {
+      return Object.prototype.hasOwnProperty.call(values, name) ? values[name] : whole;
+    });
+  }
 
   function update(progress) {
     var settled = progress.created + progress.failed + progress.unknown;
+    var values = {
+      done: number(settled), total: number(progress.total), num: number(progress.total),
+      added: number(progress.created), refused: number(progress.failed), unknown: number(progress.unknown)
+    };
     bar.max = progress.total;
     bar.value = settled;
-    bar.textContent = settled + " of " + progress.total;
-    counts.textContent = settled + " of " + progress.total + " rows done: " + progress.created + " added, " +
-      progress.failed + " refused, " + progress.unknown + " unknown.";
+    bar.textContent = filled(bar.getAttribute("data-text"), values);
+    counts.textContent = filled(
+      counts.getAttribute("data-" + plural.select(progress.total)) || counts.getAttribute("data-other"), values
+    );
     if (progress.state !== shown && progress.state !== "running" && progress.state !== "queued") {
       window.location.reload();
       return false;

@@ -13,7 +13,15 @@
   const original = summary.textContent;
   const caption = body.closest("table")?.querySelector("caption");
   const originalCaption = caption?.textContent;
-  const animals = (count) => `${count} animal${count === 1 ? "" : "s"}`;
+  // The words come from the server, in the page's language (catalog/list.html): each message with its
+  // {placeholders}, in a form for each plural category ("one", "other") of the count it agrees with.
+  const language = document.documentElement.lang;
+  const plural = new Intl.PluralRules(language);
+  const message = (element, name, count) =>
+    element.getAttribute(`data-${name}-${plural.select(count)}`) ?? element.getAttribute(`data-${name}-other`);
+  const filled = (text, values) =>
+    text.replace(/\{(\w+)\}/g, (whole, name) => (Object.hasOwn(values, name) ? values[name] : whole));
+  const number = (count) => count.toLocaleString(language);
   box.addEventListener("input", () => {
     const typed = box.value.trim();
     let shown = 0;
@@ -21,10 +29,14 @@
       row.hidden = !row.dataset.folded.includes(fold(typed));
       if (!row.hidden) shown += 1;
     }
+    // As on the server, the verb agrees with how many match ("1 ... contains", "3 ... contain").
+    const matches = plural.select(shown) === "one" ? "one-matches" : "matches";
+    const counts = { shown: number(shown), num: number(rows.length), typed };
     summary.textContent = typed
-      ? `${shown} of the ${animals(rows.length)} on this page contain${shown === 1 ? "s" : ""} “${typed}”. ` +
-        "Press Filter to search everything the pet store returned."
+      ? `${filled(message(summary, matches, rows.length), counts)} ${summary.dataset.pressFilter}`
       : original;
-    if (caption) caption.textContent = typed ? `${animals(shown)} shown` : originalCaption;
+    if (caption) {
+      caption.textContent = typed ? filled(message(caption, "shown", shown), { num: number(shown) }) : originalCaption;
+    }
   });
 })();

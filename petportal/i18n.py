@@ -1,0 +1,181 @@
+"""The visitor's language: English, German or Spanish, with Flask-Babel.
+
+One rule decides which language a request is served in (`language_of`): the visitor's choice from
+`/language/<code>` (a cookie), else the best match of `Accept-Language`, else English. Flask-Babel asks it
+for every page; the page cache asks it for the key of a shared page, so a German page is never replayed to
+an English visitor.
+
+Adding a language is one catalog (`petportal/translations/<code>/LC_MESSAGES/messages.po`, see
+`petportal/translations/catalogs.py`) and one entry in `LANGUAGES`.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+from flask import Blueprint, Flask, abort, current_app, has_request_context, redirect, request
+from flask_babel import Babel, format_datetime, format_number, get_locale
+from jinja2 import pass_context
+from jinja2.runtime import Context
+from markupsafe import Markup
+from werkzeug.datastructures import LanguageAccept
+from werkzeug.http import parse_accept_header, parse_cookie
+from werkzeug.wrappers import Response
+
+from .auth.access import safe_next
+from .lazy_text import translations
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import WSGIEnvironment
+
+# Each language's code and its name in that language, as the language links show it.
+LANGUAGES = {"en": "English", "de": "Deutsch", "es": "Español"}
+DEFAULT_LANGUAGE = "en"
+COOKIE = "language"
+COOKIE_SECONDS = 365 * 24 * 3600
+# The longest address of a page its language links send the visitor back to.
+NEXT_MAX_LENGTH = 512
+# Where `language_of` keeps its answer in the WSGI environ.
+LANGUAGE = "petportal.language"
+CATALOGS = Path(__file__).resolve().parent / "translations"
+# The name of the page's catalog among a template's variables.
+TRANSLATIONS = "petportal_translations"
+
+
+def N_(message: str) -> str:
+    """Marks `message` for the catalogs (gettext's usual name); it is translated where it is shown."""
+    return message
+
+
+# The store's statuses as a person reads them (an unknown one is shown as the store sent it).
+STATUS_LABELS = {"available": N_("available"), "pending": N_("pending"), "sold": N_("sold")}
+
+bp = Blueprint("language", __name__)
+
+
+def language_of(environ: WSGIEnvironment) -> str:
+    """The language this request is served in, worked out once: the cookie's choice, else `Accept-Language`,
+    else English."""
+    if LANGUAGE not in environ:
+        environ[LANGUAGE] = _negotiated(environ)
+    language: str = environ[LANGUAGE]
+    return language
+
+
+def _negotiated(environ: WSGIEnvironment) -> str:
+    cookies = environ.get("HTTP_COOKIE", "")
+    if COOKIE in cookies:
+        chosen = parse_cookie(cookies).get(COOKIE)
+        if chosen in LANGUAGES:
+            return str(chosen)
+    accepted = environ.get("HTTP_ACCEPT_LANGUAGE", "")
+    if accepted:
+        best = parse_accept_header(accepted, LanguageAccept).best_match(LANGUAGES)
+        if best:
+            return best
+    return DEFAULT_LANGUAGE
+
+
+@bp.get("/language/<code>")
+def choose(code: str) -> Response:
+    """Remember the visitor's language, then go back to `next` (a path on this site only)."""
+    if code not in LANGUAGES:
+        abort(404)
+    response = redirect(safe_next(request.args.get("next"), "/animals"), 303)
+    response.set_cookie(
+        COOKIE,
+        code,
+        max_age=COOKIE_SECONDS,
+        secure=current_app.config["SESSION_COOKIE_SECURE"],
+        httponly=True,
+        samesite="Lax",
+    )
+    return response
+
+
+def language_back() -> str:
+    """The query of the language links: back to this page, when its address is short enough to repeat (a page
+    never echoes a huge request back); else to the list."""
+    here = request.full_path.rstrip("?")
+    return "?next=" + quote(here, safe="/") if len(here) <= NEXT_MAX_LENGTH else ""
+
+
+def time_tag(moment: datetime) -> Markup:
+    """A `<time>` element for a moment in UTC: a machine-readable value to the second, and the date and time
+    as the visitor's language writes them."""
+    utc = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    machine = utc.replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return Markup('<time datetime="{}">{} UTC</time>').format(machine, format_datetime(utc, "medium"))
+
+
+@pass_context
+def status_label(context: Context, status: str) -> str:
+    """An animal's status as the visitor's language names it."""
+    label = STATUS_LABELS.get(status)
+    return _translations(context).ugettext(label) if label is not None else status
+
+
+# Templates translate through the page's own catalog, looked up once for each page they draw: Flask-Babel's
+# callables look it up again for each message (about 5 us each; the list page has dozens).
+@pass_context
+def _template_gettext(context: Context, message: str) -> str:
+    return str(_translations(context).ugettext(message))
+
+
+@pass_context
+def _template_ngettext(context: Context, singular: str, plural: str, count: int) -> str:
+    return str(_translations(context).ungettext(singular, plural, count))
+
+
+def _translations(context: Context) -> Any:
+    """The catalog of the page being drawn (`_page_translations`), or the request's for a template drawn without
+    Flask's context (an imported macro)."""
+    return context.get(TRANSLATIONS) or translations()
+
+
+def _page_translations() -> dict[str, Any]:
+    return {TRANSLATIONS: translations()}
+
+
+def register(app: Flask) -> None:
+    """Serve every page in the request's language, and let the templates name it and link to the others."""
+    Babel(
+        app,
+        locale_selector=_request_language,
+        default_translation_directories=str(CATALOGS),
+        default_timezone="UTC",
+    )
+    app.register_blueprint(bp)
+    app.jinja_env.install_gettext_callables(  # type: ignore[attr-defined]  # jinja2.ext.i18n, which Flask-Babel adds
+        _template_gettext, _template_ngettext, newstyle=True
+    )
+    app.context_processor(_page_translations)
+    app.jinja_env.globals.update(
+        LANGUAGES=LANGUAGES,
+        time_tag=time_tag,
+        status_label=status_label,
+        current_language=_current_language,
+        language_back=language_back,
+    )
+    app.jinja_env.filters["number"] = format_number
+
+    @app.after_request
+    def vary_by_language(response: Response) -> Response:
+        """A page differs by the visitor's language, which their cookie or `Accept-Language` chooses."""
+        if response.mimetype == "text/html":
+            response.vary.add("Accept-Language")
+            response.vary.add("Cookie")
+        return response
+
+
+def _request_language() -> str:
+    """Flask-Babel's locale selector: the request's language; outside a request (a command, the import
+    runner), English."""
+    return language_of(request.environ) if has_request_context() else DEFAULT_LANGUAGE
+
+
+def _current_language() -> str:
+    return str(get_locale() or DEFAULT_LANGUAGE)

@@ -1,0 +1,122 @@
+"""An import's reasons are kept as codes and put into words when shown, in the visitor's language; results.csv,
+a file for scripts, keeps them in English. The audit page names its actions the same way."""
+
+import csv
+import io
+
+from babel.messages.catalog import Catalog
+from babel.messages.mofile import write_mo
+
+from bench.portal import csrf_token
+from petportal import audit
+from petportal.extensions import db
+from petportal.imports import reasons
+from petportal.models import ImportRow
+
+from helpers import upload
+
+FILE = (
+    "name,categoryId,status\r\n"
+    "Rex,1,available\r\n"
+    "Bad Id,abc,available\r\n"
+    ",5,\r\n"
+    "Too,many,cells,here\r\n"
+    "Bad Status,3,lost\r\n"
+)
+# A few of the catalog's messages in German, as a translator would write them.
+GERMAN = {
+    "“%(category)s” is neither a category id nor the label of a category.": (
+        "„%(category)s“ ist weder eine Kategorie-ID noch die Bezeichnung einer Kategorie."
+    ),
+    "Enter the animal's name.": "Gib den Namen des Tiers ein.",
+    (
+        "This line has %(num)d value; each animal needs 3: name, categoryId, status.",
+        "This line has %(num)d values; each animal needs 3: name, categoryId, status.",
+    ): (
+        "Diese Zeile hat %(num)d Wert; jedes Tier braucht 3: name, categoryId, status.",
+        "Diese Zeile hat %(num)d Werte; jedes Tier braucht 3: name, categoryId, status.",
+    ),
+    "login failed": "Anmeldung fehlgeschlagen",
+}
+
+
+def german_portal(make_portal, tmp_path):
+    """The portal with a German catalog holding the messages above."""
+    catalog = Catalog(locale="de")
+    for message, translation in GERMAN.items():
+        catalog.add(message, translation)
+    folder = tmp_path / "translations" / "de" / "LC_MESSAGES"
+    folder.mkdir(parents=True)
+    with (folder / "messages.mo").open("wb") as file:
+        write_mo(file, catalog)
+    return make_portal(BABEL_TRANSLATION_DIRECTORIES=str(tmp_path / "translations"))
+
+
+def stored_rows(app):
+    with app.app_context():
+        rows = list(db.session.scalars(db.select(ImportRow).order_by(ImportRow.position)))
+        db.session.expunge_all()
+        return rows
+
+
+def reasons_in(app, rows, language):
+    with app.test_request_context(headers={"Accept-Language": language}):
+        return [reasons.row_reason(row) for row in rows]
+
+
+def test_the_rows_keep_codes_and_each_visitor_reads_the_reasons_in_their_language(make_portal, tmp_path, auth_for):
+    app = german_portal(make_portal, tmp_path)
+    staff = auth_for(app, "staff")
+    staff.set_cookie("language", "de")
+    path = upload(staff, FILE).headers["Location"]
+    rows = stored_rows(app)
+    assert [row.reason for row in rows] == [
+        None,
+        {"code": "invalid", "values": 3},
+        {"code": "invalid", "values": 3},
+        {"code": "invalid", "values": 4},
+        {"code": "invalid", "values": 3},
+    ]
+    assert reasons_in(app, rows, "en") == [
+        None,
+        "“abc” is neither a category id nor the label of a category.",
+        "Enter the animal's name.",
+        "This line has 4 values; each animal needs 3: name, categoryId, status.",
+        "The status must be empty or one of available, pending, sold, not “lost”.",
+    ]
+    assert reasons_in(app, rows, "de")[:4] == [
+        None,
+        "„abc“ ist weder eine Kategorie-ID noch die Bezeichnung einer Kategorie.",
+        "Gib den Namen des Tiers ein.",
+        "Diese Zeile hat 4 Werte; jedes Tier braucht 3: name, categoryId, status.",
+    ]
+    # results.csv is for scripts: English, whatever the language of whoever downloads it.
+    results = list(csv.DictReader(io.StringIO(staff.get(f"{path}/results.csv").text.lstrip("\ufeff"))))
+    assert [row["message"] for row in results][1:4] == [
+        "“abc” is neither a category id nor the label of a category.",
+        "Enter the animal's name.",
+        "This line has 4 values; each animal needs 3: name, categoryId, status.",
+    ]
+
+
+def test_a_refused_rows_reasons_stay_those_of_the_labels_it_was_read_with(portal_app, auth_for):
+    staff = auth_for(portal_app, "staff")
+    upload(staff, "name,categoryId,status\r\nBad Id,abc,available\r\n")
+    admin = auth_for(portal_app, "admin")
+    page = admin.get("/admin/categories").text
+    fields = {"csrf_token": csrf_token(page), "environment": "production", "category_id": "9", "label": "abc"}
+    assert admin.post("/admin/categories", data=fields).status_code == 303
+    # Labelled since: the row was refused with the labels of its upload, and still says why.
+    assert reasons_in(portal_app, stored_rows(portal_app), "en") == [
+        "“abc” is neither a category id nor the label of a category."
+    ]
+
+
+def test_the_audit_page_names_actions_in_the_visitors_language(make_portal, tmp_path):
+    app = german_portal(make_portal, tmp_path)
+    with app.test_request_context(headers={"Accept-Language": "de"}):
+        assert audit.action_label("login_failed") == "Anmeldung fehlgeschlagen"
+        assert audit.action_label("something_retired") == "something retired"
+    with app.test_request_context():
+        assert audit.action_label("login_failed") == "login failed"
+    assert app.jinja_env.globals["audit_action"] is audit.action_label
