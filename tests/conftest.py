@@ -29,6 +29,7 @@ from petportal import create_app  # noqa: E402
 from petportal.extensions import db  # noqa: E402
 from petportal.models import User  # noqa: E402
 
+from browsers import chromium  # noqa: E402
 from helpers import (  # noqa: E402
     PASSWORD_HASHES,
     PRODUCTION_KEY,
@@ -195,3 +196,10 @@ def auth_for():
         return client
 
     return logged_in
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Debian's Chromium, headless, for the browser tests of every module (one Playwright per process)."""
+    with chromium() as launched:
+        yield launched

@@ -1,42 +1,16 @@
 """The portal in a real browser: Debian's Chromium driven by Playwright, over real stores on real ports."""
 
-import os
 import re
-from pathlib import Path
 
 import pytest
 
+from browsers import SCREENSHOTS, sideways_scroll
 from helpers import PASSWORDS, SlowStore, totp
 from servers import FaultServer, answer, serve
 
 pytestmark = pytest.mark.slow
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-SCREENSHOTS = Path(
-    os.environ.get("PETPORTAL_SCREENSHOT_DIR", Path(__file__).parent.parent / "test-output" / "screenshots")
-)
 SERIOUS = {"serious", "critical"}
-
-
-@pytest.fixture(scope="session")
-def browser():
-    """Debian's Chromium, headless; skips when it is not installed."""
-    if not os.path.exists(CHROMIUM):
-        pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium): no browser to test with")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
-        yield browser
-        browser.close()
 
 
 @pytest.fixture
@@ -68,11 +42,6 @@ def assert_accessible(page):
     results = Axe().run(page)
     serious = [v for v in results.response["violations"] if v["impact"] in SERIOUS]
     assert serious == [], results.generate_report()
-
-
-def sideways_scroll(page):
-    """How many pixels the page scrolls sideways at its current width (0 when it fits)."""
-    return page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
 
 
 def assert_fits_a_phone(page):
@@ -208,7 +177,8 @@ def test_staff_import_a_file_preview_it_start_it_and_watch_the_bar_fill(make_por
         bar = page.locator("#import-bar")
         # The page's script moves the bar while the rows are sent, without reloading the page.
         page.wait_for_function(
-            "() => { const bar = document.getElementById('import-bar'); return bar.value > 1 && bar.value < bar.max; }"
+            "() => { const bar = document.getElementById('import-bar');"
+            " return bar !== null && bar.value > 1 && bar.value < bar.max; }"  # null while the next page loads
         )
         assert_accessible(page)
         page.wait_for_selector("text=Done.", timeout=20_000)

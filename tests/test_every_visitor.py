@@ -1,0 +1,192 @@
+"""Every visitor in a real browser: each language, light and dark, on a phone and a desktop.
+
+Each page is checked with axe (no violation at any impact), for sideways scrolling at 375 and 1280 px, and
+its HTML, as the server sent it, with the Nu Html Checker: one Java run per language for all its pages.
+"""
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from browsers import SCREENSHOTS, sideways_scroll
+from helpers import PASSWORDS
+from servers import serve
+
+pytestmark = pytest.mark.slow
+
+# Installed by .ci/run (`npm ci --prefix tests`); run with Java.
+VNU_JAR = Path(__file__).parent / "node_modules" / "vnu-jar" / "build" / "dist" / "vnu.jar"
+WIDTHS = (375, 1280)
+# The README's pictures of languages and themes: (language, theme, page) -> file name.
+PICTURES = {("de", "dark", "list"): "list-de-dark", ("es", "light", "add-errors"): "add-es"}
+
+
+def violations(page):
+    """Every axe violation on the page, whatever its impact, as `rule: targets` lines."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    found = Axe().run(page).response["violations"]
+    return [f"{v['id']} ({v['impact']}): {[node['target'] for node in v['nodes']][:5]}" for v in found]
+
+
+def log_in_as_admin(page, origin):
+    page.goto(f"{origin}/login")
+    page.fill("#username", "admin")
+    page.fill("#password", PASSWORDS["admin"])
+    page.click("form[method=post] button[type=submit]")
+    page.wait_for_selector("form[action$='/logout']")
+
+
+def visit(page, origin, production_store):
+    """Each page of the issue, in the order a visitor meets them: yields (name, the HTML the server sent)."""
+    rex = production_store.animals()[0]["id"]
+    for name, path in (("login", "/login"), ("list", "/animals"), ("animal", f"/animals/{rex}")):
+        response = page.goto(origin + path)
+        yield name, response.text()
+    log_in_as_admin(page, origin)
+    page.goto(f"{origin}/animals/new")
+    with page.expect_response(lambda response: response.request.method == "POST") as posted:
+        page.click("button[data-submit-once]")
+    page.wait_for_selector(".invalid-feedback")
+    yield "add-errors", posted.value.text()
+    for name, path in (
+        ("import", "/animals/import"),
+        ("additions", "/animals/mine"),
+        ("sessions", "/account/sessions"),
+        ("environment", "/admin/environment"),
+        ("accounts", "/admin/users"),
+        ("audit", "/admin/audit"),
+    ):
+        response = page.goto(origin + path)
+        yield name, response.text()
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+@pytest.mark.parametrize("language", ["en", "de", "es"])
+def test_every_page_in_every_language_and_theme_is_accessible_valid_and_fits(
+    browser, portal_app, production_store, tmp_path, language, theme
+):
+    problems, saved = [], []
+    with serve(portal_app) as origin:
+        context = browser.new_context(locale=language, color_scheme=theme, viewport={"width": 1280, "height": 900})
+        page = context.new_page()
+        page.set_default_timeout(10_000)
+        for name, html in visit(page, origin, production_store):
+            assert f'<html lang="{language}"' in html, f"{name} is not served in {language}"
+            assert page.evaluate("document.documentElement.dataset.bsTheme") == theme
+            for width in WIDTHS:
+                page.set_viewport_size({"width": width, "height": 900})
+                problems += [f"{name} at {width}px: {v}" for v in violations(page)]
+                if sideways_scroll(page) > 0:
+                    problems.append(f"{name} scrolls sideways at {width}px")
+                if (language, theme, name) in PICTURES:
+                    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+                    picture = f"{PICTURES[language, theme, name]}-{width}.png"
+                    page.screenshot(path=str(SCREENSHOTS / picture), full_page=True)
+            page.set_viewport_size({"width": 1280, "height": 900})
+            saved.append(tmp_path / f"{name}.html")
+            saved[-1].write_text(html, encoding="utf-8")
+        context.close()
+    assert problems == [], "\n".join(problems)
+    if theme == "light":  # the HTML is the same in both themes: it is checked once per language
+        errors = html_errors(saved)
+        assert errors == [], "\n".join(errors)
+
+
+def html_errors(files):
+    """The Nu Html Checker's errors for `files`, in one run."""
+    if not VNU_JAR.exists():
+        pytest.skip(f"{VNU_JAR} is missing (npm ci --prefix tests): no HTML checker")
+    run = subprocess.run(
+        ["java", "-jar", str(VNU_JAR), "--errors-only", "--format", "json", *map(str, files)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    messages = json.loads(run.stderr or "{}").get("messages", [])
+    return [f"{Path(m['url']).name}:{m.get('lastLine')}: {m['message']}" for m in messages]
+
+
+def test_the_theme_control_keeps_the_choice_and_no_page_flashes_the_other_theme(browser, portal_app):
+    with serve(portal_app) as origin:
+        context = browser.new_context(color_scheme="light", viewport={"width": 1280, "height": 900})
+        # Records the colour mode at the moment the page's <body> first exists, before anything is drawn.
+        context.add_init_script(
+            "new MutationObserver((_, observer) => { if (document.body) {"
+            " window.themeAtFirstBody = document.documentElement.getAttribute('data-bs-theme');"
+            " observer.disconnect(); } }).observe(document, {childList: true, subtree: true});"
+        )
+        page = context.new_page()
+        page.goto(f"{origin}/animals")
+        assert page.evaluate("window.themeAtFirstBody") == "light"
+        page.click("[data-theme-value=dark]")
+        assert page.evaluate("document.documentElement.dataset.bsTheme") == "dark"
+        assert page.get_attribute("[data-theme-value=dark]", "aria-pressed") == "true"
+        page.goto(f"{origin}/login")  # another page: dark from its first paint
+        assert page.evaluate("window.themeAtFirstBody") == "dark"
+        page.click("[data-theme-value=auto]")  # automatic: the system's preference (light here)
+        page.reload()
+        assert page.evaluate("window.themeAtFirstBody") == "light"
+        page.emulate_media(color_scheme="dark")  # the system turns dark: an automatic page follows at once
+        page.wait_for_function("document.documentElement.dataset.bsTheme === 'dark'", timeout=5_000)
+        context.close()
+
+
+def focused(page):
+    """The focused element's id, and whether it shows a focus indicator (an outline of 2 px or more)."""
+    return page.evaluate(
+        "(() => { const e = document.activeElement; const s = getComputedStyle(e);"
+        " return [e.id || e.tagName, s.outlineStyle !== 'none' && parseFloat(s.outlineWidth) >= 2]; })()"
+    )
+
+
+def tab_order(page, first, count):
+    """The ids focused by pressing Tab `count` times from `first`, each with whether its focus shows."""
+    page.focus(first)
+    page.keyboard.press("Shift+Tab")
+    order = []
+    for _ in range(count):
+        page.keyboard.press("Tab")
+        order.append(focused(page))
+    return order
+
+
+def errors_tied_to_fields(page):
+    """Each invalid field's id with the text of the error it names in aria-describedby."""
+    return page.evaluate(
+        "Array.from(document.querySelectorAll('[aria-invalid=true]')).map((field) => [field.id,"
+        " (field.getAttribute('aria-describedby') || '').split(' ').map((id) => document.getElementById(id))"
+        ".filter((e) => e && e.classList.contains('invalid-feedback')).map((e) => e.textContent.trim()).join(' ')])"
+    )
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_the_login_and_add_forms_by_keyboard_alone_focus_shows_and_errors_belong_to_their_fields(
+    browser, portal_app, theme
+):
+    with serve(portal_app) as origin:
+        context = browser.new_context(color_scheme=theme, viewport={"width": 1280, "height": 900})
+        page = context.new_page()
+        page.goto(f"{origin}/login")
+        order = tab_order(page, "#username", 4)
+        assert order == [["username", True], ["password", True], ["remember", True], ["BUTTON", True]]
+        page.keyboard.press("Enter")  # the form sent empty, from the keyboard
+        page.wait_for_selector(".invalid-feedback")
+        tied = dict(errors_tied_to_fields(page))
+        assert set(tied) == {"username", "password"} and all(tied.values()), tied
+        page.focus("#username")
+        page.keyboard.type("admin")
+        page.keyboard.press("Tab")
+        page.keyboard.type(PASSWORDS["admin"])
+        page.keyboard.press("Enter")
+        page.wait_for_selector("form[action$='/logout']")
+        page.goto(f"{origin}/animals/new")
+        order = [name for name, shows in tab_order(page, "#name", 4) if shows]
+        assert order == ["name", "category_id", "status", "BUTTON"]
+        page.keyboard.press("Enter")  # the add button, focused last: sends the form empty
+        page.wait_for_selector(".invalid-feedback")
+        tied = dict(errors_tied_to_fields(page))
+        assert "name" in tied and "category_id" in tied and all(tied.values()), tied
+        context.close()
