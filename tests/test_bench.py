@@ -40,6 +40,8 @@ def test_the_benchmark_runs_and_prints_its_table():
         ("portal rps / store rps, c=8, cache off", ratio, ratio, ratio),
         ("cached portal rps / store rps, c=8", ratio, ratio, ratio),
         ("cached portal rps / floor rps, c=8 (the server's constant 9 kB)", ratio, ratio, ratio),
+        ("German page p50 / untranslated page p50, c=1 (translation's cost)", ratio, "", ""),
+        ("German page rps / untranslated page rps, c=8 (translation's cost)", ratio, "", ""),
         ("traced portal p50 / portal p50, c=1 (tracing's cost)", ratio, "", ""),
         ("traced portal rps / portal rps, c=8 (tracing's cost)", ratio, "", ""),
         ("peak RSS per portal worker (MB)", megabytes, "", megabytes),
