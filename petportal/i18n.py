@@ -111,11 +111,31 @@ def time_tag(moment: datetime) -> Markup:
     return Markup('<time datetime="{}">{} UTC</time>').format(machine, format_datetime(utc, "medium"))
 
 
+class StatusNames(dict[str, str]):
+    """The store's statuses in one language; a status the portal does not know reads as the store sent it."""
+
+    def __missing__(self, status: str) -> str:
+        return status
+
+
+@pass_context
+def status_names(context: Context) -> StatusNames:
+    """Every status as the visitor's language names it: looked up once for a page that shows many (the list)."""
+    catalog = _translations(context)
+    return StatusNames({status: catalog.ugettext(label) for status, label in STATUS_LABELS.items()})
+
+
 @pass_context
 def status_label(context: Context, status: str) -> str:
     """An animal's status as the visitor's language names it."""
     label = STATUS_LABELS.get(status)
     return _translations(context).ugettext(label) if label is not None else status
+
+
+def number(value: int) -> str:
+    """A whole number as the visitor's language writes it. Below a thousand, English, German and Spanish all
+    write the plain digits, which is what nearly every count on a page is, so Babel is asked only above."""
+    return str(value) if -1000 < value < 1000 else str(format_number(value))
 
 
 # Templates translate through the page's own catalog, looked up once for each page they draw: Flask-Babel's
@@ -157,10 +177,11 @@ def register(app: Flask) -> None:
         LANGUAGES=LANGUAGES,
         time_tag=time_tag,
         status_label=status_label,
+        status_names=status_names,
         current_language=_current_language,
         language_back=language_back,
     )
-    app.jinja_env.filters["number"] = format_number
+    app.jinja_env.filters["number"] = number
 
     @app.after_request
     def vary_by_language(response: Response) -> Response:
