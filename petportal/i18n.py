@@ -68,7 +68,10 @@ def language_of(environ: WSGIEnvironment) -> str:
 def _negotiated(environ: WSGIEnvironment) -> str:
     cookies = environ.get("HTTP_COOKIE", "")
     if COOKIE in cookies:
-        chosen = parse_cookie(cookies).get(COOKIE)
+        try:
+            chosen = parse_cookie(cookies).get(COOKIE)
+        except UnicodeError:  # cookies that are not UTF-8: the front door's 400 page, in the language below
+            chosen = None
         if chosen in LANGUAGES:
             return str(chosen)
     accepted = environ.get("HTTP_ACCEPT_LANGUAGE", "")

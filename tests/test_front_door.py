@@ -22,6 +22,10 @@ UNREADABLE = {
     "remember cookie": b"GET /animals/new HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: remember=\xc3\x28\r\n",
     "cookie on healthz": b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: a=\xff\r\n",
     "cookie on an animal": b"GET /animals/1 HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: a=\xff\r\n",
+    # The language is read from the cookies before the 400 page is written (in that language).
+    "language cookie": b"GET /animals HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: language=\xff\r\n",
+    "beside a language cookie": b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: a=\xff; language=de\r\n",
+    "cookie naming a language": b"GET /language/de HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: xlanguage=\xc3\r\n",
     "header": b"GET /animals HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: \xff\xfe\r\n",
     "request id": b"GET /animals HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Request-ID: \xff\xfe\xff\xfe\xff\xfe\xff\xfe\r\n",
 }
