@@ -121,6 +121,17 @@ def test_with_json_logs_every_line_of_the_server_is_one_json_object(tmp_path, pr
         assert any(word in messages for word in ("Shutting down", "Handling signal")), "its stop is logged too"
 
 
+@pytest.mark.parametrize("command", ["flask serve", "gunicorn"])
+def test_with_text_logs_the_servers_own_lines_are_written_too(tmp_path, production_store, command):
+    env = production_variables(tmp_path, production_store.url)
+    output = tmp_path / "out.log"
+    with running(command, env, output) as (origin, _process):
+        assert requests.get(f"{origin}/animals", timeout=10).status_code == 200
+    written = output.read_text()
+    assert "Listening at" in written, "the server's start is logged"
+    assert "Logging error" not in written and "Traceback" not in written
+
+
 def test_a_server_believes_no_forwarded_header_without_trusted_proxies(tmp_path, production_store):
     env = production_variables(tmp_path, production_store.url, PETPORTAL_HTTPS="1", PETPORTAL_TRUSTED_HOSTS="127.0.0.1")
     with running("flask serve", env, tmp_path / "out.log") as (origin, _process):
