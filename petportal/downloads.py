@@ -12,12 +12,15 @@ so that it is answered with the portal's error page rather than with a download 
 from __future__ import annotations
 
 import csv
+import re
 from collections.abc import Iterable, Iterator, Sequence
 
 from flask import Response, stream_with_context
 
 # A spreadsheet runs a cell that starts with one of these as a formula (OWASP, "CSV Injection").
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+# Where a spreadsheet may start a cell inside a text, just before a formula's first character.
+EMBEDDED_START = re.compile(r"([;,\t\r\n])(?=[ ]*[=+\-@])")
 # Excel reads a CSV file as UTF-8 only when it starts with a byte order mark.
 BOM = "\ufeff"
 # A cell as a view hands it over: a text, a number, or nothing (an empty cell).
@@ -26,10 +29,14 @@ Cell = str | int | None
 
 def spreadsheet_safe(cell: Cell) -> Cell:
     """`cell` as a download writes it: a text that a spreadsheet would run as a formula starts with `'`, so it shows
-    as the text it is; a number stays a number (a negative id is no formula)."""
-    if isinstance(cell, str) and cell.startswith(FORMULA_STARTS):
-        return "'" + cell
-    return cell
+    as the text it is; a number stays a number (a negative id is no formula). So does each part of a text that a
+    spreadsheet could read as a cell of its own: German and Spanish spreadsheets split a CSV line on `;` (and
+    some on tabs), ignoring the quotes, and a name may hold a line break."""
+    if not isinstance(cell, str):
+        return cell
+    if cell.startswith(FORMULA_STARTS):
+        cell = "'" + cell
+    return EMBEDDED_START.sub(r"\1'", cell)
 
 
 def csv_download(filename: str, header: Sequence[str], rows: Iterable[Sequence[Cell]]) -> Response:

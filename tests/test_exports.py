@@ -297,6 +297,22 @@ def test_user_names_a_spreadsheet_would_run_come_back_as_text_in_the_audit_csv(p
     assert failed == ["'" + name for name in reversed(HOSTILE)]
 
 
+def test_a_cell_a_semicolon_spreadsheet_would_split_has_no_part_it_would_run(portal_app, auth_for, production_store):
+    # German and Spanish spreadsheets split a CSV line on ";", whatever the quotes say; a name may hold a line break.
+    for name in ("Rex;=1+1;", "Max;=HYPERLINK(A1);", "Bo, @SUM(1)", "Lu\n-2+3"):
+        production_store.add(name, -4, "sold")
+    failed_logins(portal_app, ["bob;=1+1;"])
+    _, *rows = rows_of(portal_app.test_client().get("/animals.csv?status=sold"))
+    names = sorted(row[1] for row in rows if row[2] == "-4")
+    assert names == sorted(["Rex;'=1+1;", "Max;'=HYPERLINK(A1);", "Bo,' @SUM(1)", "Lu\n'-2+3"])
+    _, *logged = rows_of(auth_for(portal_app, "admin").get("/admin/audit.csv"))
+    assert "bob;'=1+1;" in [row[1] for row in logged]
+    # A name with a hyphen, a comma or a semicolon and no formula after them is left as it is.
+    production_store.add("Jean-Luc; the, tabby", -4, "sold")
+    _, *rows = rows_of(portal_app.test_client().get("/animals.csv?status=sold"))
+    assert "Jean-Luc; the, tabby" in [row[1] for row in rows]
+
+
 def test_the_audit_csv_reads_the_log_a_batch_at_a_time(make_portal, database_url, auth_for, monkeypatch):
     monkeypatch.setattr(audit, "BATCH", 2)
     app = make_portal(SQLALCHEMY_DATABASE_URI=database_url)
