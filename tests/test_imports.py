@@ -184,6 +184,18 @@ def test_a_name_a_spreadsheet_would_run_is_written_as_text_in_the_results(portal
     assert creates(production_store)[0]["name"] == '=HYPERLINK("x")'
 
 
+def test_an_import_sends_each_name_as_the_add_form_checked_it(portal_app, auth_for, production_store):
+    # str.strip() (the add form's) removes more than ASCII padding: what the form checked is what is sent.
+    staff = auth_for(portal_app, "staff")
+    path = upload(staff, 'name,categoryId,status\n"\x1c=1",1,\n"\x0b+1",1,\n\u00a0Zoë\u3000,1,available\n')
+    path = path.headers["Location"]
+    press(staff, path, "start")
+    finished(staff, path)
+    assert sorted(pet["name"] for pet in creates(production_store)) == ["+1", "=1", "Zoë"]
+    rows = list(csv.DictReader(io.StringIO(staff.get(f"{path}/results.csv").get_data(as_text=True).lstrip(BOM))))
+    assert sorted(row["name"] for row in rows) == ["'+1", "'=1", "Zoë"]
+
+
 @pytest.mark.parametrize(
     "content, reason",
     [
