@@ -27,6 +27,7 @@ from ..environments import environments
 from ..extensions import db
 from ..petstore import GET_PET_REMOVAL
 from ..serving import previewed_name, set_preview
+from . import users
 from .forms import PreviewForm, SwitchEnvironmentForm, environment_choices
 from .status import in_words, probe_all, stability_in_words
 
@@ -42,9 +43,11 @@ audit_readers = role_required("admin")
 
 
 @bp.record_once
-def share_the_audit_labels(state: BlueprintSetupState) -> None:
-    """The audit page names each entry's action in the visitor's language (`audit_action`, see audit.py)."""
+def share_the_labels(state: BlueprintSetupState) -> None:
+    """The pages name each audit entry's action (`audit_action`, see audit.py) and each role (`role_name`: the top
+    bar, the accounts pages) in the visitor's language."""
     audit.register(state.app)
+    state.app.jinja_env.globals["role_name"] = users.role_name
 
 
 @bp.get("/environment")
