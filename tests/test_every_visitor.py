@@ -130,7 +130,7 @@ def test_the_theme_control_keeps_the_choice_and_no_page_flashes_the_other_theme(
         page.reload()
         assert page.evaluate("window.themeAtFirstBody") == "light"
         page.emulate_media(color_scheme="dark")  # the system turns dark: an automatic page follows at once
-        page.wait_for_function("document.documentElement.dataset.bsTheme === 'dark'", timeout=5_000)
+        page.wait_for_function("() => document.documentElement.dataset.bsTheme === 'dark'", timeout=5_000)
         context.close()
 
 

@@ -189,6 +189,7 @@ def test_the_import_messages_of_0006_become_reason_codes_and_come_back_on_downgr
             kept = list(kept)
             stopped = connection.execute(sqlalchemy.text("SELECT message FROM imports")).scalar_one()
         db.engine.dispose()
+    app.extensions["petportal.environments"].close()
     assert stop == {"code": "switched", "previous": "production", "active": "staging"}
     assert reasons == [
         {"code": "invalid", "values": 4},

@@ -127,7 +127,8 @@ def _row(line: int, cells: list[str], labels: dict[str, int]) -> Row:
     status = status.lower()
     labelled = None if WHOLE_NUMBER.fullmatch(category) else labels.get(folded(category))
     form = _checked(name, category, labelled, status)
-    name = form.name.data if isinstance(form.name.data, str) else name  # as the form read it: what was checked is sent
+    if not form.name.errors:  # a name that passes is kept as the form read it: what was checked is what is sent
+        name = form.name.data
     category_id = form.category_id.data if not form.category_id.errors else None
     return Row(line, name, category, category_id, status or None, len(cells), tuple(_problems(form, category, status)))
 
