@@ -44,6 +44,42 @@ def stop(portal, number):
         portal.stdout.close()
 
 
+def test_python_app_py_help_prints_the_options_and_starts_nothing(tmp_path):
+    started = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, "app.py", "--help"],
+        cwd=PROJECT_ROOT,
+        env=portal_environment(),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert result.returncode == 0
+    assert "usage: python app.py [-h] [--host HOST] [--port PORT]" in result.stdout
+    assert "store:" not in result.stdout + result.stderr, "no demo store was started"
+    assert time.monotonic() - started < 15
+
+
+def test_python_app_py_listens_on_the_port_and_host_it_is_given():
+    port, unused = free_port(), free_port()
+    portal = subprocess.Popen(
+        [sys.executable, "app.py", "--host", "127.0.0.1", "--port", str(port)],
+        cwd=PROJECT_ROOT,
+        env=portal_environment(FLASK_RUN_PORT=str(unused)),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # noqa: PLW1509 - the test runs no threads
+    )
+    try:
+        wait_for_port(port, portal)
+        assert requests.get(f"http://127.0.0.1:{port}/healthz", timeout=10).status_code == 200
+        assert not is_listening(unused)
+    finally:
+        portal.send_signal(signal.SIGINT)
+        assert portal.wait(20) == 0
+
+
 @pytest.mark.parametrize("number, status", [(signal.SIGINT, 0), (signal.SIGTERM, 128 + 15), (signal.SIGHUP, 128 + 1)])
 def test_python_app_py_serves_seeded_animals_and_each_stop_signal_stops_its_stores(number, status):
     port = free_port()
