@@ -70,6 +70,18 @@ def test_staff_get_403_and_anonymous_users_are_sent_to_log_in(client, auth):
         assert client.get(path).status_code == 403
 
 
+def test_the_admin_and_account_sections_open_on_their_first_page(client, auth):
+    assert client.get("/admin").headers["Location"].startswith("/login")
+    assert client.get("/account").headers["Location"].startswith("/login")
+    auth.login("staff")
+    assert client.get("/admin").status_code == 403
+    assert client.get("/account").headers["Location"] == "/account/sessions"
+    auth.logout()
+    auth.login("admin")
+    assert client.get("/admin").headers["Location"] == "/admin/environment"
+    assert client.get("/account").headers["Location"] == "/account/sessions"
+
+
 def test_an_environment_without_url_is_not_configured_and_cannot_be_chosen(make_portal, production_store):
     app = make_portal.over(production_store.url, None)
     client = app.test_client()

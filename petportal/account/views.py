@@ -21,6 +21,13 @@ ENROLMENT_KEY = "mfa_enrolment"
 NEW_CODES_KEY = "mfa_recovery_codes"
 
 
+@bp.get("")
+@login_required
+def index() -> ResponseReturnValue:
+    """Your account opens on its first page, your sessions (the menu's link)."""
+    return redirect(url_for(".sessions_page"))
+
+
 @bp.route("/password", methods=["GET", "POST"])
 @login_required
 def password() -> ResponseReturnValue:

@@ -50,6 +50,13 @@ def share_the_labels(state: BlueprintSetupState) -> None:
     state.app.jinja_env.globals["role_name"] = users.role_name
 
 
+@bp.get("")
+@role_required("admin")
+def index() -> Response:
+    """The admin section opens on its first page."""
+    return redirect(url_for(".environment"))
+
+
 @bp.get("/environment")
 @role_required("admin")
 def environment() -> ResponseReturnValue:
