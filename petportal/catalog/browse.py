@@ -35,8 +35,11 @@ def sorted_by(animals: Iterable[Pet], key: str, labels: Mapping[int, str]) -> li
 
 
 def folded(text: str) -> str:
-    """`text` as search compares it: NFKC, then Unicode case folding ("Straße" is "strasse")."""
-    return unicodedata.normalize("NFKC", text).casefold()
+    """`text` as search compares it: compatibility forms unified (NFKD), accents and other combining marks
+    dropped ("Zoë" is "zoe"), then Unicode case folding ("Straße" is "strasse"). static/js/search.js folds
+    the same way."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(char for char in decomposed if not unicodedata.combining(char)).casefold()
 
 
 def _category_order(category_id: int, labels: Mapping[int, str]) -> tuple[int, str, int]:

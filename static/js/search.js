@@ -8,8 +8,10 @@
   const body = box && document.getElementById(box.dataset.searchRows);
   if (!box || !summary || !body) return;
   const rows = Array.from(body.rows);
-  // NFKC and lower case, then the two foldings lower case misses: ß to ss, and the final sigma.
-  const fold = (text) => text.normalize("NFKC").toLowerCase().replaceAll("ß", "ss").replaceAll("ς", "σ");
+  // As the server folds (browse.folded): NFKD without combining marks (accents), lower case, then the two
+  // foldings lower case misses: ß to ss, and the final sigma.
+  const fold = (text) => text.normalize("NFKD").replace(/\p{M}/gu, "").toLowerCase()
+    .replaceAll("ß", "ss").replaceAll("ς", "σ");
   const original = summary.textContent;
   const caption = body.closest("table")?.querySelector("caption");
   const originalCaption = caption?.textContent;
