@@ -7,6 +7,7 @@ import logging
 import os
 import secrets
 import signal
+import string
 import subprocess
 import sys
 import threading
@@ -114,11 +115,21 @@ def fresh_portal_database(instance_path: str) -> str:
     return f"sqlite:///{database}"
 
 
+# Letters and digits only: a printed password that began with "-" was read as an option by shells and commands.
+PASSWORD_CHARACTERS = string.ascii_letters + string.digits
+PASSWORD_LENGTH = 14
+
+
+def demo_password() -> str:
+    """A new demo password: 14 letters and digits (about 83 bits), safe to paste anywhere."""
+    return "".join(secrets.choice(PASSWORD_CHARACTERS) for _ in range(PASSWORD_LENGTH))
+
+
 def create_accounts(stores: Mapping[str, Mapping[str, str]]) -> None:
     """Create (or reset) the demo accounts; print the stores' addresses and the new passwords once."""
     lines = [f"  {name:<10} store: {settings['url']}" for name, settings in stores.items()]
     for username, role in DEMO_ACCOUNTS:
-        password = secrets.token_urlsafe(9)
+        password = demo_password()
         user = db.session.scalar(db.select(User).filter_by(username=username))
         if user is None:
             user = User(username=username, role=role)

@@ -84,6 +84,8 @@ def test_python_app_py_listens_on_the_port_and_host_it_is_given():
 def test_python_app_py_serves_seeded_animals_and_each_stop_signal_stops_its_stores(number, status):
     port = free_port()
     portal, store_ports, passwords = start_demo([sys.executable, "app.py"], port)
+    # Letters and digits only: nothing a shell or a command line reads as an option or a special character.
+    assert all(password.isascii() and password.isalnum() for password in passwords.values()), passwords
     try:
         origin = f"http://127.0.0.1:{port}"
         page = requests.get(f"{origin}/animals?limit=100", timeout=10)
