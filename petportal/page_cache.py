@@ -7,8 +7,9 @@ Two parts, with one job each:
 - `SharedPages` (a WSGI layer just inside ProxyFix) stores a marked page as Flask sent it, every header
   included, and answers the next visitor without a session or remember-me cookie with it, without
   running Flask. Only what differs between any two responses is made anew, by the functions Flask's own
-  hooks use: the X-Request-ID, the Date and the 304. So a stored page carries exactly the security
-  headers, HSTS and cache rules of a fresh one.
+  hooks use: the X-Request-ID and the 304. So a stored page carries exactly the security headers, HSTS
+  and cache rules of a fresh one. Neither writes a Date: every server the portal runs under (Werkzeug's,
+  gunicorn, granian) writes its own, and Werkzeug's `make_conditional` adding one made two.
 
 A page is keyed by scheme, host, environment, that environment's generation and full path, so it is only
 replayed to a request that Flask answered with exactly that page: a plain-HTTP request that the HTTPS rule
@@ -31,7 +32,6 @@ from urllib.parse import parse_qsl
 from flask import Flask, current_app, make_response, request, session
 from flask_login import current_user
 from werkzeug.exceptions import HTTPException
-from werkzeug.http import http_date
 from werkzeug.wrappers import Response
 
 from . import logs, metrics, tracing
@@ -80,6 +80,7 @@ def cached_page(
                 response.headers["Cache-Control"] = "no-cache"
                 response.add_etag()
                 response.make_conditional(request)
+                del response.headers["Date"]  # the server writes its own (see the module)
                 if not session:
                     request.environ[SHAREABLE] = serving().environment.name
             return response
@@ -130,13 +131,14 @@ class SharedPages:
             response = Response(body, headers=headers)
             response.headers["X-Request-ID"] = request_id
             response.make_conditional(environ)
+            del response.headers["Date"]
             metrics.count(endpoint, environ["REQUEST_METHOD"], response.status_code, started)
             return response(environ, start_response)
         # Unconditional, the common case: the headers Werkzeug's Response gives the same page, in its order
         # (test_caching compares them header for header), without building one.
         start_response(
             "200 OK",
-            [*headers, ("Content-Length", str(len(body))), ("X-Request-ID", request_id), ("Date", _now())],
+            [*headers, ("Content-Length", str(len(body))), ("X-Request-ID", request_id)],
         )
         metrics.count(endpoint, environ["REQUEST_METHOD"], 200, started)
         return [] if environ["REQUEST_METHOD"] == "HEAD" else [body]
@@ -244,17 +246,6 @@ def _page_key(app: Flask, backend: BaseCache, environment: str, environ: WSGIEnv
     # Each part quoted on its own (repr), so no Host header can pass itself off as part of a path.
     where = (environ["wsgi.url_scheme"], host, environ.get("PATH_INFO", ""), environ.get("QUERY_STRING", ""))
     return f"page:{environment}:{generation}:{language_of(environ)}:{where!r}"
-
-
-def _now() -> str:
-    """The Date header's value, made once a second."""
-    second = int(time.time())
-    if _DATE[0] != second:
-        _DATE[:] = [second, http_date(second)]
-    return str(_DATE[1])
-
-
-_DATE: list[int | str] = [0, ""]
 
 
 def _safely(app: Flask, operation: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T | None:

@@ -1,5 +1,6 @@
 """The micro-cache: anonymous list and detail pages only, per environment and query, never stale after an add."""
 
+import socket
 import time
 
 import pytest
@@ -7,6 +8,7 @@ import pytest
 from bench.portal import csrf_token
 
 from helpers import AuthActions, submission_token
+from servers import serve
 
 
 @pytest.fixture
@@ -112,6 +114,25 @@ def test_with_caching_off_every_visit_asks_the_store(make_portal, production_sto
     for _ in range(3):
         client.get("/animals")
     assert len(list_calls(production_store)) == 3
+
+
+@pytest.mark.parametrize("conditional", [False, True])
+def test_a_page_has_one_date_header_whether_fresh_or_replayed(make_portal, production_store, conditional):
+    """The server writes the Date; the portal writes none of its own (Werkzeug's make_conditional would)."""
+    app = make_portal(CACHE_SECONDS=30)
+    extra = b'If-None-Match: "not-this-one"\r\n' if conditional else b""
+    with serve(app) as origin:
+        port = int(origin.rsplit(":", 1)[1])
+        for _ in range(2):  # fresh, then from the cache
+            with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:
+                conn.sendall(b"GET /animals HTTP/1.1\r\nHost: 127.0.0.1\r\n" + extra + b"Connection: close\r\n\r\n")
+                head = b""
+                while b"\r\n\r\n" not in head and (chunk := conn.recv(65536)):
+                    head += chunk
+            lines = head.split(b"\r\n\r\n")[0].decode("latin-1").split("\r\n")
+            assert lines[0].startswith("HTTP/1.1 200")
+            assert sum(line.lower().startswith("date:") for line in lines) == 1, lines
+    assert len(list_calls(production_store)) == 1
 
 
 # Headers that differ between any two responses, cached or not: each request has its own id and date.
