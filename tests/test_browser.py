@@ -250,6 +250,7 @@ def test_an_admin_enrols_a_second_factor_and_logs_in_with_it(page, strict_origin
     page.goto(f"{origin}/admin/users")
     assert page.inner_text("tr:has(a[href='/admin/users/admin']) td[data-label='Second factor']") == "on"
     page.click("button:has-text('Log out')")
+    page.wait_for_selector("nav a[href='/login']", state="attached")  # logged out before the next page
     clock.advance(seconds=30)
     page.goto(f"{origin}/login")
     page.fill("#username", "admin")
