@@ -24,6 +24,7 @@ from . import (
     reading,
     security,
     session_store,
+    template_text,
     tracing,
     unit_of_work,
 )
@@ -59,6 +60,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         static_folder=shipped_folder("static"),
         instance_path=str(PACKAGE_DIR.parent / "instance") if CHECKOUT else None,
     )
+    app.jinja_environment = template_text.TranslatedEnvironment  # each language's templates compiled apart
     # No redirect from /a//b to /a/b: Werkzeug would build its Location, and its body, from the Host header.
     app.url_map.merge_slashes = False
     # Ids in paths are ASCII digits, read as the forms read them (an Arabic-Indic 1 names no animal).

@@ -13,18 +13,17 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from flask import Blueprint, Flask, abort, current_app, has_request_context, redirect, request
 from flask_babel import Babel, format_datetime, format_number, get_locale
-from jinja2 import pass_context
-from jinja2.runtime import Context
 from markupsafe import Markup
 from werkzeug.datastructures import LanguageAccept
 from werkzeug.http import parse_accept_header, parse_cookie
 from werkzeug.wrappers import Response
 
+from . import template_text
 from .auth.access import safe_next
 from .lazy_text import translations
 
@@ -41,8 +40,6 @@ NEXT_MAX_LENGTH = 512
 # Where `language_of` keeps its answer in the WSGI environ.
 LANGUAGE = "petportal.language"
 CATALOGS = Path(__file__).resolve().parent / "translations"
-# The name of the page's catalog among a template's variables.
-TRANSLATIONS = "petportal_translations"
 
 
 def N_(message: str) -> str:
@@ -134,45 +131,21 @@ class StatusNames(dict[str, str]):
         return status
 
 
-@pass_context
-def status_names(context: Context) -> StatusNames:
+def status_names() -> StatusNames:
     """Every status as the visitor's language names it: looked up once for a page that shows many (the list)."""
-    catalog = _translations(context)
+    catalog = translations()
     return StatusNames({status: catalog.ugettext(label) for status, label in STATUS_LABELS.items()})
 
 
-@pass_context
-def status_label(context: Context, status: str) -> str:
+def status_label(status: str) -> str:
     """An animal's status as the visitor's language names it."""
-    return status_names(context)[status]
+    return status_names()[status]
 
 
 def number(value: int) -> str:
     """A whole number as the visitor's language writes it. Below a thousand, English, German and Spanish all
     write the plain digits, which is what nearly every count on a page is, so Babel is asked only above."""
     return str(value) if -1000 < value < 1000 else str(format_number(value))
-
-
-# Templates translate through the page's own catalog, looked up once for each page they draw: Flask-Babel's
-# callables look it up again for each message (about 5 us each; the list page has dozens).
-@pass_context
-def _template_gettext(context: Context, message: str) -> str:
-    return str(_translations(context).ugettext(message))
-
-
-@pass_context
-def _template_ngettext(context: Context, singular: str, plural: str, count: int) -> str:
-    return str(_translations(context).ungettext(singular, plural, count))
-
-
-def _translations(context: Context) -> Any:
-    """The catalog of the page being drawn (`_page_translations`), or the request's for a template drawn without
-    Flask's context (an imported macro)."""
-    return context.get(TRANSLATIONS) or translations()
-
-
-def _page_translations() -> dict[str, Any]:
-    return {TRANSLATIONS: translations()}
 
 
 def register(app: Flask) -> None:
@@ -184,11 +157,11 @@ def register(app: Flask) -> None:
         default_timezone="UTC",
     )
     app.register_blueprint(bp)
-    app.jinja_env.install_gettext_callables(  # type: ignore[attr-defined]  # jinja2.ext.i18n, which Flask-Babel adds
-        _template_gettext, _template_ngettext, newstyle=True
-    )
-    app.context_processor(_page_translations)
+    app.context_processor(template_text.page_text)
     app.jinja_env.globals.update(
+        _=template_text.gettext,
+        gettext=template_text.gettext,
+        ngettext=template_text.ngettext,
         LANGUAGES=LANGUAGES,
         time_tag=time_tag,
         status_label=status_label,

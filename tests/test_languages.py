@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from bench.portal import PROJECT_ROOT
+from petportal import template_text
 
 CATALOGS = PROJECT_ROOT / "petportal" / "translations"
 
@@ -113,3 +114,63 @@ def test_the_catalog_check_passes_and_fails_on_a_message_left_untranslated(tmp_p
     assert "de: untranslated: 'Animals'" in untranslated.stderr
     catalog.write_text(text.replace('msgid "Animals"\nmsgstr "Tiere"', '#, fuzzy\nmsgid "Animals"\nmsgstr "Tiere"'))
     assert "de: fuzzy: 'Animals'" in run_check(copy).stderr
+
+
+# Pages of each kind a visitor meets, as (who is logged in, path): the list with and without its messages'
+# values, an animal, the forms with and without errors, the import, the account and the admin pages, and 404.
+TRANSLATED_PAGES = [
+    (None, "/animals"),
+    (None, "/animals?q=re&status=available&sort=name&limit=5"),
+    (None, "/animals?q=zzz&status=sold"),
+    (None, "/animals?limit=0"),
+    (None, "/animals/1"),
+    (None, "/login"),
+    (None, "/no-such-page"),
+    ("staff", "/animals/new"),
+    ("staff", "/animals/import"),
+    ("staff", "/animals/mine"),
+    ("staff", "/account/sessions"),
+    ("admin", "/admin/environment"),
+    ("admin", "/admin/users"),
+    ("admin", "/admin/audit"),
+    ("admin", "/admin/categories"),
+    ("admin", "/admin/status"),
+]
+VARYING = re.compile(
+    r'(?<=name="csrf_token" value=")[^"]+|(?<=name="csrf_token" type="hidden" value=")[^"]+'
+    r'|(?<=name="submission_token" type="hidden" value=")[^"]+'
+    r"|(?<=<code>)[0-9a-f]{32}(?=</code>)"  # an error page's request id
+    r'|<time datetime="[^"]+">[^<]+</time>|\b[\d.,]+ ms\b'  # times, and the status page's latencies
+)
+
+
+def every_page(clients):
+    """The HTML of TRANSLATED_PAGES, each loaded by `clients[who]`, without what varies between two loads (the
+    forms' tokens, request ids, times and latencies)."""
+    pages = {}
+    for who, path in TRANSLATED_PAGES:
+        page = clients[who].get(path)
+        assert page.status_code in (200, 400, 404), (who, path, page.status_code)
+        pages[who, path] = VARYING.sub("", page.text)
+    return pages
+
+
+@pytest.mark.parametrize("language", ["en", "de", "es"])
+def test_messages_translated_when_a_template_is_compiled_read_as_when_drawn(
+    make_portal, auth_for, monkeypatch, language
+):
+    """Each language's templates have their messages translated once, when compiled (template_text.py). Every
+    page must read exactly as when each message is translated as the page is drawn."""
+    app = make_portal()
+    clients = {None: app.test_client(), "staff": auth_for(app, "staff"), "admin": auth_for(app, "admin")}
+    for client in clients.values():
+        client.set_cookie("language", language)
+        client.get("/animals")  # the login's flash is shown, and gone
+    compiled = every_page(clients)
+    assert any(text in compiled[None, "/animals"] for text in ("Animals", "Tiere", "Animales"))
+
+    app.jinja_env.languages.clear()  # compile again, translating nothing until drawn
+    monkeypatch.setattr(template_text._Translate, "visit_Call", lambda self, node: node)
+    drawn = every_page(clients)
+    for page, html in compiled.items():
+        assert html == drawn[page], page
