@@ -8,8 +8,9 @@ app serve`, the production server) and under gunicorn (`gunicorn.conf.py`), each
 with the cache off, the portal with its 2 s cache, and the floor (bench/floor_app.py, 9 kB of constant
 bytes: what the server does with no work at all). Under granian also the portal traced, its spans sent
 over OTLP/HTTP to a sink in this process, and the same portal asked for German pages (`Accept-Language: de`)
-beside its English ones (the templates' own text, with no catalog): what translation costs. Prints medians, the target ratios for each server, peak RSS per
-portal worker, and what a slow environment does to the other pages. Last, on servers of its own, one
+beside its English ones (the templates' own text, with no catalog): what translation costs. Prints medians,
+the target ratios for each server, peak RSS per portal worker, and what a slow environment does to the other
+pages. Last, on servers of its own, one
 portal worker's RSS after a warm-up and after 10,000 mixed requests (bench/memory.py).
 """
 
