@@ -25,6 +25,8 @@ def main(argv: list[str]) -> None:
         help="the port to listen on (default: 5000, or FLASK_RUN_PORT)",
     )
     options = parser.parse_args(argv)
+    # Where this server is reached: single sign-on's way back and the passkeys' origin, unless set otherwise.
+    os.environ.setdefault("PETPORTAL_PUBLIC_URL", f"http://localhost:{options.port}")
     fewer_malloc_arenas()  # one thread per request: keep their freed memory in two arenas
     create_app().run(host=options.host, port=options.port)
 

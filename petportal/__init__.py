@@ -32,7 +32,7 @@ from .account import bp as account_bp
 from .admin import bp as admin_bp
 from .admin import categories_bp, users_bp
 from .auth import bp as auth_bp
-from .auth import sessions, throttle
+from .auth import sessions, sso, throttle
 from .catalog import bp as catalog_bp
 from .extensions import csrf, db, login, migrate
 from .imports import bp as imports_bp
@@ -107,6 +107,7 @@ def register_extensions(app: Flask) -> None:
     # "basic": a session seen from another client loses freshness, so it must log in again for a switch.
     # ("strong" would also wipe every session restored from the remember-me cookie on its next request.)
     login.session_protection = "basic"
+    sso.register(app)
     session_store.register(app)
     sessions.register(app)
     throttle.register(app)

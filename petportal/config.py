@@ -13,6 +13,7 @@ import secrets
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
 from dotenv import find_dotenv, load_dotenv
 
@@ -29,6 +30,8 @@ SESSION_ABSOLUTE_LIMIT = timedelta(hours=12)
 MAX_REQUEST_BYTES = 1024 * 1024 + 64 * 1024
 # gunicorn.conf.py's threads per worker: every thread can hold its own keep-alive connection upstream.
 DEFAULT_POOL_SIZE = 8
+# Where the demo is reached (`python app.py`): single sign-on's way back and the passkeys' origin.
+DEMO_PUBLIC_URL = "http://localhost:5000"
 # A bulk import sends this many createPet calls at once: a few, so a large file goes quickly and the
 # store still serves everyone else.
 IMPORT_CONCURRENCY = 4
@@ -177,12 +180,35 @@ def from_environment(environ: Mapping[str, str], read_dotenv: bool = True) -> di
         "METRICS_TOKEN": environ.get("PETPORTAL_METRICS_TOKEN", "").strip() or None,
         "LOG_FORMAT": environ.get("PETPORTAL_LOG_FORMAT", "").strip().lower() or "text",
         "TRACING": tracing.wanted(environ),
+        "PUBLIC_URL": (environ.get("PETPORTAL_PUBLIC_URL", "").strip() or (DEMO_PUBLIC_URL if demo else "")).rstrip("/")
+        or None,
+        "OIDC": _single_sign_on(environ),
     }
     if environ.get("PETPORTAL_SECRET_KEY"):
         settings["SECRET_KEY"] = environ["PETPORTAL_SECRET_KEY"]
     if environ.get("PETPORTAL_DATABASE_URL"):
         settings["SQLALCHEMY_DATABASE_URI"] = environ["PETPORTAL_DATABASE_URL"]
     return settings
+
+
+def _single_sign_on(environ: Mapping[str, str]) -> dict[str, Any] | None:
+    """The identity provider's settings, or None when PETPORTAL_OIDC_ISSUER is not set (no single sign-on)."""
+    issuer = environ.get("PETPORTAL_OIDC_ISSUER", "").strip()
+    if not issuer:
+        return None
+
+    def values(name: str) -> frozenset[str]:
+        return frozenset(value.strip() for value in environ.get(name, "").split(",") if value.strip())
+
+    return {
+        "issuer": issuer,
+        "client_id": environ.get("PETPORTAL_OIDC_CLIENT_ID", "").strip(),
+        "client_secret": environ.get("PETPORTAL_OIDC_CLIENT_SECRET", "").strip() or None,
+        "name": environ.get("PETPORTAL_OIDC_NAME", "").strip() or "single sign-on",
+        "role_claim": environ.get("PETPORTAL_OIDC_ROLE_CLAIM", "").strip() or "groups",
+        "admin_values": values("PETPORTAL_OIDC_ADMIN_VALUES"),
+        "staff_values": values("PETPORTAL_OIDC_STAFF_VALUES"),
+    }
 
 
 def check(config: Mapping[str, Any]) -> None:
@@ -202,6 +228,26 @@ def check(config: Mapping[str, Any]) -> None:
         raise ConfigurationError(f"PETPORTAL_LOG_FORMAT must be text or json, not {config['LOG_FORMAT']!r}.")
     if not config.get("SECRET_KEY"):
         raise ConfigurationError("PETPORTAL_SECRET_KEY is not set; the portal needs it to sign sessions.")
+    public_url = config["PUBLIC_URL"]
+    if public_url and (not public_url.startswith(("http://", "https://")) or urlsplit(public_url).path):
+        raise ConfigurationError(
+            f"PETPORTAL_PUBLIC_URL must be the portal's address, such as https://pets.example.com, not {public_url!r}."
+        )
+    oidc = config["OIDC"]
+    if oidc is not None:
+        if not oidc["issuer"].startswith(("https://", "http://")):
+            raise ConfigurationError(f"PETPORTAL_OIDC_ISSUER must be the provider's URL, not {oidc['issuer']!r}.")
+        if not oidc["client_id"]:
+            raise ConfigurationError("PETPORTAL_OIDC_ISSUER is set, but PETPORTAL_OIDC_CLIENT_ID is not.")
+        if not public_url:
+            raise ConfigurationError(
+                "PETPORTAL_OIDC_ISSUER is set, but PETPORTAL_PUBLIC_URL (the sign-in's way back) is not."
+            )
+        if not oidc["admin_values"] and not oidc["staff_values"]:
+            raise ConfigurationError(
+                "PETPORTAL_OIDC_ISSUER is set, but neither PETPORTAL_OIDC_ADMIN_VALUES nor "
+                "PETPORTAL_OIDC_STAFF_VALUES: nobody could sign in."
+            )
     for name, settings in config["PETSTORE_ENVIRONMENTS"].items():
         url = settings["url"]
         if url and not url.startswith(("http://", "https://")):

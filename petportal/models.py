@@ -133,7 +133,8 @@ class User(UserMixin, db.Model):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     username: Mapped[str] = mapped_column(String(80), unique=True)
-    password_hash: Mapped[str] = mapped_column(String(255))
+    # None for an account that signs in through the company's identity provider only (no password to check).
+    password_hash: Mapped[str | None] = mapped_column(String(255))
     role: Mapped[str] = mapped_column(String(16))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=now)
     last_login_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
@@ -149,6 +150,12 @@ class User(UserMixin, db.Model):
     # When the account's logins were last all ended (password changed or reset, sessions ended): a login
     # begun before then and still waiting for its second factor can no longer finish.
     logins_ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # An account made by single sign-on: the identity provider (its issuer) and the person's `sub` there. The
+    # account is found by these two alone, never by its user name.
+    sso_issuer: Mapped[str | None] = mapped_column(String(255))
+    sso_subject: Mapped[str | None] = mapped_column(String(255))
+
+    __table_args__ = (UniqueConstraint("sso_issuer", "sso_subject", name="uq_users_sso"),)
 
     def set_password(self, password: str) -> None:
         """Store a salted scrypt hash of `password` (werkzeug's default)."""
@@ -156,7 +163,7 @@ class User(UserMixin, db.Model):
 
     def check_password(self, password: str) -> bool:
         """Whether `password` is this user's password."""
-        return check_password_hash(self.password_hash, password)
+        return self.password_hash is not None and check_password_hash(self.password_hash, password)
 
     def has_role(self, role: str) -> bool:
         """Admins may do everything staff may do."""
@@ -169,6 +176,11 @@ class User(UserMixin, db.Model):
     @property
     def mfa_enabled(self) -> bool:
         return self.mfa_secret is not None
+
+    @property
+    def is_sso(self) -> bool:
+        """Signs in through the company's identity provider, and has no password here."""
+        return self.sso_subject is not None
 
     @property
     def is_active(self) -> bool:
@@ -188,6 +200,27 @@ class RecoveryCode(db.Model):
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), index=True)
     code_hash: Mapped[str] = mapped_column(String(64))
     used_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+class Passkey(db.Model):
+    """A passkey (a WebAuthn credential) of an account: it signs in alone, and is an admin's second factor.
+
+    `sign_count` and the backup flags are the authenticator's, as last seen; a use whose count does not move on
+    from a non-zero count is refused (a cloned authenticator)."""
+
+    __tablename__ = "passkeys"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), index=True)
+    # The credential's id, base64url as the browser sends it; unique across every account.
+    credential_id: Mapped[str] = mapped_column(String(1400), unique=True)
+    public_key: Mapped[bytes] = mapped_column(LargeBinary)
+    sign_count: Mapped[int] = mapped_column(BigInteger, default=0)
+    name: Mapped[str] = mapped_column(String(80))
+    backup_eligible: Mapped[bool] = mapped_column(Boolean, default=False)
+    backed_up: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=now)
+    last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
 
 class Setting(db.Model):
@@ -344,6 +377,9 @@ class LoginSession(db.Model):
     remember_hash: Mapped[str | None] = mapped_column(String(64))
     address: Mapped[str | None] = mapped_column(String(64))
     user_agent: Mapped[str | None] = mapped_column(String(255))
+    # How this login proved a second factor ("totp", "recovery", "provider": the identity provider's `amr`),
+    # or None: an admin page asks for one where PETPORTAL_REQUIRE_ADMIN_MFA says so.
+    second_factor: Mapped[str | None] = mapped_column(String(16))
 
 
 class ServerSession(db.Model):

@@ -9,7 +9,7 @@ the request's `Host`, and leaves the redirect to HTTPS to the proxy in front of 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from flask import Flask, Response, current_app, redirect, request
 from werkzeug.middleware.proxy_fix import ProxyFix
@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from werkzeug.wrappers import Response as BaseResponse
 
 HSTS = "max-age=31536000; includeSubDomains"
+# Where `allow_location` keeps the addresses elsewhere that a `Location` may name.
+OUTSIDE_LOCATIONS = "petportal.outside_locations"
 # Load balancers and Prometheus ask these over plain HTTP: they answer as they are, never with a redirect.
 HEALTH_ENDPOINTS = frozenset({"ops.healthz", "ops.readyz", "ops.metrics_page"})
 
@@ -77,16 +79,30 @@ def send_hsts(response: Response) -> Response:
     return response
 
 
+def allow_location(address: str) -> None:
+    """Let a `Location` lead to `address` (its scheme, host and path exactly, any query): the identity
+    provider's authorization endpoint, the one page elsewhere the portal sends browsers to."""
+    current_app.extensions.setdefault(OUTSIDE_LOCATIONS, set()).add(_without_query(address))
+
+
 def keep_locations_on_trusted_hosts(response: Response) -> Response:
-    """A `Location` naming an untrusted host (Werkzeug builds some from `Host`) becomes a path on this site."""
+    """A `Location` naming an untrusted host (Werkzeug builds some from `Host`) becomes a path on this site,
+    unless it is an address let through by `allow_location`."""
     location = response.headers.get("Location")
     if not location:
         return response
     parts = urlsplit(location)
+    if _without_query(location) in current_app.extensions.get(OUTSIDE_LOCATIONS, ()):
+        return response
     if (parts.scheme or parts.netloc) and not (_trusted_hosts() and host_is_trusted(parts.netloc, _trusted_hosts())):
         path = "/" + parts.path.lstrip("/")
         response.headers["Location"] = path + (f"?{parts.query}" if parts.query else "")
     return response
+
+
+def _without_query(address: str) -> str:
+    parts = urlsplit(address)
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
 
 
 def _trusted_hosts() -> list[str]:

@@ -36,6 +36,28 @@ def chromium():
             browser.close()
 
 
+@contextmanager
+def desktop_page(browser):
+    """A page in a new context of `browser`, 1280 px wide, that waits at most 10 s for anything."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(10_000)
+    try:
+        yield page
+    finally:
+        context.close()
+
+
+def log_in(page, origin, username):
+    """Log in through the login form, with the test account's password."""
+    from helpers import PASSWORDS
+
+    page.goto(f"{origin}/login")
+    page.fill("#username", username)
+    page.fill("#password", PASSWORDS[username])
+    page.click("button[type=submit]")
+
+
 def sideways_scroll(page):
     """How many pixels the page scrolls sideways at its current width (0 when it fits)."""
     return page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")

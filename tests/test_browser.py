@@ -4,7 +4,8 @@ import re
 
 import pytest
 
-from browsers import SCREENSHOTS, sideways_scroll
+import browsers
+from browsers import SCREENSHOTS, desktop_page, sideways_scroll
 from helpers import PASSWORDS, SlowStore, totp
 from servers import FaultServer, answer, serve
 
@@ -21,18 +22,12 @@ def origin(portal_app):
 
 @pytest.fixture
 def page(browser):
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(10_000)
-    yield page
-    context.close()
+    with desktop_page(browser) as page:
+        yield page
 
 
 def log_in(page, origin, username):
-    page.goto(f"{origin}/login")
-    page.fill("#username", username)
-    page.fill("#password", PASSWORDS[username])
-    page.click("button[type=submit]")
+    browsers.log_in(page, origin, username)
     page.wait_for_selector(f"text=Logged in as {username}.")
 
 

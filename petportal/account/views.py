@@ -1,14 +1,26 @@
-"""Your own account: change your password, see and end your sessions, set up a second factor."""
+"""Your own account: change your password, see and end your sessions, set up a second factor and passkeys."""
 
 from __future__ import annotations
 
-from flask import Blueprint, abort, flash, redirect, render_template, request, session, url_for
+from flask import (
+    Blueprint,
+    Response,
+    abort,
+    current_app,
+    flash,
+    jsonify,
+    redirect,
+    render_template,
+    request,
+    session,
+    url_for,
+)
 from flask.typing import ResponseReturnValue
 from flask_babel import gettext as _
 from flask_login import current_user, login_fresh
 
 from .. import audit
-from ..auth import accounts, logins, mfa, throttle
+from ..auth import accounts, logins, mfa, passkeys, throttle
 from ..auth.access import log_in_again, login_required
 from ..auth.forms import CodeForm
 from ..forms import ButtonForm
@@ -34,7 +46,7 @@ def password() -> ResponseReturnValue:
     """Change your password; every other session of the account ends."""
     form = ChangePasswordForm()
     user = current_user._get_current_object()
-    if not form.validate_on_submit():
+    if user.is_sso or not form.validate_on_submit():  # the company's sign-in: the page says there is no password
         return _password_page(form, 400 if form.is_submitted() else 200)
     if not throttle.attempt(user.username):
         abort(429)
@@ -104,6 +116,71 @@ def mfa_page() -> ResponseReturnValue:
     audit.record("mfa_enrolled", target=user.username, detail="new device" if replacing else "")
     flash(_("Your second factor is on. From now on you log in with a code from your app."), "success")
     return redirect(url_for(".mfa_page"), 303)
+
+
+@bp.get("/passkeys")
+@login_required
+def passkeys_page() -> ResponseReturnValue:
+    """Your passkeys (name, added, last used), a button that adds one in this browser, and a remove button each."""
+    return render_template(
+        "account/passkeys.html",
+        passkeys=passkeys.of_account(current_user),
+        form=ButtonForm(),
+        fresh=login_fresh(),
+        available=bool(current_app.config["PUBLIC_URL"]),
+    )
+
+
+@bp.post("/passkeys/options")
+@login_required
+def passkey_options() -> ResponseReturnValue:
+    """What the browser needs to make a new passkey for your account (JSON); only after a fresh login."""
+    if not login_fresh():
+        return jsonify(error=_("Log in again to add a passkey.")), 403
+    try:
+        options = passkeys.registration_options(current_user._get_current_object())
+    except passkeys.PasskeyError as error:
+        return jsonify(error=str(error)), 400
+    return Response(options, mimetype="application/json")
+
+
+@bp.post("/passkeys")
+@login_required
+def add_passkey() -> ResponseReturnValue:
+    """Keep the passkey the browser just made, checked against this session's challenge (JSON in and out)."""
+    if not login_fresh():
+        return jsonify(error=_("Log in again to add a passkey.")), 403
+    user = current_user._get_current_object()
+    answer = request.get_json(silent=True)
+    if not isinstance(answer, dict):
+        return jsonify(error=_("That passkey could not be added. Try again.")), 400
+    try:
+        passkey = passkeys.register(user, answer.get("credential"), str(answer.get("name") or ""))
+    except passkeys.PasskeyError as error:
+        return jsonify(error=str(error)), 400
+    audit.record("passkey_added", target=user.username, detail=passkey.name)
+    flash(_("Your passkey “%(name)s” is added. You can sign in with it alone.", name=passkey.name), "success")
+    return jsonify(redirect=url_for(".passkeys_page"))
+
+
+@bp.post("/passkeys/<int:passkey_id>/remove")
+@login_required
+def remove_passkey(passkey_id: int) -> ResponseReturnValue:
+    """Remove one of your passkeys; an admin who must have a second factor keeps their last one."""
+    user = current_user._get_current_object()
+    if not ButtonForm().validate_on_submit():
+        abort(400)
+    if not login_fresh():
+        return log_in_again(url_for(".passkeys_page"), _("Log in again to remove a passkey."))
+    required = user.is_admin and current_app.config["REQUIRE_ADMIN_MFA"]
+    try:
+        removed = passkeys.remove(user, passkey_id, second_factor_required=required)
+    except passkeys.PasskeyError as error:
+        flash(str(error), "danger")
+        return redirect(url_for(".passkeys_page"), 303)
+    audit.record("passkey_removed", target=user.username, detail=removed.name)
+    flash(_("Your passkey “%(name)s” is removed.", name=removed.name), "success")
+    return redirect(url_for(".passkeys_page"), 303)
 
 
 def _enrolment_secret() -> str:

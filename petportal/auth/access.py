@@ -14,6 +14,7 @@ from flask_login import current_user
 from werkzeug.wrappers import Response
 
 from ..extensions import login
+from . import logins
 from .sessions import require_session_store
 
 Params = ParamSpec("Params")
@@ -57,7 +58,7 @@ def role_required(
                 return send_to_login()
             if role is not None and not current_user.has_role(role):
                 abort(403)
-            if role == "admin" and current_app.config["REQUIRE_ADMIN_MFA"] and not current_user.mfa_enabled:
+            if role == "admin" and current_app.config["REQUIRE_ADMIN_MFA"] and not second_factor_satisfied():
                 flash(_("This portal requires admins to use a second factor. Set yours up first."), "warning")
                 return redirect(url_for("account.mfa_page"), 303)
             return view(*args, **kwargs)
@@ -65,6 +66,12 @@ def role_required(
         return guarded
 
     return decorator
+
+
+def second_factor_satisfied() -> bool:
+    """An admin's second factor, as PETPORTAL_REQUIRE_ADMIN_MFA asks: the account has one of the portal's own
+    (which every password login then asks for), or this login proved one at the identity provider."""
+    return bool(current_user.mfa_enabled) or logins.used_second_factor()
 
 
 def safe_next(target: str | None, default: str) -> str:

@@ -77,6 +77,7 @@ def set_enabled(actor: User, user: User, enabled: bool) -> None:
 
 def reset_password(user: User, password: str) -> None:
     """An admin sets a new password: every login of the account ends, and it must choose its own at the next."""
+    _has_a_password(user)
     if problem := passwords.problem(password):
         raise AccountError(problem)
     user.set_password(password)
@@ -86,6 +87,7 @@ def reset_password(user: User, password: str) -> None:
 
 def change_password(user: User, new_password: str, keep_login: str | None) -> None:
     """The owner chooses a new password: every other login of the account ends."""
+    _has_a_password(user)
     if problem := passwords.problem(new_password):
         raise AccountError(problem)
     if user.check_password(new_password):
@@ -100,6 +102,14 @@ def reset_mfa(user: User) -> None:
     if not user.mfa_enabled:
         raise AccountError(_("%(username)s has no second factor to reset.", username=user.username))
     mfa.remove(user)
+
+
+def _has_a_password(user: User) -> None:
+    """An account of the company's sign-in has no password here: none to change, none to reset."""
+    if user.is_sso:
+        raise AccountError(
+            _("%(username)s signs in with the company's sign-in and has no password here.", username=user.username)
+        )
 
 
 def _change_keeping_an_admin(user: User, **values: Any) -> None:

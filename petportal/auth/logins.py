@@ -30,7 +30,7 @@ from ..clock import now
 from ..config import SESSION_ABSOLUTE_LIMIT, SESSION_IDLE_LIMIT
 from ..extensions import db
 from ..models import LoginSession, User
-from . import remember
+from . import passkeys, remember
 
 LOGIN_KEY = "login_id"
 SECOND_FACTOR_KEY = "awaiting_second_factor"
@@ -38,8 +38,9 @@ SECOND_FACTOR_KEY = "awaiting_second_factor"
 SECOND_FACTOR_LIMIT = timedelta(minutes=5)
 
 
-def start(user: User, remember_me: bool) -> None:
-    """Log `user` in: a new, empty session under a new id, a new login row, and a remember token when asked for."""
+def start(user: User, remember_me: bool, second_factor: str | None = None) -> None:
+    """Log `user` in: a new, empty session under a new id, a new login row (with the second factor it used, if
+    any), and a remember token when asked for."""
     started = now()
     row = LoginSession(
         id=secrets.token_urlsafe(32),
@@ -48,6 +49,7 @@ def start(user: User, remember_me: bool) -> None:
         last_seen_at=started,
         address=(request.remote_addr or "")[:64] or None,
         user_agent=request.user_agent.string[:255] or None,
+        second_factor=second_factor,
     )
     if remember_me:
         remember.issue(row)
@@ -107,7 +109,7 @@ def awaiting_second_factor() -> AwaitingLogin | None:
     user = db.session.get(User, waiting["user_id"])
     expired = now().timestamp() - waiting["at"] > SECOND_FACTOR_LIMIT.total_seconds()
     ended = user is not None and user.logins_ended_at is not None and user.logins_ended_at.timestamp() > waiting["at"]
-    if expired or ended or user is None or not user.enabled or not user.mfa_enabled:
+    if expired or ended or user is None or not user.enabled or not passkeys.has_second_factor(user):
         session.pop(SECOND_FACTOR_KEY, None)
         return None
     return AwaitingLogin(user, waiting["remember"], waiting["next"])
@@ -146,6 +148,12 @@ def close(row: LoginSession) -> None:
 def of_this_browser() -> LoginSession | None:
     """The login row this browser's session names, or None."""
     return db.session.get(LoginSession, session.get(LOGIN_KEY, ""))
+
+
+def used_second_factor() -> bool:
+    """Whether this browser's login proved a second factor (a code, a recovery code, or the identity provider's)."""
+    row = of_this_browser()
+    return row is not None and row.second_factor is not None
 
 
 def current_login_id() -> str | None:

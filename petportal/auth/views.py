@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, flash, redirect, render_template, request, url_for
+from flask import Blueprint, Response, current_app, flash, jsonify, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 from flask_babel import gettext as _
 from flask_babel import ngettext
@@ -12,7 +12,7 @@ from .. import audit, metrics
 from ..extensions import db
 from ..forms import ButtonForm
 from ..models import User
-from . import logins, mfa, sessions, throttle
+from . import logins, mfa, passkeys, sessions, sso, throttle
 from .access import require_own_password, safe_next
 from .forms import CodeForm, LoginForm
 
@@ -30,7 +30,7 @@ def login() -> ResponseReturnValue:
     form = LoginForm()
     destination = safe_next(request.args.get("next"), url_for("catalog.list_animals"))
     if not form.validate_on_submit():
-        return render_template("auth/login.html", form=form), 400 if form.is_submitted() else 200
+        return _login_page(form, 400 if form.is_submitted() else 200)
     if not throttle.attempt(form.username.data):
         metrics.LOGINS.labels("limited").inc()
         audit.record("login_limited", actor=form.username.data)
@@ -40,17 +40,31 @@ def login() -> ResponseReturnValue:
         metrics.LOGINS.labels("failure").inc()
         audit.record("login_failed", actor=form.username.data)
         form.form_errors.append(_("Unknown user name or wrong password."))
-        return render_template("auth/login.html", form=form), 401
+        return _login_page(form, 401)
     throttle.succeeded(form.username.data)
     if not user.enabled:
         metrics.LOGINS.labels("failure").inc()
         audit.record("login_refused", actor=user.username, detail="the account is disabled")
         form.form_errors.append(_("This account is disabled. Ask an admin to enable it."))
-        return render_template("auth/login.html", form=form), 403
-    if user.mfa_enabled:
+        return _login_page(form, 403)
+    if passkeys.has_second_factor(user):
         logins.await_second_factor(user, form.remember.data, destination)
         return redirect(url_for(".second_factor"), 303)
     return _logged_in(user, form.remember.data, destination)
+
+
+def _login_page(form: LoginForm, status: int) -> ResponseReturnValue:
+    """The login form, with "Sign in with ..." when single sign-on is configured (it keeps `next`)."""
+    next_path = request.args.get("next")
+    sso_url = url_for(".sso_login", next=next_path) if next_path else url_for(".sso_login")
+    passkey_url = url_for(".passkey_login", next=next_path) if next_path else url_for(".passkey_login")
+    return render_template(
+        "auth/login.html",
+        form=form,
+        sso_name=sso.provider_name(),
+        sso_url=sso_url,
+        passkey_url=passkey_url if current_app.config["PUBLIC_URL"] else None,
+    ), status
 
 
 @bp.route("/login/mfa", methods=["GET", "POST"])
@@ -62,9 +76,9 @@ def second_factor() -> ResponseReturnValue:
         flash(_("Log in with your user name and password first."), "info")
         return redirect(url_for(".login"), 303)
     form = CodeForm()
-    if not form.validate_on_submit():
-        return render_template("auth/mfa.html", form=form), 400 if form.is_submitted() else 200
     user = waiting.user
+    if not form.validate_on_submit():
+        return _second_factor_page(form, user, 400 if form.is_submitted() else 200)
     if not throttle.attempt(user.username, "mfa"):
         audit.record("mfa_limited", actor=user.username)
         return _too_many_attempts()
@@ -73,14 +87,14 @@ def second_factor() -> ResponseReturnValue:
         metrics.LOGINS.labels("failure").inc()
         audit.record("mfa_failed", actor=user.username)
         form.code.errors.append(_("That code is wrong or has been used already. Wait for the next one and try again."))
-        return render_template("auth/mfa.html", form=form), 401
+        return _second_factor_page(form, user, 401)
     throttle.succeeded(user.username, "mfa")
     if accepted == "totp":
         audit.record("mfa_succeeded", actor=user.username)
-        return _logged_in(user, waiting.remember, waiting.destination)
+        return _logged_in(user, waiting.remember, waiting.destination, second_factor="totp")
     left = mfa.recovery_codes_left(user)
     audit.record("recovery_code_used", actor=user.username, detail=f"{left} left")
-    response = _logged_in(user, waiting.remember, waiting.destination)
+    response = _logged_in(user, waiting.remember, waiting.destination, second_factor="recovery")
     used = ngettext(
         "You used a recovery code; %(num)d is left. Set up your app again under Your account.",
         "You used a recovery code; %(num)d are left. Set up your app again under Your account.",
@@ -88,6 +102,81 @@ def second_factor() -> ResponseReturnValue:
     )
     flash(used, "warning")
     return response
+
+
+@bp.get("/login/sso")
+def sso_login() -> ResponseReturnValue:
+    """Sign in through the company's identity provider (404 when none is configured), then go on to `next`."""
+    sessions.require_session_store(probe=True)
+    destination = safe_next(request.args.get("next"), url_for("catalog.list_animals"))
+    try:
+        return sso.begin(destination)
+    except sso.ProviderUnreachable:
+        return _sign_in_unavailable()
+
+
+@bp.get("/login/sso/callback")
+def sso_callback() -> ResponseReturnValue:
+    """The identity provider sends the browser back here: the account is found or made, and logged in; an
+    admin without a second factor from the provider gives the portal's own where PETPORTAL_REQUIRE_ADMIN_MFA asks."""
+    from ..errors import render_error  # errors imports this package (its sessions module)
+
+    sessions.require_session_store()
+    try:
+        signed_in = sso.signed_in()
+    except sso.SignInFailed as failed:
+        metrics.LOGINS.labels("failure").inc()
+        return render_error(400, str(failed), title=_("Sign-in not completed"))
+    except sso.SignInRefused as refused:
+        metrics.LOGINS.labels("failure").inc()
+        return render_error(403, str(refused), title=_("Sign-in refused"))
+    except sso.ProviderUnreachable:
+        return _sign_in_unavailable()
+    user = signed_in.user
+    if signed_in.second_factor:
+        return _logged_in(user, False, signed_in.destination, second_factor="provider")
+    if user.is_admin and current_app.config["REQUIRE_ADMIN_MFA"] and passkeys.has_second_factor(user):
+        logins.await_second_factor(user, False, signed_in.destination)
+        return redirect(url_for(".second_factor"), 303)
+    return _logged_in(user, False, signed_in.destination)
+
+
+@bp.post("/login/passkey/options")
+def passkey_options() -> ResponseReturnValue:
+    """What the browser needs to sign in with a passkey: any of this site's, or, as the second step of a login
+    waiting for one, one of that account's (JSON)."""
+    sessions.require_session_store(probe=True)
+    waiting = logins.awaiting_second_factor()
+    try:
+        options = passkeys.authentication_options(waiting.user if waiting else None)
+    except passkeys.PasskeyError as error:
+        return jsonify(error=str(error)), 400
+    return Response(options, mimetype="application/json")
+
+
+@bp.post("/login/passkey")
+def passkey_login() -> ResponseReturnValue:
+    """Sign in with the passkey the browser signed this session's challenge with: alone, or as the second step
+    of a password (or single sign-on) login. Answers JSON: where to go, or what went wrong."""
+    sessions.require_session_store()
+    waiting = logins.awaiting_second_factor()
+    answer = request.get_json(silent=True)
+    credential = answer.get("credential") if isinstance(answer, dict) else None
+    try:
+        passkey = passkeys.authenticate(credential, waiting.user if waiting else None)
+    except passkeys.PasskeyError as error:
+        metrics.LOGINS.labels("failure").inc()
+        audit.record("passkey_refused", actor=waiting.user.username if waiting else "-")
+        return jsonify(error=str(error)), 401
+    user = db.session.get(User, passkey.user_id)
+    assert user is not None  # authenticate found its owner
+    audit.record("passkey_used", actor=user.username, detail=passkey.name)
+    if waiting:
+        destination, remember = waiting.destination, waiting.remember
+    else:
+        destination, remember = safe_next(request.args.get("next"), url_for("catalog.list_animals")), False
+    _log_in(user, remember, second_factor="passkey")
+    return jsonify(redirect=destination)
 
 
 @bp.post("/logout")
@@ -101,12 +190,28 @@ def logout() -> ResponseReturnValue:
     return redirect(url_for("catalog.list_animals"), 303)
 
 
-def _logged_in(user: User, remember: bool, destination: str) -> ResponseReturnValue:
-    logins.start(user, remember_me=remember)
+def _logged_in(user: User, remember: bool, destination: str, second_factor: str | None = None) -> ResponseReturnValue:
+    _log_in(user, remember, second_factor)
+    return redirect(destination, 303)
+
+
+def _log_in(user: User, remember: bool, second_factor: str | None = None) -> None:
+    logins.start(user, remember_me=remember, second_factor=second_factor)
     metrics.LOGINS.labels("success").inc()
     audit.record("login", actor=user.username)
     flash(_("Logged in as %(username)s.", username=user.username), "success")
-    return redirect(destination, 303)
+
+
+def _second_factor_page(form: CodeForm, user: User, status: int) -> ResponseReturnValue:
+    """The second step: a code from the app (when the account has one), a passkey (when it has one)."""
+    return render_template("auth/mfa.html", form=form, codes=user.mfa_enabled, passkey=passkeys.count(user) > 0), status
+
+
+def _sign_in_unavailable() -> ResponseReturnValue:
+    from ..errors import render_error
+
+    message = _("The company's sign-in could not be reached. Try again in a moment, or log in with a password.")
+    return render_error(503, message, retry=True)
 
 
 def _too_many_attempts() -> ResponseReturnValue:

@@ -1,0 +1,226 @@
+"""Passkeys (WebAuthn), with the `webauthn` package: registering one, signing in with one, removing one.
+
+The relying party is the host of PETPORTAL_PUBLIC_URL, and every answer must come from that origin. Passkeys are
+discoverable (the sign-in asks for no user name) and prefer user verification. Each ceremony's challenge is kept
+in the server-side session for CHALLENGE_SECONDS and taken out when its answer arrives, so it is used at most
+once, whatever the answer. The package checks the signature, the origin, the relying party and the sign
+counter; this module decides what a checked passkey means here: its account, which must be enabled.
+
+Nothing here commits: the request that registers, uses or removes a passkey commits it with its audit entry.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import urlsplit
+
+from flask import current_app, session
+from flask_babel import gettext as _
+from sqlalchemy import exists, func, select
+from webauthn import (
+    generate_authentication_options,
+    generate_registration_options,
+    options_to_json,
+    verify_authentication_response,
+    verify_registration_response,
+)
+from webauthn.helpers import base64url_to_bytes, bytes_to_base64url
+from webauthn.helpers.exceptions import WebAuthnException
+from webauthn.helpers.structs import (
+    AuthenticatorSelectionCriteria,
+    PublicKeyCredentialDescriptor,
+    ResidentKeyRequirement,
+    UserVerificationRequirement,
+)
+
+from ..clock import now
+from ..extensions import db
+from ..models import Passkey, User
+
+CHALLENGE_KEY = "passkey_challenge"
+CHALLENGE_SECONDS = 300
+NAME_MAX_LENGTH = 80
+# How long a browser may take over a ceremony (the person finds their authenticator), in milliseconds.
+CEREMONY_MILLISECONDS = 120_000
+
+
+class PasskeyError(Exception):
+    """A passkey ceremony that the portal refuses; the message is for the person at the browser."""
+
+
+def relying_party() -> tuple[str, str]:
+    """The relying party's id (the public address's host) and the one origin passkeys are used from."""
+    public_url = current_app.config["PUBLIC_URL"]
+    if not public_url:
+        raise PasskeyError(_("Passkeys are not set up on this portal (PETPORTAL_PUBLIC_URL)."))
+    return str(urlsplit(public_url).hostname), public_url
+
+
+def registration_options(user: User) -> str:
+    """The options for a new passkey of `user`, as JSON for the browser; its passkeys so far are excluded."""
+    rp_id, _origin = relying_party()
+    options = generate_registration_options(
+        rp_id=rp_id,
+        rp_name="Pet Portal",
+        user_name=user.username,
+        user_id=_handle(user),
+        timeout=CEREMONY_MILLISECONDS,
+        authenticator_selection=AuthenticatorSelectionCriteria(
+            resident_key=ResidentKeyRequirement.REQUIRED,
+            user_verification=UserVerificationRequirement.PREFERRED,
+        ),
+        exclude_credentials=[
+            PublicKeyCredentialDescriptor(id=base64url_to_bytes(passkey.credential_id)) for passkey in of_account(user)
+        ],
+    )
+    _remember(options.challenge, "register", user)
+    return str(options_to_json(options))
+
+
+def register(user: User, credential: Any, name: str) -> Passkey:
+    """Check the browser's new credential against the challenge this session was given, and keep it."""
+    challenge = _take("register", user)
+    name = " ".join(str(name or "").split())[:NAME_MAX_LENGTH] or _("Passkey")
+    rp_id, origin = relying_party()
+    try:
+        verified = verify_registration_response(
+            credential=_as_json(credential), expected_challenge=challenge, expected_rp_id=rp_id, expected_origin=origin
+        )
+    except (WebAuthnException, ValueError, TypeError, KeyError) as error:
+        current_app.logger.info("passkey registration refused: %s", type(error).__name__)
+        raise PasskeyError(_("That passkey could not be added. Try again.")) from error
+    credential_id = bytes_to_base64url(verified.credential_id)
+    if db.session.scalar(select(exists().where(Passkey.credential_id == credential_id))):
+        raise PasskeyError(_("That passkey is registered already."))
+    passkey = Passkey(
+        user_id=user.id,
+        credential_id=credential_id,
+        public_key=verified.credential_public_key,
+        sign_count=verified.sign_count,
+        name=name,
+        backup_eligible=verified.credential_device_type == "multi_device",
+        backed_up=verified.credential_backed_up,
+    )
+    db.session.add(passkey)
+    return passkey
+
+
+def authentication_options(user: User | None = None) -> str:
+    """The options for signing in with a passkey, as JSON: any passkey of this site (discoverable), or, for the
+    second step of `user`'s login, one of theirs."""
+    rp_id, _origin = relying_party()
+    allowed = None
+    if user is not None:
+        allowed = [PublicKeyCredentialDescriptor(id=base64url_to_bytes(p.credential_id)) for p in of_account(user)]
+    options = generate_authentication_options(
+        rp_id=rp_id,
+        timeout=CEREMONY_MILLISECONDS,
+        allow_credentials=allowed,
+        user_verification=UserVerificationRequirement.PREFERRED,
+    )
+    _remember(options.challenge, "sign_in", user)
+    return str(options_to_json(options))
+
+
+def authenticate(credential: Any, user: User | None = None) -> Passkey:
+    """The passkey that signed this session's challenge, checked; for `user`'s second step, one of theirs. Its
+    counter, backup state and last use are updated. A disabled account's passkeys are refused."""
+    challenge = _take("sign_in", user)
+    refused = PasskeyError(_("That passkey was not accepted. Try again, or log in another way."))
+    try:
+        answer = json.loads(_as_json(credential))
+        credential_id = str(answer["id"])
+    except (ValueError, TypeError, KeyError) as error:
+        raise refused from error
+    passkey = db.session.scalar(select(Passkey).where(Passkey.credential_id == credential_id))
+    if passkey is None or (user is not None and passkey.user_id != user.id):
+        raise refused
+    handle = answer.get("response", {}).get("userHandle") if isinstance(answer.get("response"), dict) else None
+    owner = db.session.get(User, passkey.user_id)
+    if owner is None or (handle and handle != bytes_to_base64url(_handle(owner))):
+        raise refused
+    if not owner.enabled:
+        raise PasskeyError(_("This account is disabled. Ask an admin to enable it."))
+    rp_id, origin = relying_party()
+    try:
+        verified = verify_authentication_response(
+            credential=_as_json(credential),
+            expected_challenge=challenge,
+            expected_rp_id=rp_id,
+            expected_origin=origin,
+            credential_public_key=passkey.public_key,
+            credential_current_sign_count=passkey.sign_count,
+        )
+    except (WebAuthnException, ValueError, TypeError, KeyError) as error:
+        current_app.logger.info("passkey sign-in refused: %s", type(error).__name__)
+        raise refused from error
+    passkey.sign_count = verified.new_sign_count
+    passkey.backed_up = verified.credential_backed_up
+    passkey.last_used_at = now()
+    return passkey
+
+
+def of_account(user: User) -> list[Passkey]:
+    """The account's passkeys, oldest first."""
+    return list(db.session.scalars(select(Passkey).where(Passkey.user_id == user.id).order_by(Passkey.id)))
+
+
+def count(user: User) -> int:
+    return int(db.session.scalar(select(func.count()).where(Passkey.user_id == user.id)) or 0)
+
+
+def has_second_factor(user: User) -> bool:
+    """Whether the account has a second factor of the portal's own: an app's codes, or a passkey. A password
+    login of such an account asks for it; an admin without one is sent to set one up."""
+    return user.mfa_enabled or count(user) > 0
+
+
+def remove(user: User, passkey_id: int, second_factor_required: bool) -> Passkey:
+    """Remove one of `user`'s passkeys. When the account must keep a second factor (an admin, with
+    PETPORTAL_REQUIRE_ADMIN_MFA), its last one is refused."""
+    passkey = db.session.scalar(select(Passkey).where(Passkey.id == passkey_id, Passkey.user_id == user.id))
+    if passkey is None:
+        raise PasskeyError(_("There is no such passkey on your account."))
+    if second_factor_required and not user.mfa_enabled and count(user) <= 1:
+        raise PasskeyError(
+            _("This is your only second factor, which admins must have. Add another passkey or an app first.")
+        )
+    db.session.delete(passkey)
+    return passkey
+
+
+def _handle(user: User) -> bytes:
+    """The account's WebAuthn user handle: its id, which names nobody."""
+    return str(user.id).encode()
+
+
+def _remember(challenge: bytes, purpose: str, user: User | None) -> None:
+    session[CHALLENGE_KEY] = {
+        "challenge": bytes_to_base64url(challenge),
+        "purpose": purpose,
+        "user_id": user.id if user is not None else None,
+        "at": now().timestamp(),
+    }
+
+
+def _take(purpose: str, user: User | None) -> bytes:
+    """The challenge this session was given for `purpose` (and `user`), taken out so it is never used again."""
+    kept = session.pop(CHALLENGE_KEY, None)
+    if (
+        not isinstance(kept, dict)
+        or kept.get("purpose") != purpose
+        or kept.get("user_id") != (user.id if user is not None else None)
+        or now().timestamp() - float(kept.get("at", 0)) > CHALLENGE_SECONDS
+    ):
+        raise PasskeyError(_("That took too long, or was started in another tab. Try again."))
+    return base64url_to_bytes(str(kept["challenge"]))
+
+
+def _as_json(credential: Any) -> str:
+    """The browser's credential (`PublicKeyCredential.toJSON()`) as the JSON text the package reads."""
+    if isinstance(credential, str):
+        return credential
+    if not isinstance(credential, dict):
+        raise TypeError("a credential is a JSON object")
+    return json.dumps(credential)

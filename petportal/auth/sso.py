@@ -1,0 +1,220 @@
+"""Single sign-on through the company's OpenID Connect provider, with Authlib's Flask client.
+
+Authlib does the protocol: the provider's discovery document, the authorization code flow with PKCE (S256),
+`state` and `nonce` kept in the server-side session and used once, and the ID token's signature, issuer,
+audience, expiry and nonce. This module decides what a checked sign-in means here (`signed_in`): the account
+is the one keyed by the issuer and the ID token's `sub`, never by a name, and is made at the first sign-in;
+its role is read again from the configured claim at every sign-in; a person with no mapped value, and a
+disabled account, are refused.
+
+Nothing here commits: the callback's request commits the account, its role and the audit entries, once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import requests
+from authlib.integrations.base_client.errors import MismatchingStateError, OAuthError
+from authlib.integrations.flask_client import OAuth
+from flask import Flask, abort, current_app, session, url_for
+from flask_babel import gettext as _
+from joserfc.errors import JoseError
+from sqlalchemy import func, select
+from werkzeug.wrappers import Response
+
+from .. import audit, security
+from ..extensions import db
+from ..models import User
+from .accounts import USERNAME_MAX_LENGTH
+
+PROVIDER = "company"
+# Where the sign-in keeps the page to go on to, between the redirect and the callback.
+DESTINATION_KEY = "sso_destination"
+# The `amr` values (RFC 8176) that name a second factor: such a sign-in satisfies PETPORTAL_REQUIRE_ADMIN_MFA.
+SECOND_FACTOR_METHODS = frozenset({"mfa", "otp", "hwk", "swk", "sms"})
+SCOPE = "openid profile email"
+# What a user name made from the provider's claims may hold (accounts.USERNAME_PATTERN's characters).
+NOT_IN_USERNAME = re.compile(r"[^A-Za-z0-9._@-]+")
+
+
+class SignInFailed(Exception):
+    """The sign-in could not be completed (a wrong, missing or used `state`, or a token the checks refuse): 400,
+    nobody logged in. The message is for the person signing in."""
+
+
+class SignInRefused(Exception):
+    """The provider signed the person in, but the portal will not (no mapped role, a disabled account): 403."""
+
+
+class ProviderUnreachable(Exception):
+    """The identity provider did not answer (its discovery document, its token endpoint): 503."""
+
+
+@dataclass(frozen=True)
+class SignedIn:
+    """A checked sign-in: its account, whether the provider says a second factor was used, and where to go."""
+
+    user: User
+    second_factor: bool
+    destination: str
+
+
+def register(app: Flask) -> None:
+    """Offer single sign-on when PETPORTAL_OIDC_ISSUER is set (config.py checks the rest)."""
+    settings = app.config["OIDC"]
+    if settings is None:
+        return
+    oauth = OAuth(app)
+    oauth.register(
+        PROVIDER,
+        client_id=settings["client_id"],
+        client_secret=settings["client_secret"],
+        server_metadata_url=settings["issuer"].rstrip("/") + "/.well-known/openid-configuration",
+        client_kwargs={
+            "scope": SCOPE,
+            "code_challenge_method": "S256",
+            "default_timeout": app.config["UPSTREAM_TIMEOUT"],
+        },
+    )
+
+
+def provider_name() -> str | None:
+    """The provider's name for the sign-in button, or None when single sign-on is not configured."""
+    settings = current_app.config["OIDC"]
+    return None if settings is None else str(settings["name"])
+
+
+def begin(destination: str) -> Response:
+    """Send the browser to the provider's authorization endpoint, remembering `destination` for the way back."""
+    client = _client()
+    endpoint = _metadata(client).get("authorization_endpoint")
+    if not isinstance(endpoint, str):
+        raise ProviderUnreachable
+    security.allow_location(endpoint)
+    session[DESTINATION_KEY] = destination
+    redirect_uri = current_app.config["PUBLIC_URL"] + url_for("auth.sso_callback")
+    response: Response = client.authorize_redirect(redirect_uri)
+    return response
+
+
+def signed_in() -> SignedIn:
+    """The callback: exchange the code and check the ID token (Authlib), then find or make the account and
+    read its role. Raises SignInFailed, SignInRefused or ProviderUnreachable; refusals are audited."""
+    client = _client()
+    _metadata(client)
+    try:
+        token = client.authorize_access_token()
+    except MismatchingStateError as error:
+        raise SignInFailed(
+            _("This sign-in has expired or was used already. Start again from the login page.")
+        ) from error
+    except (OAuthError, JoseError, ValueError) as error:
+        # The provider's own error (access_denied), a code it would not exchange, or an ID token that fails a
+        # check (signature, issuer, audience, expiry, nonce). Its text is the provider's: not shown.
+        current_app.logger.warning("single sign-on refused: %s", type(error).__name__)
+        raise SignInFailed(_("The sign-in could not be completed. Start again from the login page.")) from error
+    except requests.RequestException as error:
+        raise ProviderUnreachable from error
+    claims = token.get("userinfo")
+    if not claims or not isinstance(claims.get("sub"), str) or not claims["sub"]:
+        raise SignInFailed(_("The sign-in could not be completed. Start again from the login page."))
+    claims = _with_userinfo(client, token, claims)
+    user = _account(claims, role_for(claims.get(current_app.config["OIDC"]["role_claim"])))
+    methods = claims.get("amr")
+    second_factor = isinstance(methods, list) and any(method in SECOND_FACTOR_METHODS for method in methods)
+    destination = session.pop(DESTINATION_KEY, None)
+    return SignedIn(
+        user, second_factor, destination if isinstance(destination, str) else url_for("catalog.list_animals")
+    )
+
+
+def role_for(values: Any) -> str | None:
+    """The role that the claim's `values` (a string or a list) give: admin, staff, or None (no mapped value)."""
+    if isinstance(values, str):
+        values = [values]
+    found = {value for value in values if isinstance(value, str)} if isinstance(values, list) else set()
+    settings = current_app.config["OIDC"]
+    if found & settings["admin_values"]:
+        return "admin"
+    if found & settings["staff_values"]:
+        return "staff"
+    return None
+
+
+def _account(claims: Any, role: str | None) -> User:
+    """The account of this issuer and `sub`, made at the first sign-in, with `role`; refused (and audited)
+    without a role, or when disabled."""
+    issuer, subject = str(claims["iss"]), str(claims["sub"])
+    user = db.session.scalar(select(User).filter_by(sso_issuer=issuer, sso_subject=subject))
+    name = user.username if user is not None else _username(claims)
+    if role is None:
+        audit.record("login_refused", actor=name, detail="single sign-on: no admin or staff value in the role claim")
+        raise SignInRefused(
+            _("Your account at the company's sign-in gives you no access to this portal. Ask an admin.")
+        )
+    if user is None:
+        user = User(username=name, role=role, password_hash=None, sso_issuer=issuer, sso_subject=subject)
+        db.session.add(user)
+        db.session.flush()
+        audit.record("user_created", actor=name, target=name, detail=f"single sign-on, {role}")
+        return user
+    if not user.enabled:
+        audit.record("login_refused", actor=name, detail="the account is disabled")
+        raise SignInRefused(_("This account is disabled. Ask an admin to enable it."))
+    if user.role != role:
+        audit.record("role_changed", actor=name, target=name, detail=f"single sign-on: {user.role} to {role}")
+        user.role = role
+    return user
+
+
+def _username(claims: Any) -> str:
+    """A user name for a new account: the provider's preferred name (else e-mail, else `sub`) in the characters
+    a user name may hold; when taken, with a suffix from the `sub`, so it never becomes another account's."""
+    for claim in ("preferred_username", "email", "sub"):
+        value = claims.get(claim)
+        if isinstance(value, str):
+            base = NOT_IN_USERNAME.sub("-", value).strip(".-_@")[: USERNAME_MAX_LENGTH - 9]
+            if base:
+                break
+    else:
+        base = "sso"
+    taken = db.session.scalar(select(User.id).where(func.lower(User.username) == base.lower()))
+    if taken is None:
+        return base
+    suffix = hashlib.sha256(f"{claims['iss']} {claims['sub']}".encode()).hexdigest()[:8]
+    return f"{base}-{suffix}"
+
+
+def _with_userinfo(client: Any, token: Any, claims: Any) -> dict[str, Any]:
+    """The ID token's claims, with the provider's userinfo for the same `sub` beside them (many providers put
+    names and groups only there); the ID token's own claims win."""
+    if not _metadata(client).get("userinfo_endpoint"):
+        return dict(claims)
+    try:
+        info = client.userinfo(token=token)
+    except (OAuthError, ValueError, requests.RequestException) as error:
+        raise ProviderUnreachable from error
+    return {**info, **claims} if info.get("sub") == claims["sub"] else dict(claims)
+
+
+def _client() -> Any:
+    oauth = current_app.extensions.get("authlib.integrations.flask_client")
+    if oauth is None:
+        abort(404)
+    return oauth.create_client(PROVIDER)
+
+
+def _metadata(client: Any) -> dict[str, Any]:
+    """The provider's discovery document (read once per process); its issuer must be the configured one."""
+    try:
+        metadata: dict[str, Any] = client.load_server_metadata()
+    except (requests.RequestException, ValueError) as error:
+        raise ProviderUnreachable from error
+    if str(metadata.get("issuer", "")).rstrip("/") != current_app.config["OIDC"]["issuer"].rstrip("/"):
+        current_app.logger.error("single sign-on: the discovery document names another issuer")
+        raise ProviderUnreachable
+    return metadata

@@ -1,0 +1,366 @@
+"""Single sign-on against a real OpenID Provider: the npm package `oidc-provider` (tests/oidc_provider.mjs), on a
+real port. The portal's Authlib client reads its discovery document, exchanges codes at its token endpoint and
+checks its ID tokens; nothing of the protocol is mocked."""
+
+import json
+import shutil
+import subprocess
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+import requests
+
+from bench.portal import PROJECT_ROOT
+from petportal.extensions import db
+from petportal.models import AuditEntry, LoginSession, User
+from petportal.processes import free_port, stop, wait_for_port
+
+from helpers import PASSWORDS, AuthActions, csrf_token, enrol_mfa, post_form, totp
+
+PROVIDER_SCRIPT = PROJECT_ROOT / "tests" / "oidc_provider.mjs"
+PROVIDER_PACKAGE = PROJECT_ROOT / "tests" / "node_modules" / "oidc-provider"
+PORTAL = "http://localhost"
+CALLBACK = f"{PORTAL}/login/sso/callback"
+CLIENT = {"client_id": "portal", "client_secret": "portal-secret", "redirect_uris": [CALLBACK]}
+# Another application of the same company: its codes and tokens are not the portal's.
+OTHER_CLIENT = {"client_id": "wiki", "client_secret": "wiki-secret", "redirect_uris": [CALLBACK]}
+PEOPLE = {
+    "kim-0001": {"preferred_username": "kim", "groups": ["pet-staff"]},
+    "ada-0002": {"preferred_username": "ada", "groups": ["everyone", "pet-admins"]},
+    "eve-0003": {"preferred_username": "eve", "groups": ["everyone"]},
+    # Takes the name of the portal's own password admin: must never become that account.
+    "mallory-0004": {"preferred_username": "admin", "groups": ["pet-staff"]},
+}
+
+
+class Provider:
+    """The running provider: its issuer URL, and who its people are (changeable between sign-ins)."""
+
+    def __init__(self, issuer, settings_file):
+        self.issuer = issuer
+        self.settings_file = settings_file
+        self.people = json.loads(json.dumps(PEOPLE))
+        self.save()
+
+    def save(self):
+        self.settings_file.write_text(json.dumps({"clients": [CLIENT, OTHER_CLIENT], "people": self.people}))
+
+    def set_groups(self, sub, groups):
+        self.people[sub]["groups"] = groups
+        self.save()
+
+
+@pytest.fixture(scope="module")
+def provider(tmp_path_factory):
+    if not shutil.which("node") or not PROVIDER_PACKAGE.is_dir():
+        pytest.skip("node and tests/node_modules/oidc-provider are needed (npm ci --prefix tests)")
+    port = free_port()
+    settings_file = tmp_path_factory.mktemp("provider") / "settings.json"
+    running = Provider(f"http://127.0.0.1:{port}", settings_file)
+    process = subprocess.Popen(
+        ["node", str(PROVIDER_SCRIPT), str(port), str(settings_file)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_port(port, process)
+        yield running
+    finally:
+        stop([process])
+
+
+def sso_app(make_portal, provider, **settings):
+    """A portal whose staff and admins sign in at `provider` ("pet-staff" and "pet-admins" in `groups`)."""
+    provider.people = json.loads(json.dumps(PEOPLE))
+    provider.save()
+    oidc = {
+        "issuer": provider.issuer,
+        "client_id": CLIENT["client_id"],
+        "client_secret": CLIENT["client_secret"],
+        "name": "Acme sign-in",
+        "role_claim": "groups",
+        "admin_values": frozenset({"pet-admins"}),
+        "staff_values": frozenset({"pet-staff"}),
+    }
+    return make_portal(PUBLIC_URL=PORTAL, OIDC=oidc, **settings)
+
+
+@pytest.fixture
+def sso_portal(make_portal, provider):
+    return sso_app(make_portal, provider)
+
+
+def at_provider(authorization_url, sub, amr="pwd", browser=None):
+    """Sign `sub` in at the provider, from the portal's redirect to its authorization endpoint, and return the
+    portal address (path and query) the provider sends the browser back to."""
+    browser = browser or requests.Session()
+    page = browser.get(authorization_url, allow_redirects=True)
+    assert page.status_code == 200, page.text
+    action = urlsplit(page.url)._replace(path=urlsplit(page.url).path + "/login").geturl()
+    answer = browser.post(action, data={"login": sub, "amr": amr}, allow_redirects=False)
+    while answer.status_code in (302, 303) and not answer.headers["Location"].startswith(PORTAL):
+        answer = browser.get(requests.compat.urljoin(answer.url, answer.headers["Location"]), allow_redirects=False)
+    back = answer.headers["Location"]
+    assert back.startswith(CALLBACK), back
+    return back[len(PORTAL) :]
+
+
+def start(client, next_path=None):
+    """Press "Sign in with ...": the portal's redirect to the provider."""
+    answer = client.get("/login/sso", query_string={"next": next_path} if next_path else None)
+    assert answer.status_code == 302, answer.status_code
+    return answer.headers["Location"]
+
+
+def sign_in(client, sub, amr="pwd", next_path=None):
+    """The whole sign-in of `sub`; the portal's answer to the callback."""
+    return client.get(at_provider(start(client, next_path), sub, amr))
+
+
+def account(app, sub):
+    with app.app_context():
+        return db.session.scalar(db.select(User).filter_by(sso_subject=sub))
+
+
+def audit_actions(app):
+    with app.app_context():
+        return [
+            (entry.action, entry.actor) for entry in db.session.scalars(db.select(AuditEntry).order_by(AuditEntry.id))
+        ]
+
+
+def test_the_login_page_offers_single_sign_on_only_when_configured(sso_portal, client):
+    assert "Sign in with Acme sign-in" in sso_portal.test_client().get("/login").text
+    assert 'id="sso-login"' not in client.get("/login").text
+    assert client.get("/login/sso").status_code == 404
+
+
+def test_staff_sign_in_makes_the_account_and_goes_on_to_next(sso_portal):
+    client = sso_portal.test_client()
+    answer = sign_in(client, "kim-0001", next_path="/animals/new")
+    assert answer.status_code == 303
+    assert answer.headers["Location"] == "/animals/new"
+    assert client.get("/animals/new").status_code == 200
+    kim = account(sso_portal, "kim-0001")
+    assert (kim.username, kim.role, kim.password_hash) == ("kim", "staff", None)
+    assert ("user_created", "kim") in audit_actions(sso_portal)
+    assert ("login", "kim") in audit_actions(sso_portal)
+    # The same person again: the same account, not a second one.
+    sign_in(sso_portal.test_client(), "kim-0001")
+    with sso_portal.app_context():
+        assert db.session.scalar(db.select(db.func.count()).select_from(User).filter_by(sso_subject="kim-0001")) == 1
+
+
+def test_the_authorization_redirect_is_the_one_location_elsewhere(sso_portal, provider):
+    client = sso_portal.test_client()
+    location = start(client)
+    parts = urlsplit(location)
+    assert f"{parts.scheme}://{parts.netloc}" == provider.issuer
+    query = parse_qs(parts.query)
+    assert query["code_challenge_method"] == ["S256"]
+    assert {"state", "nonce", "code_challenge"} <= set(query)
+    # Any other address elsewhere, even on the provider's host, is still made a path on this site.
+    answer = client.get("/login", query_string={"next": f"{provider.issuer}/auth"})
+    assert answer.status_code == 200
+
+
+def test_admin_sign_in_with_a_second_factor_at_the_provider_opens_the_admin_pages(make_portal, provider):
+    app = sso_app(make_portal, provider, REQUIRE_ADMIN_MFA=True)
+    client = app.test_client()
+    assert sign_in(client, "ada-0002", amr="pwd,mfa").status_code == 303
+    assert account(app, "ada-0002").role == "admin"
+    assert client.get("/admin/users").status_code == 200
+
+
+def test_an_admin_without_a_second_factor_at_the_provider_is_sent_to_enrol_one(make_portal, provider):
+    app = sso_app(make_portal, provider, REQUIRE_ADMIN_MFA=True)
+    client = app.test_client()
+    sign_in(client, "ada-0002", amr="pwd")
+    answer = client.get("/admin/users")
+    assert answer.status_code == 303
+    assert answer.headers["Location"] == "/account/mfa"
+
+
+def test_an_admin_with_the_portals_own_second_factor_gives_its_code_after_the_provider(make_portal, provider, clock):
+    app = sso_app(make_portal, provider, REQUIRE_ADMIN_MFA=True, CLOCK=clock)
+    client = app.test_client()
+    sign_in(client, "ada-0002", amr="pwd,mfa")
+    secret, _codes = enrol_mfa(client, clock)
+    client.post("/logout", data={"csrf_token": csrf(client)})
+    answer = sign_in(client, "ada-0002", amr="pwd")
+    assert answer.headers["Location"] == "/login/mfa"
+    assert client.get("/admin/users").status_code in (302, 303)  # not logged in yet
+    clock.advance(seconds=30)
+    assert post_form(client, "/login/mfa", "/login/mfa", code=totp(secret, clock)).status_code == 303
+    assert client.get("/admin/users").status_code == 200
+
+
+def test_the_role_is_read_again_at_every_sign_in(sso_portal, provider):
+    sign_in(sso_portal.test_client(), "ada-0002")
+    assert account(sso_portal, "ada-0002").role == "admin"
+    provider.set_groups("ada-0002", ["pet-staff"])
+    client = sso_portal.test_client()
+    sign_in(client, "ada-0002")
+    assert account(sso_portal, "ada-0002").role == "staff"
+    assert client.get("/admin/users").status_code == 403
+    assert ("role_changed", "ada") in audit_actions(sso_portal)
+
+
+def test_someone_with_no_mapped_group_gets_403_and_no_account(sso_portal):
+    client = sso_portal.test_client()
+    answer = sign_in(client, "eve-0003")
+    assert answer.status_code == 403
+    assert "no access to this portal" in answer.text
+    assert account(sso_portal, "eve-0003") is None
+    assert client.get("/animals/new").status_code == 302  # still anonymous
+    assert ("login_refused", "eve") in audit_actions(sso_portal)
+
+
+def test_an_account_whose_groups_no_longer_map_is_refused_and_stays_signed_out(sso_portal, provider):
+    sign_in(sso_portal.test_client(), "kim-0001")
+    provider.set_groups("kim-0001", ["everyone"])
+    client = sso_portal.test_client()
+    assert sign_in(client, "kim-0001").status_code == 403
+    assert client.get("/animals/new").status_code == 302
+    assert account(sso_portal, "kim-0001").role == "staff"  # unchanged, and unused
+
+
+def test_a_disabled_account_cannot_sign_in(sso_portal):
+    sign_in(sso_portal.test_client(), "kim-0001")
+    with sso_portal.app_context():
+        db.session.scalar(db.select(User).filter_by(sso_subject="kim-0001")).enabled = False
+        db.session.commit()
+    client = sso_portal.test_client()
+    answer = sign_in(client, "kim-0001")
+    assert answer.status_code == 403
+    assert "disabled" in answer.text
+    assert client.get("/animals/new").status_code == 302
+
+
+def test_a_provider_name_never_becomes_another_account(sso_portal):
+    client = sso_portal.test_client()
+    sign_in(client, "mallory-0004")
+    mallory = account(sso_portal, "mallory-0004")
+    assert mallory.username.startswith("admin-") and mallory.role == "staff"
+    with sso_portal.app_context():
+        admin = db.session.scalar(db.select(User).filter_by(username="admin"))
+        assert admin.sso_subject is None and admin.role == "admin"
+    assert client.get("/admin/users").status_code == 403
+
+
+@pytest.mark.parametrize("state", ["wrong", "", None])
+def test_a_wrong_or_missing_state_is_400_and_nobody_is_logged_in(sso_portal, state):
+    client = sso_portal.test_client()
+    back = at_provider(start(client), "kim-0001")
+    query = parse_qs(urlsplit(back).query)
+    if state is None:
+        query.pop("state")
+    else:
+        query["state"] = [state]
+    answer = client.get("/login/sso/callback", query_string={k: v[0] for k, v in query.items()})
+    assert answer.status_code == 400
+    assert client.get("/animals/new").status_code == 302
+    assert account(sso_portal, "kim-0001") is None
+
+
+def test_a_replayed_callback_is_400(sso_portal):
+    client = sso_portal.test_client()
+    back = at_provider(start(client), "kim-0001")
+    assert client.get(back).status_code == 303
+    client.post("/logout", data={"csrf_token": csrf(client)})
+    assert client.get(back).status_code == 400
+    assert client.get("/animals/new").status_code == 302
+
+
+def test_a_callback_from_another_browsers_sign_in_is_refused(sso_portal):
+    """Mix-up: the attacker signs in at the provider and hands the victim the way back; the victim's browser never
+    started that sign-in, so its state is unknown there."""
+    attacker, victim = sso_portal.test_client(), sso_portal.test_client()
+    start(victim)
+    back = at_provider(start(attacker), "mallory-0004")
+    assert victim.get(back).status_code == 400
+    assert victim.get("/animals/new").status_code == 302
+
+
+def test_a_code_made_for_another_application_is_refused(sso_portal, provider):
+    """An ID token for another audience: the code was issued to another client of the same provider, for the
+    portal's own state, so only the token exchange can tell."""
+    client = sso_portal.test_client()
+    portal_url = start(client)
+    other_url = portal_url.replace("client_id=portal", "client_id=wiki")
+    back = at_provider(other_url, "kim-0001")
+    answer = client.get(back)
+    assert answer.status_code == 400
+    assert client.get("/animals/new").status_code == 302
+
+
+def test_a_code_from_a_sign_in_with_another_nonce_is_refused(sso_portal):
+    """The code of a sign-in started in another session of the same browser carries that sign-in's nonce and
+    PKCE challenge: with this session's state, it is refused."""
+    client = sso_portal.test_client()
+    first = start(client)
+    second = start(client)  # the same browser starts again: two states, two nonces
+    back_second = at_provider(second, "kim-0001")
+    first_state = parse_qs(urlsplit(first).query)["state"][0]
+    code = parse_qs(urlsplit(back_second).query)["code"][0]
+    answer = client.get("/login/sso/callback", query_string={"code": code, "state": first_state})
+    assert answer.status_code == 400
+    assert client.get("/animals/new").status_code == 302
+
+
+def test_an_unreachable_provider_gets_the_503_page(make_portal):
+    app = make_portal(
+        PUBLIC_URL=PORTAL,
+        OIDC={
+            "issuer": f"http://127.0.0.1:{free_port()}",
+            "client_id": "portal",
+            "client_secret": "x",
+            "name": "Acme",
+            "role_claim": "groups",
+            "admin_values": frozenset({"a"}),
+            "staff_values": frozenset(),
+        },
+    )
+    answer = app.test_client().get("/login/sso")
+    assert answer.status_code == 503
+    assert "could not be reached" in answer.text
+
+
+def test_password_accounts_keep_working_beside_single_sign_on(sso_portal):
+    client = sso_portal.test_client()
+    assert AuthActions(client).login("staff", PASSWORDS["staff"]).status_code == 303
+    assert client.get("/animals/new").status_code == 200
+
+
+def test_an_sso_login_records_the_providers_second_factor(sso_portal):
+    client = sso_portal.test_client()
+    sign_in(client, "ada-0002", amr="pwd,otp")
+    with sso_portal.app_context():
+        ada = db.session.scalar(db.select(User).filter_by(sso_subject="ada-0002"))
+        row = db.session.scalar(db.select(LoginSession).filter_by(user_id=ada.id))
+        assert row.second_factor == "provider"
+
+
+def csrf(client):
+    return csrf_token(client.get("/animals").text)
+
+
+def test_sso_accounts_are_marked_and_have_no_password_to_change_or_reset(sso_portal, auth_for):
+    client = sso_portal.test_client()
+    sign_in(client, "kim-0001")
+    page = client.get("/account/password")
+    assert "no password here" in page.text and 'name="new_password"' not in page.text
+    refused = post_form(
+        client, "/account/password", "/account/password", current_password="x", new_password="a" * 20, confirm="a" * 20
+    )
+    assert refused.status_code == 400
+
+    admin = auth_for(sso_portal, "admin")
+    users = admin.get("/admin/users").text
+    assert "company sign-in" in users.split(">kim<", 1)[1].split("</th>", 1)[0]
+    manage = admin.get("/admin/users/kim").text
+    assert "no password here" in manage and "/admin/users/kim/password" not in manage
+    reset = post_form(admin, "/admin/users/kim", "/admin/users/kim/password", password="a new password 123")
+    assert reset.status_code == 303
+    assert "has no password here" in admin.get("/admin/users/kim").text
+    assert account(sso_portal, "kim-0001").password_hash is None
