@@ -17,6 +17,7 @@ from pathlib import Path
 import click
 from flask import Flask, current_app
 
+from .catalog import categories
 from .commands import upgrade_database
 from .config import ENVIRONMENT_NAMES, ConfigurationError
 from .extensions import db
@@ -25,6 +26,8 @@ from .processes import free_port, stop, wait_for_port
 
 STORE_COMMAND = [sys.executable, "-m", "flask", "--app", "petportal.store"]
 DEMO_ACCOUNTS = (("staff", "staff"), ("admin", "admin"))
+# The sample animals' categories, by name, in both environments (the import page's example row uses "Cats").
+DEMO_LABELS = {1: "Dogs", 2: "Cats", 3: "Fish", 4: "Birds", 5: "Rabbits", 6: "Turtles"}
 # The stores and database this process started, for `flask run --debug`'s reloader child to reuse.
 STARTED_VARIABLE = "PETPORTAL_DEMO_STARTED"
 PR_SET_PDEATHSIG = 1
@@ -68,8 +71,11 @@ def _serving() -> bool:
 
 
 def _open(stores: Mapping[str, Mapping[str, str]]) -> None:
-    """The fresh database's tables, then the accounts."""
+    """The fresh database's tables, the category labels, then the accounts."""
     upgrade_database()
+    for environment in ENVIRONMENT_NAMES:
+        for category_id, label in DEMO_LABELS.items():
+            categories.name(environment, category_id, label, actor="demo")
     create_accounts(stores)
 
 
@@ -89,7 +95,8 @@ def start_stores(instance_path: str) -> dict[str, dict[str, str]]:
             "PETSTORE_DATABASE_URL": f"sqlite:///{database}",
         }
         if not database.exists():
-            subprocess.run([*STORE_COMMAND, "seed"], env=env, check=True, stdout=subprocess.DEVNULL)
+            command = [*STORE_COMMAND, "seed", "--sample", name]
+            subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL)
         port = free_port()
         process = subprocess.Popen(
             [*STORE_COMMAND, "run", "--host", "127.0.0.1", "--port", str(port)],

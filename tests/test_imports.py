@@ -16,6 +16,8 @@ from datetime import timedelta
 import pytest
 
 from bench.portal import csrf_token
+from petportal import demo
+from petportal.catalog import categories
 from petportal.extensions import db
 from petportal.models import AuditEntry, BulkImport, ImportRow
 
@@ -502,3 +504,18 @@ def test_start_racing_discard_gets_an_honest_answer_every_time(make_portal, data
     assert seen <= {(303, 409), (404, 303)}, seen
     assert "database is unavailable" not in caplog.text
     assert "Traceback" not in caplog.text
+
+
+def test_the_upload_pages_own_example_is_accepted_with_the_demos_labels(portal_app, auth_for, production_store):
+    """The example printed on the upload page, as a newcomer copies it into a file, previews with no refused row
+    in the demo (whose labels name the sample animals' categories, "Cats" among them)."""
+    with portal_app.app_context():
+        for category_id, label in demo.DEMO_LABELS.items():
+            categories.name("production", category_id, label, actor="demo")
+        db.session.commit()
+    staff = auth_for(portal_app, "staff")
+    example = re.search(r"<pre[^>]*><code>(.*?)</code></pre>", staff.get("/animals/import").text, re.DOTALL)
+    response = upload(staff, html.unescape(example.group(1)) + "\n")
+    assert response.status_code == 303
+    summary = staff.get(f"{response.headers['Location']}.json").get_json()
+    assert summary["total"] >= 2 and summary["failed"] == 0, summary

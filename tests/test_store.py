@@ -12,6 +12,7 @@ import requests
 from openapi_spec_validator import validate
 
 from petportal.processes import free_port, stop, wait_for_port
+from petportal.store import SAMPLE_ANIMALS
 from petportal.store import create_app as create_store
 from petportal.store.models import db
 
@@ -235,6 +236,14 @@ def test_seed_command_adds_a_dozen_varied_animals(store_app, api):
     animals = api.get("/v1/pets?limit=100").json
     assert len(animals) == 12
     assert {pet.get("status") for pet in animals} == {"available", "pending", "sold", None}
+
+
+def test_the_staging_sample_is_other_animals(store_app, api):
+    """The demo seeds staging with --sample staging: after a switch, the list itself shows the other store."""
+    result = store_app.test_cli_runner().invoke(args=["seed", "--sample", "staging"])
+    assert result.exit_code == 0, result.output
+    staging = {pet["name"] for pet in api.get("/v1/pets?limit=100").json}
+    assert staging and not staging & {name for name, _, _ in SAMPLE_ANIMALS}
 
 
 def test_flask_run_command_serves_the_store_with_keys_from_the_environment(tmp_path):

@@ -57,9 +57,10 @@ class LabelTaken(ValueError):
         self.label, self.category_id = label, category_id
 
 
-def name(environment_name: str, category_id: int, label: str) -> None:
-    """Give `category_id` the label `label` in one environment (adding or renaming it), audited. Raises
-    LabelTaken when another category there already reads the same, since people could not tell them apart."""
+def name(environment_name: str, category_id: int, label: str, actor: str | None = None) -> None:
+    """Give `category_id` the label `label` in one environment (adding or renaming it), audited (as `actor`, else
+    the user of the request). Raises LabelTaken when another category there already reads the same, since people
+    could not tell them apart."""
     for other in all_labels(environment_name):
         if other.category_id != category_id and folded(other.label) == folded(label):
             raise LabelTaken(other.label, other.category_id)
@@ -75,7 +76,7 @@ def name(environment_name: str, category_id: int, label: str) -> None:
         row.label, row.label_key = label, key
     # A second admin giving another category the same label at this moment fails here, on the unique key: 409.
     db.session.flush()
-    _changed(environment_name, "category_labelled", detail)
+    _changed(environment_name, "category_labelled", detail, actor)
 
 
 def remove(environment_name: str, category_id: int) -> bool:
@@ -89,9 +90,9 @@ def remove(environment_name: str, category_id: int) -> bool:
     return True
 
 
-def _changed(environment_name: str, action: str, detail: str) -> None:
+def _changed(environment_name: str, action: str, detail: str, actor: str | None = None) -> None:
     """Audit a label change; once it is committed, forget this process's labels and the cached pages."""
-    audit.record(action, environment=environment_name, detail=detail)
+    audit.record(action, actor=actor, environment=environment_name, detail=detail)
     known: LabelsRead = current_app.extensions.get(_READ, {})
 
     def forget() -> None:

@@ -30,6 +30,18 @@ SAMPLE_ANIMALS = [
     ("Sir Hopsalot", 5, "sold"),
     ("Tortuga", 6, None),
 ]
+# Another store's animals (the demo's staging): after a switch, the list itself shows that something changed.
+STAGING_ANIMALS = [
+    ("Biscuit", 1, "available"),
+    ("Pepper", 2, "pending"),
+    ("Bubbles", 3, "available"),
+    ("Sunny", 4, "sold"),
+    ("Clover", 5, "available"),
+    ("Shelly", 6, "pending"),
+    ("Luna", 2, "available"),
+    ("Max", 1, None),
+]
+SAMPLES = {"production": SAMPLE_ANIMALS, "staging": STAGING_ANIMALS}
 
 
 def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
@@ -65,14 +77,19 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
 
 @click.command("seed")
 @with_appcontext
-@click.option("--count", default=len(SAMPLE_ANIMALS), show_default=True, help="How many animals the store should hold.")
-def seed(count: int) -> None:
+@click.option("--count", type=int, default=None, help="How many animals the store should hold [default: the sample's].")
+@click.option(
+    "--sample", type=click.Choice(sorted(SAMPLES)), default="production", show_default=True, help="Which animals."
+)
+def seed(count: int | None, sample: str) -> None:
     """Fill the store with sample animals up to COUNT animals; running it again adds none."""
+    animals = SAMPLES[sample]
+    count = len(animals) if count is None else count
     present = db.session.scalar(db.select(db.func.count()).select_from(Pet))
     for number in range(present, count):
-        name, category, status = SAMPLE_ANIMALS[number % len(SAMPLE_ANIMALS)]
-        if number >= len(SAMPLE_ANIMALS):
-            name = f"{name} {number // len(SAMPLE_ANIMALS) + 1}"
+        name, category, status = animals[number % len(animals)]
+        if number >= len(animals):
+            name = f"{name} {number // len(animals) + 1}"
         db.session.add(Pet(name=name, category_id=category, status=status))
     db.session.commit()
     added = max(count - present, 0)
