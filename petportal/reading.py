@@ -20,6 +20,16 @@ ASCII_SPACE = " \t\r\n"
 MAX_DIGITS = 40
 
 
+def json_object(request: Any) -> dict[str, Any] | None:
+    """The request's JSON body when it is an object, else None: never an exception, not even for a body nested
+    deeper than Python's parser recurses (Werkzeug's `silent` does not catch that)."""
+    try:
+        value = request.get_json(silent=True)
+    except RecursionError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
 def whole_number(text: str) -> int | None:
     """`text` (ASCII spaces around it allowed: padding, not part of the value) as a whole number, or None when it
     is not one written in ASCII digits."""

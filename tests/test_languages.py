@@ -138,7 +138,7 @@ TRANSLATED_PAGES = [
 ]
 VARYING = re.compile(
     r'(?<=name="csrf_token" value=")[^"]+|(?<=name="csrf_token" type="hidden" value=")[^"]+'
-    r'|(?<=name="submission_token" type="hidden" value=")[^"]+'
+    r'|(?<=name="submission_token" type="hidden" value=")[^"]+|(?<=data-csrf=")[^"]+'
     r"|(?<=<code>)[0-9a-f]{32}(?=</code>)"  # an error page's request id
     r'|<time datetime="[^"]+">[^<]+</time>|\b[\d.,]+ ms\b'  # times, and the status page's latencies
 )

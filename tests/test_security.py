@@ -39,6 +39,11 @@ POST_ROUTES = [
     "/animals/import/<string(length=22):import_id>/start",
     "/animals/import/<string(length=22):import_id>/retry",
     "/animals/import/<string(length=22):import_id>/discard",
+    "/login/passkey/options",
+    "/login/passkey",
+    "/account/passkeys/options",
+    "/account/passkeys",
+    "/account/passkeys/<int:passkey_id>/remove",
 ]
 
 
@@ -158,7 +163,9 @@ def test_a_post_without_csrf_token_is_refused_and_changes_nothing(
     other = portal_app.test_client()
     login(other, "staff")
     import_id = previewed_import(portal_app)
-    path = path.replace("<name>", "staff").replace("<int(signed=True):category_id>", "1")
+    path = (
+        path.replace("<name>", "staff").replace("<int(signed=True):category_id>", "1").replace("<int:passkey_id>", "1")
+    )
     response = client.post(path.replace("<string(length=22):import_id>", import_id), data=fields)
     assert response.status_code == 400
     assert "expired or was not sent from this site" in response.text

@@ -9,8 +9,10 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import requests
+from authenticator import Authenticator
 
 from bench.portal import PROJECT_ROOT
+from petportal.auth import sso
 from petportal.extensions import db
 from petportal.models import AuditEntry, LoginSession, User
 from petportal.processes import free_port, stop, wait_for_port
@@ -364,3 +366,80 @@ def test_sso_accounts_are_marked_and_have_no_password_to_change_or_reset(sso_por
     assert reset.status_code == 303
     assert "has no password here" in admin.get("/admin/users/kim").text
     assert account(sso_portal, "kim-0001").password_hash is None
+
+
+def test_only_the_exact_authorization_endpoint_leaves_the_site(sso_portal, provider):
+    from flask import Response
+
+    from petportal.security import keep_locations_on_trusted_hosts
+
+    endpoint = urlsplit(start(sso_portal.test_client()))._replace(query="").geturl()
+    host = urlsplit(endpoint).netloc
+    cases = {
+        f"{endpoint}?client_id=portal&state=x": f"{endpoint}?client_id=portal&state=x",
+        f"{provider.issuer}/session/end": "/session/end",
+        f"http://{host}@evil.example{urlsplit(endpoint).path}": urlsplit(endpoint).path,
+        f"https://{host}{urlsplit(endpoint).path}": urlsplit(endpoint).path,  # another scheme
+        f"//{host}/elsewhere": "/elsewhere",
+    }
+    with sso_portal.test_request_context("/"):
+        for location, kept in cases.items():
+            response = Response(status=302, headers={"Location": location})
+            assert keep_locations_on_trusted_hosts(response).headers["Location"] == kept, location
+
+
+def test_the_provider_decides_an_sso_accounts_access_a_passkey_is_only_its_second_step(make_portal, provider):
+    """A passkey alone would let someone the provider has since refused back in, with their old role."""
+    app = sso_app(make_portal, provider, REQUIRE_ADMIN_MFA=True)
+    client = app.test_client()
+    sign_in(client, "ada-0002", amr="pwd,mfa")
+    key = Authenticator(PORTAL)
+    token = csrf(client)
+    options = client.post("/account/passkeys/options", headers={"X-CSRFToken": token}).get_json()
+    added = client.post("/account/passkeys", json={"credential": key.register(options)}, headers={"X-CSRFToken": token})
+    assert added.status_code == 200
+
+    provider.set_groups("ada-0002", [])
+    alone = app.test_client()
+    token = csrf_token(alone.get("/login").text)
+    options = alone.post("/login/passkey/options", headers={"X-CSRFToken": token}).get_json()
+    refused = alone.post("/login/passkey", json={"credential": key.sign_in(options)}, headers={"X-CSRFToken": token})
+    assert refused.status_code == 401 and "company" in refused.get_json()["error"]
+    assert alone.get("/admin/users").status_code == 302
+
+    # With a mapped group again, and no second factor from the provider, the passkey is the second step.
+    provider.set_groups("ada-0002", ["pet-admins"])
+    second = app.test_client()
+    assert sign_in(second, "ada-0002", amr="pwd").headers["Location"] == "/login/mfa"
+    token = csrf_token(second.get("/login").text)
+    options = second.post("/login/passkey/options", headers={"X-CSRFToken": token}).get_json()
+    answer = second.post("/login/passkey", json={"credential": key.sign_in(options)}, headers={"X-CSRFToken": token})
+    assert answer.status_code == 200
+    assert second.get("/admin/users").status_code == 200
+
+
+def test_a_name_taken_in_advance_never_locks_someone_out(sso_portal, provider):
+    """The suffix a taken name gets can be worked out from the `sub`: someone who takes it first only pushes the
+    next person to another name."""
+    import hashlib
+
+    suffix = hashlib.sha256(f"{provider.issuer} victim-0009".encode()).hexdigest()[:8]
+    provider.people["squat-0008"] = {"preferred_username": f"admin-{suffix}", "groups": ["pet-staff"]}
+    provider.people["victim-0009"] = {"preferred_username": "admin", "groups": ["pet-staff"]}
+    provider.save()
+    assert sign_in(sso_portal.test_client(), "squat-0008").status_code == 303
+    victim = sso_portal.test_client()
+    assert sign_in(victim, "victim-0009").status_code == 303
+    assert victim.get("/animals/new").status_code == 200
+    assert account(sso_portal, "victim-0009").username not in ("admin", f"admin-{suffix}")
+
+
+def test_a_browser_keeps_only_its_latest_sign_ins(sso_portal):
+    """Each start keeps state in the session; thousands of starts must not grow it without end."""
+    client = sso_portal.test_client()
+    oldest = at_provider(start(client), "kim-0001")
+    for _ in range(sso.SIGN_INS_KEPT):
+        start(client)
+    latest = at_provider(start(client), "kim-0001")
+    assert client.get(oldest).status_code == 400
+    assert client.get(latest).status_code == 303

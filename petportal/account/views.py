@@ -25,6 +25,7 @@ from ..auth.access import log_in_again, login_required
 from ..auth.forms import CodeForm
 from ..forms import ButtonForm
 from ..models import User
+from ..reading import json_object
 from .forms import ChangePasswordForm
 
 bp = Blueprint("account", __name__, url_prefix="/account")
@@ -151,8 +152,8 @@ def add_passkey() -> ResponseReturnValue:
     if not login_fresh():
         return jsonify(error=_("Log in again to add a passkey.")), 403
     user = current_user._get_current_object()
-    answer = request.get_json(silent=True)
-    if not isinstance(answer, dict):
+    answer = json_object(request)
+    if answer is None:
         return jsonify(error=_("That passkey could not be added. Try again.")), 400
     try:
         passkey = passkeys.register(user, answer.get("credential"), str(answer.get("name") or ""))

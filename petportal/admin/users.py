@@ -13,7 +13,7 @@ from flask_babel import ngettext
 from flask_login import current_user, login_fresh
 
 from .. import audit
-from ..auth import accounts, logins
+from ..auth import accounts, logins, passkeys
 from ..auth.access import log_in_again, role_required
 from ..extensions import db
 from ..forms import ButtonForm
@@ -30,7 +30,12 @@ AccountChange = Callable[[User], ResponseReturnValue]
 def list_users() -> ResponseReturnValue:
     """Every account: role, enabled, second factor, last login and open sessions."""
     users = db.session.scalars(db.select(User).order_by(User.username)).all()
-    return render_template("admin/users/list.html", users=users, open_logins=logins.open_login_counts())
+    return render_template(
+        "admin/users/list.html",
+        users=users,
+        open_logins=logins.open_login_counts(),
+        with_passkeys=passkeys.accounts_with_passkeys(),
+    )
 
 
 @bp.route("/new", methods=["GET", "POST"])
@@ -165,7 +170,8 @@ def reset_password(user: User) -> ResponseReturnValue:
 @role_required("admin")
 @account_change
 def reset_mfa(user: User) -> ResponseReturnValue:
-    """Remove the account's second factor (a lost device); it sets up a new one when next needed."""
+    """Remove the account's second factors, its app and its passkeys (a lost or stolen device); it sets up a new
+    one when next needed."""
     _not_yourself(user, _("Set up a new device for your own second factor under Your account."))
     accounts.reset_mfa(user)
     audit.record("mfa_reset", target=user.username)
@@ -205,5 +211,7 @@ def _manage_page(
         password_form=password_form or ResetPasswordForm(formdata=None),
         button=ButtonForm(),
         fresh=login_fresh(),
+        second_factor=passkeys.has_second_factor(user),
+        passkey_count=passkeys.count(user),
     )
     return page, status

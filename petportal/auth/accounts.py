@@ -17,7 +17,7 @@ from sqlalchemy.orm import aliased
 
 from ..extensions import db
 from ..models import ROLES, User
-from . import logins, mfa, passwords
+from . import logins, mfa, passkeys, passwords
 
 USERNAME_MAX_LENGTH = 80
 # A user name appears in page addresses (/admin/users/<name>): no spaces, slashes or markup, and it
@@ -98,10 +98,13 @@ def change_password(user: User, new_password: str, keep_login: str | None) -> No
 
 
 def reset_mfa(user: User) -> None:
-    """Remove the account's second factor (a lost device); it enrols again when it next needs one."""
-    if not user.mfa_enabled:
+    """Remove the account's second factors, its app and its passkeys (a lost or stolen device); it sets one up
+    again when it next needs one."""
+    if not passkeys.has_second_factor(user):
         raise AccountError(_("%(username)s has no second factor to reset.", username=user.username))
-    mfa.remove(user)
+    if user.mfa_enabled:
+        mfa.remove(user)
+    passkeys.remove_all(user)
 
 
 def _has_a_password(user: User) -> None:

@@ -12,6 +12,8 @@ Nothing here commits: the request that registers, uses or removes a passkey comm
 from __future__ import annotations
 
 import json
+import re
+import unicodedata
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -39,6 +41,13 @@ from ..extensions import db
 from ..models import Passkey, User
 
 CHALLENGE_KEY = "passkey_challenge"
+# The largest row id a database gives a passkey (a 32-bit integer column).
+PASSKEY_ID_MAX = 2**31 - 1
+# A credential id as the browser sends it: base64url of at most 1023 bytes (WebAuthn's limit).
+CREDENTIAL_ID_MAX_BYTES = 1023
+CREDENTIAL_ID = re.compile(r"[A-Za-z0-9_-]{1,1364}", re.ASCII)
+# The parser's errors for an answer that is not one: malformed, the wrong types, or nested beyond recursion.
+UNREADABLE = (WebAuthnException, ValueError, TypeError, KeyError, RecursionError)
 CHALLENGE_SECONDS = 300
 NAME_MAX_LENGTH = 80
 # How long a browser may take over a ceremony (the person finds their authenticator), in milliseconds.
@@ -46,7 +55,12 @@ CEREMONY_MILLISECONDS = 120_000
 
 
 class PasskeyError(Exception):
-    """A passkey ceremony that the portal refuses; the message is for the person at the browser."""
+    """A passkey ceremony that the portal refuses; the message is for the person at the browser. `account` names
+    the account whose passkey it was, when a checked signature showed it (for the audit log), else None."""
+
+    def __init__(self, message: str, account: str | None = None) -> None:
+        super().__init__(message)
+        self.account = account
 
 
 def relying_party() -> tuple[str, str]:
@@ -81,15 +95,17 @@ def registration_options(user: User) -> str:
 def register(user: User, credential: Any, name: str) -> Passkey:
     """Check the browser's new credential against the challenge this session was given, and keep it."""
     challenge = _take("register", user)
-    name = " ".join(str(name or "").split())[:NAME_MAX_LENGTH] or _("Passkey")
+    name = _readable(name)[:NAME_MAX_LENGTH] or _("Passkey")
     rp_id, origin = relying_party()
     try:
         verified = verify_registration_response(
             credential=_as_json(credential), expected_challenge=challenge, expected_rp_id=rp_id, expected_origin=origin
         )
-    except (WebAuthnException, ValueError, TypeError, KeyError) as error:
+    except UNREADABLE as error:
         current_app.logger.info("passkey registration refused: %s", type(error).__name__)
         raise PasskeyError(_("That passkey could not be added. Try again.")) from error
+    if len(verified.credential_id) > CREDENTIAL_ID_MAX_BYTES:
+        raise PasskeyError(_("That passkey could not be added. Try again."))
     credential_id = bytes_to_base64url(verified.credential_id)
     if db.session.scalar(select(exists().where(Passkey.credential_id == credential_id))):
         raise PasskeyError(_("That passkey is registered already."))
@@ -125,14 +141,21 @@ def authentication_options(user: User | None = None) -> str:
 
 def authenticate(credential: Any, user: User | None = None) -> Passkey:
     """The passkey that signed this session's challenge, checked; for `user`'s second step, one of theirs. Its
-    counter, backup state and last use are updated. A disabled account's passkeys are refused."""
+    counter, backup state and last use are updated.
+
+    Signing in with a passkey alone needs the authenticator to have verified its user (a PIN, a fingerprint):
+    the passkey is then both factors. As the second step after a password, its presence is enough. Refused: a
+    disabled account's passkeys, and, alone, those of an account of the company's sign-in, whose access the
+    identity provider decides at every sign-in."""
     challenge = _take("sign_in", user)
     refused = PasskeyError(_("That passkey was not accepted. Try again, or log in another way."))
     try:
         answer = json.loads(_as_json(credential))
-        credential_id = str(answer["id"])
-    except (ValueError, TypeError, KeyError) as error:
+        credential_id = answer["id"]
+    except (ValueError, TypeError, KeyError, RecursionError) as error:
         raise refused from error
+    if not isinstance(credential_id, str) or not CREDENTIAL_ID.fullmatch(credential_id):
+        raise refused
     passkey = db.session.scalar(select(Passkey).where(Passkey.credential_id == credential_id))
     if passkey is None or (user is not None and passkey.user_id != user.id):
         raise refused
@@ -140,8 +163,6 @@ def authenticate(credential: Any, user: User | None = None) -> Passkey:
     owner = db.session.get(User, passkey.user_id)
     if owner is None or (handle and handle != bytes_to_base64url(_handle(owner))):
         raise refused
-    if not owner.enabled:
-        raise PasskeyError(_("This account is disabled. Ask an admin to enable it."))
     rp_id, origin = relying_party()
     try:
         verified = verify_authentication_response(
@@ -151,10 +172,18 @@ def authenticate(credential: Any, user: User | None = None) -> Passkey:
             expected_origin=origin,
             credential_public_key=passkey.public_key,
             credential_current_sign_count=passkey.sign_count,
+            require_user_verification=user is None,
         )
-    except (WebAuthnException, ValueError, TypeError, KeyError) as error:
+    except UNREADABLE as error:
         current_app.logger.info("passkey sign-in refused: %s", type(error).__name__)
         raise refused from error
+    # Only now, with its signature checked, does the answer say whose passkey it is.
+    if not owner.enabled:
+        raise PasskeyError(_("This account is disabled. Ask an admin to enable it."), owner.username)
+    if user is None and owner.is_sso:
+        raise PasskeyError(
+            _("Your account signs in with the company's sign-in; use your passkey after it."), owner.username
+        )
     passkey.sign_count = verified.new_sign_count
     passkey.backed_up = verified.credential_backed_up
     passkey.last_used_at = now()
@@ -179,7 +208,12 @@ def has_second_factor(user: User) -> bool:
 def remove(user: User, passkey_id: int, second_factor_required: bool) -> Passkey:
     """Remove one of `user`'s passkeys. When the account must keep a second factor (an admin, with
     PETPORTAL_REQUIRE_ADMIN_MFA), its last one is refused."""
-    passkey = db.session.scalar(select(Passkey).where(Passkey.id == passkey_id, Passkey.user_id == user.id))
+    found = passkey_id <= PASSKEY_ID_MAX  # an id in the path may be any number of digits
+    passkey = (
+        db.session.scalar(select(Passkey).where(Passkey.id == passkey_id, Passkey.user_id == user.id))
+        if found
+        else None
+    )
     if passkey is None:
         raise PasskeyError(_("There is no such passkey on your account."))
     if second_factor_required and not user.mfa_enabled and count(user) <= 1:
@@ -188,6 +222,26 @@ def remove(user: User, passkey_id: int, second_factor_required: bool) -> Passkey
         )
     db.session.delete(passkey)
     return passkey
+
+
+def remove_all(user: User) -> int:
+    """Remove every passkey of the account (an admin resetting its second factor); how many there were."""
+    found = of_account(user)
+    for passkey in found:
+        db.session.delete(passkey)
+    return len(found)
+
+
+def accounts_with_passkeys() -> set[int]:
+    """The ids of the accounts that have at least one passkey."""
+    return set(db.session.scalars(select(Passkey.user_id).distinct()))
+
+
+def _readable(name: Any) -> str:
+    """A passkey's name as people read it: one line of text, without control characters, lone surrogates or
+    direction overrides."""
+    text = " ".join(str(name or "").split())
+    return "".join(char for char in text if unicodedata.category(char) not in ("Cc", "Cf", "Cs", "Co", "Cn"))
 
 
 def _handle(user: User) -> bytes:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import secrets
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +38,10 @@ DESTINATION_KEY = "sso_destination"
 # The `amr` values (RFC 8176) that name a second factor: such a sign-in satisfies PETPORTAL_REQUIRE_ADMIN_MFA.
 SECOND_FACTOR_METHODS = frozenset({"mfa", "otp", "hwk", "swk", "sms"})
 SCOPE = "openid profile email"
+# Sign-ins started in one browser and not finished that are kept (another tab's may still finish).
+SIGN_INS_KEPT = 5
+# The longest issuer or `sub` kept (users.sso_issuer, users.sso_subject).
+IDENTIFIER_MAX_LENGTH = 255
 # What a user name made from the provider's claims may hold (accounts.USERNAME_PATTERN's characters).
 NOT_IN_USERNAME = re.compile(r"[^A-Za-z0-9._@-]+")
 
@@ -95,10 +100,23 @@ def begin(destination: str) -> Response:
     if not isinstance(endpoint, str):
         raise ProviderUnreachable
     security.allow_location(endpoint)
+    _forget_older_sign_ins()
     session[DESTINATION_KEY] = destination
     redirect_uri = current_app.config["PUBLIC_URL"] + url_for("auth.sso_callback")
     response: Response = client.authorize_redirect(redirect_uri)
     return response
+
+
+def _forget_older_sign_ins() -> None:
+    """Keep the state of this browser's few latest sign-ins only (Authlib keeps each one's for an hour), so that
+    starting thousands cannot grow a session without end."""
+    prefix = f"_state_{PROVIDER}_"
+    started = sorted(
+        (key for key in session if key.startswith(prefix)),
+        key=lambda key: session[key].get("exp", 0) if isinstance(session[key], dict) else 0,
+    )
+    for key in started[: max(0, len(started) - (SIGN_INS_KEPT - 1))]:
+        session.pop(key, None)
 
 
 def signed_in() -> SignedIn:
@@ -120,7 +138,7 @@ def signed_in() -> SignedIn:
     except requests.RequestException as error:
         raise ProviderUnreachable from error
     claims = token.get("userinfo")
-    if not claims or not isinstance(claims.get("sub"), str) or not claims["sub"]:
+    if not claims or not _fits(claims.get("sub")) or not _fits(claims.get("iss")):
         raise SignInFailed(_("The sign-in could not be completed. Start again from the login page."))
     claims = _with_userinfo(client, token, claims)
     user = _account(claims, role_for(claims.get(current_app.config["OIDC"]["role_claim"])))
@@ -171,6 +189,11 @@ def _account(claims: Any, role: str | None) -> User:
     return user
 
 
+def _fits(value: Any) -> bool:
+    """An issuer or `sub` the account can be keyed by: text of 1 to 255 characters (OpenID Connect's own limit)."""
+    return isinstance(value, str) and 0 < len(value) <= IDENTIFIER_MAX_LENGTH
+
+
 def _username(claims: Any) -> str:
     """A user name for a new account: the provider's preferred name (else e-mail, else `sub`) in the characters
     a user name may hold; when taken, with a suffix from the `sub`, so it never becomes another account's."""
@@ -182,11 +205,12 @@ def _username(claims: Any) -> str:
                 break
     else:
         base = "sso"
-    taken = db.session.scalar(select(User.id).where(func.lower(User.username) == base.lower()))
-    if taken is None:
-        return base
-    suffix = hashlib.sha256(f"{claims['iss']} {claims['sub']}".encode()).hexdigest()[:8]
-    return f"{base}-{suffix}"
+    digest = hashlib.sha256(f"{claims['iss']} {claims['sub']}".encode()).hexdigest()
+    # The suffixes can be worked out by anyone who knows the `sub`, and so taken first: the last one is random.
+    for name in (base, f"{base}-{digest[:8]}", f"{base[:50]}-{digest[:24]}", f"sso-{secrets.token_hex(12)}"):
+        if db.session.scalar(select(User.id).where(func.lower(User.username) == name.lower())) is None:
+            return name
+    raise SignInFailed(_("The sign-in could not be completed. Start again from the login page."))
 
 
 def _with_userinfo(client: Any, token: Any, claims: Any) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from .. import audit, metrics
 from ..extensions import db
 from ..forms import ButtonForm
 from ..models import User
+from ..reading import json_object
 from . import logins, mfa, passkeys, sessions, sso, throttle
 from .access import require_own_password, safe_next
 from .forms import CodeForm, LoginForm
@@ -160,13 +161,14 @@ def passkey_login() -> ResponseReturnValue:
     of a password (or single sign-on) login. Answers JSON: where to go, or what went wrong."""
     sessions.require_session_store()
     waiting = logins.awaiting_second_factor()
-    answer = request.get_json(silent=True)
-    credential = answer.get("credential") if isinstance(answer, dict) else None
+    answer = json_object(request)
     try:
-        passkey = passkeys.authenticate(credential, waiting.user if waiting else None)
+        passkey = passkeys.authenticate(answer.get("credential") if answer else None, waiting.user if waiting else None)
     except passkeys.PasskeyError as error:
         metrics.LOGINS.labels("failure").inc()
-        audit.record("passkey_refused", actor=waiting.user.username if waiting else "-")
+        account = error.account or (waiting.user.username if waiting else None)
+        if account is not None:  # an answer that names no account is not audited: anyone could send thousands
+            audit.record("passkey_refused", actor=account)
         return jsonify(error=str(error)), 401
     user = db.session.get(User, passkey.user_id)
     assert user is not None  # authenticate found its owner
