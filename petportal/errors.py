@@ -30,6 +30,7 @@ from .serving import serving
 
 BARE_PAGE = (
     '<!doctype html><html lang="en"><meta charset="utf-8"><title>{title} · Pet Portal</title>'
+    '<meta name="description" content="{message}">'
     "<h1>{title}</h1><p>{message}</p><p>Request id: <code>{request_id}</code></p></html>"
 )
 MESSAGES = {

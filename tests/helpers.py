@@ -293,3 +293,25 @@ def production_variables(tmp_path, store_url, **extra):
         "PETPORTAL_DATABASE_URL": f"sqlite:///{tmp_path / 'portal.sqlite'}",
     }
     return portal_environment(**{**settings, **extra})
+
+
+# Pages of each kind a visitor meets, as (who is logged in, path): the list with and without its messages'
+# values, an animal, the forms with and without errors, the import, the account and the admin pages, and 404.
+PAGES_OF_EVERY_KIND = [
+    (None, "/animals"),
+    (None, "/animals?q=re&status=available&sort=name&limit=5"),
+    (None, "/animals?q=zzz&status=sold"),
+    (None, "/animals?limit=0"),
+    (None, "/animals/1"),
+    (None, "/login"),
+    (None, "/no-such-page"),
+    ("staff", "/animals/new"),
+    ("staff", "/animals/import"),
+    ("staff", "/animals/mine"),
+    ("staff", "/account/sessions"),
+    ("admin", "/admin/environment"),
+    ("admin", "/admin/users"),
+    ("admin", "/admin/audit"),
+    ("admin", "/admin/categories"),
+    ("admin", "/admin/status"),
+]

@@ -10,6 +10,8 @@ import pytest
 from bench.portal import PROJECT_ROOT
 from petportal import template_text
 
+from helpers import PAGES_OF_EVERY_KIND
+
 CATALOGS = PROJECT_ROOT / "petportal" / "translations"
 
 
@@ -116,26 +118,6 @@ def test_the_catalog_check_passes_and_fails_on_a_message_left_untranslated(tmp_p
     assert "de: fuzzy: 'Animals'" in run_check(copy).stderr
 
 
-# Pages of each kind a visitor meets, as (who is logged in, path): the list with and without its messages'
-# values, an animal, the forms with and without errors, the import, the account and the admin pages, and 404.
-TRANSLATED_PAGES = [
-    (None, "/animals"),
-    (None, "/animals?q=re&status=available&sort=name&limit=5"),
-    (None, "/animals?q=zzz&status=sold"),
-    (None, "/animals?limit=0"),
-    (None, "/animals/1"),
-    (None, "/login"),
-    (None, "/no-such-page"),
-    ("staff", "/animals/new"),
-    ("staff", "/animals/import"),
-    ("staff", "/animals/mine"),
-    ("staff", "/account/sessions"),
-    ("admin", "/admin/environment"),
-    ("admin", "/admin/users"),
-    ("admin", "/admin/audit"),
-    ("admin", "/admin/categories"),
-    ("admin", "/admin/status"),
-]
 VARYING = re.compile(
     r'(?<=name="csrf_token" value=")[^"]+|(?<=name="csrf_token" type="hidden" value=")[^"]+'
     r'|(?<=name="submission_token" type="hidden" value=")[^"]+|(?<=data-csrf=")[^"]+'
@@ -145,10 +127,10 @@ VARYING = re.compile(
 
 
 def every_page(clients):
-    """The HTML of TRANSLATED_PAGES, each loaded by `clients[who]`, without what varies between two loads (the
+    """The HTML of PAGES_OF_EVERY_KIND, each loaded by `clients[who]`, without what varies between two loads (the
     forms' tokens, request ids, times and latencies)."""
     pages = {}
-    for who, path in TRANSLATED_PAGES:
+    for who, path in PAGES_OF_EVERY_KIND:
         page = clients[who].get(path)
         assert page.status_code in (200, 400, 404), (who, path, page.status_code)
         pages[who, path] = VARYING.sub("", page.text)
