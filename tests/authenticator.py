@@ -16,7 +16,7 @@ USER_PRESENT, USER_VERIFIED, ATTESTED = 0x01, 0x04, 0x40
 
 
 class Authenticator:
-    def __init__(self, origin, verifies_user=True, credential_id=None):
+    def __init__(self, origin, verifies_user=True, credential_id=None, public_key=None):
         self.origin = origin
         self.rp_id = origin.split("://", 1)[1].split(":", 1)[0]
         self.verifies_user = verifies_user
@@ -24,12 +24,13 @@ class Authenticator:
         self.key = ec.generate_private_key(ec.SECP256R1())
         self.count = 0
         self.handle = None
+        self.public_key = public_key  # what it says its public key is (CBOR), if not its own
 
     def register(self, options):
         """The answer to `navigator.credentials.create` for the portal's options (a dict)."""
         self.handle = options["user"]["id"]
         numbers = self.key.public_key().public_numbers()
-        public_key = cbor2.dumps(
+        public_key = self.public_key or cbor2.dumps(
             {1: 2, 3: -7, -1: 1, -2: numbers.x.to_bytes(32, "big"), -3: numbers.y.to_bytes(32, "big")}
         )
         data = (

@@ -1,6 +1,7 @@
 """Passkey answers sent as a browser sends them, from a software authenticator (tests/authenticator.py), and
 hostile ones: what the portal accepts, what it refuses, and that a refusal is a JSON answer, never a 500."""
 
+import cbor2
 import pytest
 from authenticator import Authenticator
 
@@ -100,6 +101,8 @@ def test_a_hostile_registration_is_refused_as_json_and_a_name_is_kept_readable(a
     assert deep.status_code == 400 and "error" in deep.get_json()
     too_long = Authenticator(ORIGIN, credential_id=bytes(1100))
     assert register(staff, too_long).status_code == 400
+    for not_a_key in ([1, 2], b"x", "x"):  # a public key that is no COSE key map
+        assert register(staff, Authenticator(ORIGIN, public_key=cbor2.dumps(not_a_key))).status_code == 400
     assert register(staff, Authenticator(ORIGIN), name="desk\ud800\u202e\u0000 key").status_code == 200
     with app.app_context():
         assert db.session.scalars(db.select(Passkey.name)).all() == ["desk key"]
@@ -122,8 +125,9 @@ def test_an_unsigned_answer_does_not_say_that_an_account_is_disabled(app, auth_f
         assert refusals == ["staff"]  # the unsigned one named nobody, and was not audited
 
 
-def test_an_admins_reset_removes_the_accounts_passkeys(app, auth_for):
-    register(auth_for(app, "staff"), Authenticator(ORIGIN))
+def test_an_admins_reset_removes_the_accounts_passkeys_and_ends_its_logins(app, auth_for):
+    staff = auth_for(app, "staff")
+    register(staff, Authenticator(ORIGIN))
     admin = auth_for(app, "admin")
     register(admin, Authenticator(ORIGIN))  # the admin's own second factor, for the admin pages
     admin_key = Authenticator(ORIGIN)
@@ -135,8 +139,9 @@ def test_an_admins_reset_removes_the_accounts_passkeys(app, auth_for):
     token = csrf_token(page.text)
     assert admin.post("/admin/users/staff/mfa/reset", data={"csrf_token": token}).status_code == 303
     with app.app_context():
-        staff = db.session.scalar(db.select(User).filter_by(username="staff"))
-        assert db.session.scalars(db.select(Passkey).filter_by(user_id=staff.id)).all() == []
+        account = db.session.scalar(db.select(User).filter_by(username="staff"))
+        assert db.session.scalars(db.select(Passkey).filter_by(user_id=account.id)).all() == []
+    assert staff.get("/account/passkeys").status_code == 302  # logged out
 
 
 def test_removing_a_passkey_by_an_id_of_any_length_says_there_is_none(app, auth_for):

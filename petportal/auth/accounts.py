@@ -98,13 +98,14 @@ def change_password(user: User, new_password: str, keep_login: str | None) -> No
 
 
 def reset_mfa(user: User) -> None:
-    """Remove the account's second factors, its app and its passkeys (a lost or stolen device); it sets one up
-    again when it next needs one."""
+    """Remove the account's second factors, its app and its passkeys (a lost or stolen device), and end its
+    logins, which a stolen device may have begun; it sets one up again when it next needs one."""
     if not passkeys.has_second_factor(user):
         raise AccountError(_("%(username)s has no second factor to reset.", username=user.username))
     if user.mfa_enabled:
         mfa.remove(user)
     passkeys.remove_all(user)
+    logins.end_all(user.id)
 
 
 def _has_a_password(user: User) -> None:

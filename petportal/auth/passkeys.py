@@ -47,7 +47,7 @@ PASSKEY_ID_MAX = 2**31 - 1
 CREDENTIAL_ID_MAX_BYTES = 1023
 CREDENTIAL_ID = re.compile(r"[A-Za-z0-9_-]{1,1364}", re.ASCII)
 # The parser's errors for an answer that is not one: malformed, the wrong types, or nested beyond recursion.
-UNREADABLE = (WebAuthnException, ValueError, TypeError, KeyError, RecursionError)
+UNREADABLE = (WebAuthnException, ValueError, TypeError, LookupError, RecursionError)
 CHALLENGE_SECONDS = 300
 NAME_MAX_LENGTH = 80
 # How long a browser may take over a ceremony (the person finds their authenticator), in milliseconds.
