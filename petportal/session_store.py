@@ -31,7 +31,7 @@ from abc import abstractmethod
 from datetime import timedelta
 
 import redis
-from flask import Flask, Request, Response, current_app, session
+from flask import Flask, Request, Response, current_app, request, session
 from flask_session.base import ServerSideSession, ServerSideSessionInterface
 from flask_session.redis import RedisSessionInterface
 from sqlalchemy import delete, text
@@ -44,6 +44,8 @@ log = logging.getLogger(__name__)
 KEY_PREFIX = "petportal:session:"
 # Flask-Session's own default: 32 random bytes, URL-safe.
 ID_BYTES = 32
+# The requests for the portal's static files (its own, and Bootstrap-Flask's).
+STATIC_ENDPOINTS = frozenset({"static", "bootstrap.static"})
 # Expired rows of the database store are deleted on about one write in this many.
 CLEANUP_EVERY = 200
 
@@ -80,8 +82,15 @@ class ResilientSessions(ServerSideSessionInterface):
         return opened
 
     def save_session(self, app: Flask, session: ServerSideSession, response: Response) -> None:
-        """Save the session (never one that could not be read); a store that fails costs one log line."""
+        """Save the session (never one that could not be read); a store that fails costs one log line.
+
+        A static file's request leaves the session alone unless it changed it. Saving writes the whole session
+        back, and a page's files are fetched while the page's own next request may be changing the session:
+        the file's copy, read before that change, would overwrite it (a CSRF token just made, and so the form
+        or the passkey button that needs it)."""
         if getattr(session, "unavailable", True):
+            return
+        if not session.modified and request.endpoint in STATIC_ENDPOINTS:
             return
         try:
             super().save_session(app, session, response)

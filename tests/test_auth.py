@@ -135,3 +135,22 @@ def test_login_form_without_csrf_token_is_refused(client):
     assert response.status_code == 400
     assert client.get("/animals/new").status_code == 302
     assert csrf_token(client.get("/login").text)
+
+
+def test_a_static_files_request_never_writes_back_a_session_it_read_before_a_change(portal_app, client):
+    """A page's files are fetched while its next request may be changing the session. A file's request that had
+    read the session before a CSRF token was made would, by saving it, take the token away again."""
+    from petportal.models import ServerSession
+
+    client.get("/login")  # the session, with its CSRF token
+
+    def stored():
+        with portal_app.app_context():
+            return [(row.data, row.expires_at) for row in db.session.scalars(db.select(ServerSession))]
+
+    before = stored()
+    assert before
+    for path in ("/static/js/portal.js", "/bootstrap/static/css/bootstrap.min.css", "/static/favicon.svg"):
+        assert client.get(path).status_code == 200
+    assert stored() == before
+    client.get("/animals")  # a page's request still refreshes it

