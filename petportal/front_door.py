@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import unquote_to_bytes
 
 from flask import Flask, g, request
-from werkzeug.exceptions import BadRequest, ServiceUnavailable
+from werkzeug.exceptions import BadHost, BadRequest, ServiceUnavailable
 
 from .lazy_text import lazy_gettext as _l
 
@@ -142,6 +142,8 @@ def register(app: Flask) -> None:
             raise ServiceUnavailable(str(BUSY))
         # The host first: a refused host has its own 400 page, the only one that needs no URL of this site.
         request.host  # noqa: B018 - reading it raises SecurityError for a host the portal does not answer to
+        if isinstance(request.routing_exception, BadHost):
+            raise request.routing_exception  # a host no URL can be built for (".", say): the same page
         part = unreadable(request.environ)
         if part is not None:
             raise UnreadableRequest(str(UNREADABLE_PARTS[part]))

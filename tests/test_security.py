@@ -311,6 +311,16 @@ def test_a_host_name_that_cannot_be_encoded_gets_the_bad_host_page_and_no_traceb
     assert "Traceback" not in caplog.text
 
 
+def test_a_host_no_url_can_be_built_for_gets_the_bad_host_page_before_any_other(make_portal, caplog):
+    """Found by the fuzz: a forwarded host "." with a query that is not UTF-8 drew the query's 400 page, whose
+    links need a URL of this site, and logged a traceback."""
+    client = make_portal(TRUSTED_PROXIES=1).test_client()
+    refused = client.get("/animals?%C8N=1", headers={"X-Forwarded-Host": "."})
+    assert refused.status_code == 400
+    assert "does not answer to that host name" in refused.text
+    assert "Traceback" not in caplog.text and "could not be drawn" not in caplog.text
+
+
 def test_trusted_hosts_and_proxies_come_from_the_environment():
     config = from_environment(
         {"PETPORTAL_TRUSTED_HOSTS": "a.example, b.example", "PETPORTAL_TRUSTED_PROXIES": "2"}, read_dotenv=False
