@@ -11,6 +11,7 @@ from sqlalchemy import event
 
 from . import (
     commands,
+    compression,
     config,
     demo,
     environments,
@@ -24,6 +25,7 @@ from . import (
     reading,
     security,
     session_store,
+    static_files,
     template_text,
     tracing,
     unit_of_work,
@@ -70,6 +72,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     app.extensions[WHEN_BUILT] = []
 
     unit_of_work.register(app, errors.handle_database_error)  # first: its commit runs after every other hook
+    compression.register(app)  # then: the body it compresses is final once every later hook has run
     demo.register(app)
     logs.register(app)
     metrics.register(app)
@@ -113,6 +116,7 @@ def register_extensions(app: Flask) -> None:
     throttle.register(app)
     Bootstrap5(app)
     page_cache.register(app)
+    static_files.register(app)
 
 
 def _use_sqlite_wal(connection: Any, _record: Any) -> None:

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 from dotenv import find_dotenv, load_dotenv
 
-from . import tracing
+from . import compression, tracing
 from .clock import real_time
 
 ENVIRONMENT_NAMES = ("production", "staging")
@@ -56,6 +56,7 @@ def defaults(instance_path: str) -> dict[str, Any]:
         "IMPORT_LEASE_SECONDS": 10.0,
         # How often each portal process (without Redis) or import worker looks for imports to pick up.
         "IMPORT_WATCH_SECONDS": 5.0,
+        **compression.settings(),
     }
 
 

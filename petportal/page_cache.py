@@ -36,6 +36,7 @@ from werkzeug.wrappers import Response
 
 from . import logs, metrics, tracing
 from .auth.remember import REMEMBER_COOKIE
+from .compression import encoding_for
 from .extensions import cache
 from .front_door import unreadable
 from .i18n import language_of
@@ -238,14 +239,15 @@ def _generation_key(environment_name: str) -> str:
 
 
 def _page_key(app: Flask, backend: BaseCache, environment: str, environ: WSGIEnvironment) -> str:
-    """The key of a page: its environment and that environment's generation, the language it is served in, the
-    scheme and host the request came to (after ProxyFix, when proxies are trusted) and its path and query as they
-    came."""
+    """The key of a page: its environment and that environment's generation, the language and the encoding it is
+    served in, the scheme and host the request came to (after ProxyFix, when proxies are trusted) and its path and
+    query as they came."""
     generation = _safely(app, backend.get, _generation_key(environment)) or 0
     host = environ.get("HTTP_HOST") or f"{environ.get('SERVER_NAME', '')}:{environ.get('SERVER_PORT', '')}"
     # Each part quoted on its own (repr), so no Host header can pass itself off as part of a path.
     where = (environ["wsgi.url_scheme"], host, environ.get("PATH_INFO", ""), environ.get("QUERY_STRING", ""))
-    return f"page:{environment}:{generation}:{language_of(environ)}:{where!r}"
+    encoding = encoding_for(environ.get("HTTP_ACCEPT_ENCODING", ""))
+    return f"page:{environment}:{generation}:{language_of(environ)}:{encoding}:{where!r}"
 
 
 def _safely(app: Flask, operation: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T | None:

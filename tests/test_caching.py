@@ -1,8 +1,10 @@
 """The micro-cache: anonymous list and detail pages only, per environment and query, never stale after an add."""
 
+import gzip
 import socket
 import time
 
+import brotli
 import pytest
 
 from bench.portal import csrf_token
@@ -116,11 +118,13 @@ def test_with_caching_off_every_visit_asks_the_store(make_portal, production_sto
     assert len(list_calls(production_store)) == 3
 
 
+@pytest.mark.parametrize("compressed", [False, True])
 @pytest.mark.parametrize("conditional", [False, True])
-def test_a_page_has_one_date_header_whether_fresh_or_replayed(make_portal, production_store, conditional):
+def test_a_page_has_one_date_header_whether_fresh_or_replayed(make_portal, production_store, conditional, compressed):
     """The server writes the Date; the portal writes none of its own (Werkzeug's make_conditional would)."""
     app = make_portal(CACHE_SECONDS=30)
     extra = b'If-None-Match: "not-this-one"\r\n' if conditional else b""
+    extra += b"Accept-Encoding: br\r\n" if compressed else b""
     with serve(app) as origin:
         port = int(origin.rsplit(":", 1)[1])
         for _ in range(2):  # fresh, then from the cache
@@ -132,6 +136,7 @@ def test_a_page_has_one_date_header_whether_fresh_or_replayed(make_portal, produ
             lines = head.split(b"\r\n\r\n")[0].decode("latin-1").split("\r\n")
             assert lines[0].startswith("HTTP/1.1 200")
             assert sum(line.lower().startswith("date:") for line in lines) == 1, lines
+            assert ("content-encoding: br" in (line.lower() for line in lines)) is compressed, lines
     assert len(list_calls(production_store)) == 1
 
 
@@ -228,3 +233,38 @@ def test_a_host_header_cannot_pass_itself_off_as_part_of_a_path(make_portal, pro
     # Joined as text, this request's scheme, host, path and query would read like the one stored above.
     odd = client.get("/animals", query_string="status=sold/animals?", headers={"Host": "h"})
     assert odd.status_code == 400
+
+
+def decoded(page):
+    """A page's text, whichever encoding it came in."""
+    encoding = page.headers.get("Content-Encoding")
+    body = {"br": brotli.decompress, "gzip": gzip.decompress, None: bytes}[encoding](page.data)
+    return body.decode()
+
+
+def test_a_stored_page_is_only_replayed_in_the_encoding_it_was_stored_in(make_portal, production_store):
+    """Each encoding is a page of its own in the cache: a browser that takes no Brotli never gets Brotli."""
+    app = make_portal(CACHE_SECONDS=30)
+    client = app.test_client()
+    visits = ["br, gzip", "", "gzip", "gzip, deflate, br, zstd", "identity", "gzip;q=1, br;q=0.5"]
+    encodings = []
+    for accept in visits:
+        page = client.get("/animals?limit=5", headers={"Accept-Encoding": accept})
+        assert page.status_code == 200
+        assert "Accept-Encoding" in page.headers["Vary"]
+        assert "Rex" in decoded(page)
+        encodings.append(page.headers.get("Content-Encoding"))
+    assert encodings == ["br", None, "gzip", "br", None, "gzip"]
+    assert len(list_calls(production_store)) == 3, "one fresh page for each encoding, then replayed"
+
+
+def test_a_compressed_page_answers_if_none_match_with_304_fresh_and_replayed(make_portal, production_store):
+    app = make_portal(CACHE_SECONDS=30)
+    client = app.test_client()
+    page = client.get("/animals", headers={"Accept-Encoding": "br"})
+    for _ in range(2):  # the stored page answers the same
+        again = client.get("/animals", headers={"Accept-Encoding": "br", "If-None-Match": page.headers["ETag"]})
+        assert again.status_code == 304 and again.data == b""
+    # The uncompressed page has another ETag: a validator of one encoding never stands for the other.
+    plain = client.get("/animals", headers={"If-None-Match": page.headers["ETag"]})
+    assert plain.status_code == 200 and "Content-Encoding" not in plain.headers

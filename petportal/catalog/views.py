@@ -19,7 +19,7 @@ from flask_login import current_user
 from markupsafe import Markup, escape
 from werkzeug.wrappers import Response
 
-from .. import metrics, page_cache
+from .. import metrics, page_cache, static_files
 from ..auth.access import role_required
 from ..downloads import csv_download
 from ..environments import Environment
@@ -59,8 +59,9 @@ def share_the_bounds(state: BlueprintSetupState) -> None:
 
 class FixedUrls:
     """`url_for` for the links every page draws that take no value from the request (the menu, the static
-    files): each is built once per process for each place the portal is mounted at (`SCRIPT_NAME`), not on
-    every page. Like `url_for` without `_external`, the URL is a path, so scheme and host never enter it."""
+    files, under their content's digest): each is built once per process for each place the portal is mounted
+    at (`SCRIPT_NAME`), not on every page. Like `url_for` without `_external`, the URL is a path, so scheme and
+    host never enter it."""
 
     # About 20 links for each mount point; past this many, a URL is built for each page again, as url_for does.
     KEPT_MAX = 256
@@ -72,7 +73,7 @@ class FixedUrls:
         key = (request.script_root, endpoint, filename)
         built = self._built.get(key)
         if built is None:
-            built = escape(url_for(endpoint, filename=filename) if filename else url_for(endpoint))
+            built = escape(static_files.versioned_url(endpoint, filename) if filename else url_for(endpoint))
             if len(self._built) < self.KEPT_MAX:
                 self._built[key] = built
         return built
