@@ -78,7 +78,7 @@ def test_a_built_wheel_serves_pages_and_stylesheet_from_another_directory(tmp_pa
         wait_for_port(port, portal, seconds=60)
         page = requests.get(f"http://127.0.0.1:{port}/animals", timeout=10)
         assert page.status_code == 200 and "Rex" in page.text
-        stylesheet = re.search(r'href="(/static/css/portal\.css[^"]*)"', page.text).group(1)
+        stylesheet = re.search(r'href="(/static/css/site\.css[^"]*)"', page.text).group(1)
         assert requests.get(f"http://127.0.0.1:{port}{stylesheet}", timeout=10).status_code == 200
     finally:
         stop([portal], seconds=20)
