@@ -25,6 +25,8 @@ if _worker.startswith("gw") and os.environ.get("PETPORTAL_TEST_REDIS_URL"):
 # Before they are imported: their asserts then explain themselves as a test's own do.
 pytest.register_assert_rewrite("helpers", "scanning", "bench.portal")
 
+import openid_provider  # noqa: E402
+
 from petportal import create_app  # noqa: E402
 from petportal.extensions import db  # noqa: E402
 from petportal.models import User  # noqa: E402
@@ -196,6 +198,17 @@ def auth_for():
         return client
 
     return logged_in
+
+
+@pytest.fixture(scope="module")
+def identity_provider(tmp_path_factory):
+    """A certified OpenID Provider on a real port (tests/openid_provider.py), or None where Node or the npm
+    package is missing: the single sign-on tests then skip, and the fuzz runs without a company sign-in."""
+    if not openid_provider.available():
+        yield None
+        return
+    with openid_provider.running(tmp_path_factory.mktemp("provider")) as provider:
+        yield provider
 
 
 @pytest.fixture(scope="session")

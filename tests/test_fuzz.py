@@ -28,6 +28,7 @@ from urllib.parse import parse_qsl, quote_from_bytes, unquote_to_bytes, urlsplit
 import pytest
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
+from openid_provider import PORTAL, sign_in_settings
 from werkzeug.exceptions import HTTPException
 from werkzeug.routing import IntegerConverter, RequestRedirect
 
@@ -539,11 +540,17 @@ def readied(app, caplog):
     return Portal(app, survey(app, {role: visitor.client for role, visitor in clients.items()}))
 
 
+def signing_in(identity_provider):
+    """A portal's settings for every way of signing in: its public address (passkeys), and the company's sign-in at
+    a real provider where Node has one (else the sign-in routes answer as when none is configured)."""
+    return sign_in_settings(identity_provider) if identity_provider else {"PUBLIC_URL": PORTAL}
+
+
 @pytest.fixture
-def portal(make_portal, caplog):
+def portal(make_portal, caplog, identity_provider):
     """The portal over the two real reference stores, behind one trusted proxy (so the X-Forwarded-* headers
-    count), readied and surveyed."""
-    return readied(make_portal(TRUSTED_PROXIES=1), caplog)
+    count), with every way of signing in, readied and surveyed."""
+    return readied(make_portal(TRUSTED_PROXIES=1, **signing_in(identity_provider)), caplog)
 
 
 # --- the tests -------------------------------------------------------------------------------------------
@@ -581,10 +588,10 @@ def test_every_route_answers_generated_requests(portal, caplog, role, data):
 
 
 @pytest.fixture
-def served(make_portal, caplog):
-    """The portal behind one trusted proxy, on trusted host names, served on a real port; its survey and the
-    session cookies of a browser logged in as each role."""
-    app = make_portal(TRUSTED_PROXIES=1, TRUSTED_HOSTS=TRUSTED_HOSTS)
+def served(make_portal, caplog, identity_provider):
+    """The portal behind one trusted proxy, on trusted host names, with every way of signing in, served on a real
+    port; its survey and the session cookies of a browser logged in as each role."""
+    app = make_portal(TRUSTED_PROXIES=1, TRUSTED_HOSTS=TRUSTED_HOSTS, **signing_in(identity_provider))
     surveyed = readied(app, caplog)
     with serve(app) as origin:
         cookies = {"anonymous": []}

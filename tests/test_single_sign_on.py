@@ -2,89 +2,31 @@
 real port. The portal's Authlib client reads its discovery document, exchanges codes at its token endpoint and
 checks its ID tokens; nothing of the protocol is mocked."""
 
-import json
-import shutil
-import subprocess
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import requests
 from authenticator import Authenticator
+from openid_provider import CALLBACK, MISSING, PORTAL, sign_in_settings
 
-from bench.portal import PROJECT_ROOT
 from petportal.auth import sso
 from petportal.extensions import db
 from petportal.models import AuditEntry, LoginSession, User
-from petportal.processes import free_port, stop, wait_for_port
+from petportal.processes import free_port
 
 from helpers import PASSWORDS, AuthActions, csrf_token, enrol_mfa, post_form, totp
 
-PROVIDER_SCRIPT = PROJECT_ROOT / "tests" / "oidc_provider.mjs"
-PROVIDER_PACKAGE = PROJECT_ROOT / "tests" / "node_modules" / "oidc-provider"
-PORTAL = "http://localhost"
-CALLBACK = f"{PORTAL}/login/sso/callback"
-CLIENT = {"client_id": "portal", "client_secret": "portal-secret", "redirect_uris": [CALLBACK]}
-# Another application of the same company: its codes and tokens are not the portal's.
-OTHER_CLIENT = {"client_id": "wiki", "client_secret": "wiki-secret", "redirect_uris": [CALLBACK]}
-PEOPLE = {
-    "kim-0001": {"preferred_username": "kim", "groups": ["pet-staff"]},
-    "ada-0002": {"preferred_username": "ada", "groups": ["everyone", "pet-admins"]},
-    "eve-0003": {"preferred_username": "eve", "groups": ["everyone"]},
-    # Takes the name of the portal's own password admin: must never become that account.
-    "mallory-0004": {"preferred_username": "admin", "groups": ["pet-staff"]},
-}
-
-
-class Provider:
-    """The running provider: its issuer URL, and who its people are (changeable between sign-ins)."""
-
-    def __init__(self, issuer, settings_file):
-        self.issuer = issuer
-        self.settings_file = settings_file
-        self.people = json.loads(json.dumps(PEOPLE))
-        self.save()
-
-    def save(self):
-        self.settings_file.write_text(json.dumps({"clients": [CLIENT, OTHER_CLIENT], "people": self.people}))
-
-    def set_groups(self, sub, groups):
-        self.people[sub]["groups"] = groups
-        self.save()
-
 
 @pytest.fixture(scope="module")
-def provider(tmp_path_factory):
-    if not shutil.which("node") or not PROVIDER_PACKAGE.is_dir():
-        pytest.skip("node and tests/node_modules/oidc-provider are needed (npm ci --prefix tests)")
-    port = free_port()
-    settings_file = tmp_path_factory.mktemp("provider") / "settings.json"
-    running = Provider(f"http://127.0.0.1:{port}", settings_file)
-    process = subprocess.Popen(
-        ["node", str(PROVIDER_SCRIPT), str(port), str(settings_file)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        wait_for_port(port, process)
-        yield running
-    finally:
-        stop([process])
+def provider(identity_provider):
+    if identity_provider is None:
+        pytest.skip(MISSING)
+    return identity_provider
 
 
 def sso_app(make_portal, provider, **settings):
-    """A portal whose staff and admins sign in at `provider` ("pet-staff" and "pet-admins" in `groups`)."""
-    provider.people = json.loads(json.dumps(PEOPLE))
-    provider.save()
-    oidc = {
-        "issuer": provider.issuer,
-        "client_id": CLIENT["client_id"],
-        "client_secret": CLIENT["client_secret"],
-        "name": "Acme sign-in",
-        "role_claim": "groups",
-        "admin_values": frozenset({"pet-admins"}),
-        "staff_values": frozenset({"pet-staff"}),
-    }
-    return make_portal(PUBLIC_URL=PORTAL, OIDC=oidc, **settings)
+    """A portal whose staff and admins sign in at `provider`."""
+    return make_portal(**sign_in_settings(provider), **settings)
 
 
 @pytest.fixture
