@@ -1,27 +1,36 @@
 """Pages, stylesheets and scripts compressed by what the browser accepts: Brotli, else gzip, else none.
 
-Flask-Compress does the work and adds `Vary: Accept-Encoding`. Two things are the portal's own:
-- `encoding_for` is the one choice of encoding, the library's own: the compressor uses it, and the page cache
-  keys each stored page by it, so a page stored compressed one way is only replayed to a browser that would
-  have been sent it that way (`page_cache._page_key`).
-- The compressor is called from the portal's own hook, which then takes out the `Date` that its conditional
-  handling writes: the server writes the one `Date` of every response (see page_cache).
-
-Compressed pages still carry the CSRF token. The session cookie is `SameSite=Lax`, so another site cannot
-have a visitor's browser fetch their pages in the background; and a page's length, however often measured,
-could tell only the token's unsigned part, while a form is accepted only with the part signed by the secret key.
+Flask-Compress does the compressing and adds `Vary: Accept-Encoding`. Three things are the portal's own:
+- `encoding_for` is the one choice of encoding, read with Werkzeug's parser of Accept headers: a coding with
+  q=0 is refused, a coding named outranks `*`, and `identity` asked for with a higher q than any coding means
+  none. The compressor is told that choice, and the page cache keys each stored page by it
+  (`page_cache._page_key`), so a page stored compressed one way is only replayed to a browser that chose it.
+- A range of a file (206) is sent as the file's own bytes: its range counts those, not compressed ones.
+- A page that shows a secret worth guessing (the second factor's key, the recovery codes) is never compressed
+  (`uncompressed`): such a page also repeats what the visitor's URL holds (its language links), and the length
+  of a compressed page could tell, over many visits from another site, how much of it matches a guess (BREACH).
+  Every other page carries only the CSRF token, whose signed part changes every second.
+The compressor runs from the portal's own hook, which then takes out the `Date` that its conditional handling
+writes: the server writes the one `Date` of every response (see page_cache).
 """
 
 from __future__ import annotations
 
-from flask import Flask, Response
+from collections.abc import Callable
+from functools import lru_cache, wraps
+from typing import ParamSpec, TypeVar
+
+from flask import Flask, Response, g, request
 from flask_compress import Compress
-from flask_compress.flask_compress import _choose_algorithm
+from werkzeug.http import parse_accept_header
 
 # Best first. Every browser takes both; zstd would add a third copy of each cached page for little gain.
 ENCODINGS = ("br", "gzip")
 # What is worth compressing: pages, their assets, the JSON of an import's progress.
 TYPES = ("text/html", "text/css", "text/javascript", "application/javascript", "application/json", "image/svg+xml")
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 compress = Compress()
 
@@ -39,17 +48,41 @@ def settings() -> dict[str, object]:
     }
 
 
+@lru_cache(maxsize=256)
 def encoding_for(accept_encoding: str) -> str | None:
     """The encoding a response to this `Accept-Encoding` is sent in ("br", "gzip"), or None for none."""
-    return _choose_algorithm(ENCODINGS, accept_encoding)
+    qualities = {value.lower(): quality for value, quality in parse_accept_header(accept_encoding)}
+
+    def quality(coding: str) -> float:
+        return qualities.get(coding, qualities.get("*", 0))
+
+    best = max(ENCODINGS, key=quality)  # the first of equals
+    if quality(best) <= 0 or qualities.get("identity", 0) > quality(best):
+        return None
+    return best
+
+
+def uncompressed(view: Callable[P, T]) -> Callable[P, T]:
+    """Never compress this view's answers: it shows a secret that its page's length must not give away."""
+
+    @wraps(view)
+    def marked(*args: P.args, **kwargs: P.kwargs) -> T:
+        g.uncompressed = True
+        return view(*args, **kwargs)
+
+    return marked
 
 
 def register(app: Flask) -> None:
-    """Compress each response the browser can take compressed, as the last step before it leaves Flask."""
+    """Compress each whole answer the browser chose to take compressed, as the last step before it leaves Flask."""
     compress.init_app(app)
 
     @app.after_request
     def compressed(response: Response) -> Response:
+        if response.status_code == 206 or g.get("uncompressed"):
+            return response  # the same bytes, whatever the browser accepts
+        # Flask-Compress reads the header itself: it is given the choice made here, and nothing else.
+        request.environ["HTTP_ACCEPT_ENCODING"] = encoding_for(request.headers.get("Accept-Encoding", "")) or ""
         response = compress.after_request(response)
         del response.headers["Date"]  # written by make_conditional; the server writes its own
         return response

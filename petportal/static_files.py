@@ -1,19 +1,24 @@
 """Static files under content-addressed URLs, kept by browsers for a year.
 
 Every page links a stylesheet or script as `/static/<file>?v=<digest of its bytes>` (`versioned_url`, through
-the `fixed_url` links of the templates). A request whose `v` is the file's digest gets `Cache-Control: public,
-max-age=31536000, immutable`: the browser never asks again, and a new release, whose files have new digests,
-is fetched at once. Any other request for the file is answered as Flask answers it (revalidated each time).
-Each file is read whole, so that it is compressed as the pages are (`compression`).
-Digests are worked out once per process and file; files do not change while a process runs.
+the `fixed_url` links of the templates). A GET or HEAD that Flask answered with the file itself, under the
+file's current digest, gets `Cache-Control: public, max-age=31536000, immutable`: the browser never asks again,
+and a new release, whose files have new digests, is fetched at once. Any other request for the file is answered
+as Flask answers it (revalidated each time). Each file is read whole, so that it is compressed as the pages are
+(`compression`).
+
+A digest is worked out once per process for each file that exists inside a static folder, found as Flask's
+`send_from_directory` finds it (`safe_join`), and kept under its normalised path: however a request spells a
+path, it never reads outside the folders, and the digests kept are at most one per file.
 """
 
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
+import os
 
 from flask import Flask, current_app, request, url_for
+from werkzeug.security import safe_join
 from werkzeug.wrappers import Response
 
 # The endpoints that serve files: the portal's own and Bootstrap-Flask's (Bootstrap's scripts).
@@ -22,40 +27,52 @@ YEAR = 365 * 24 * 3600
 IMMUTABLE = f"public, max-age={YEAR}, immutable"
 # Characters of the SHA-256 digest in a URL: 64 bits, plenty to tell two versions of one file apart.
 DIGEST_LENGTH = 16
+DIGESTS = "petportal.static_digests"
 
 
 def versioned_url(endpoint: str, filename: str) -> str:
     """The URL of a static file with the digest of its content."""
-    return url_for(endpoint, filename=filename, v=_digest(current_app, endpoint, filename))
+    digest = _digest(current_app, endpoint, filename)
+    assert digest is not None, f"no static file {filename!r} for {endpoint}"  # a template names a missing file
+    return url_for(endpoint, filename=filename, v=digest)
 
 
-def _digest(app: Flask, endpoint: str, filename: str) -> str:
-    digests: dict[tuple[str, str], str] = app.extensions.setdefault("petportal.static_digests", {})
-    key = (endpoint, filename)
-    if key not in digests:
-        digests[key] = hashlib.sha256((_folder(app, endpoint) / filename).read_bytes()).hexdigest()[:DIGEST_LENGTH]
-    return digests[key]
+def _digest(app: Flask, endpoint: str, filename: str) -> str | None:
+    """The digest of the file `filename` names in the endpoint's folder, or None when there is no such file."""
+    path = _path(app, endpoint, filename)
+    if path is None:
+        return None
+    digests: dict[str, str] = app.extensions.setdefault(DIGESTS, {})
+    if path not in digests:
+        with open(path, "rb") as file:
+            digests[path] = hashlib.sha256(file.read()).hexdigest()[:DIGEST_LENGTH]
+    return digests[path]
 
 
-def _folder(app: Flask, endpoint: str) -> Path:
+def _path(app: Flask, endpoint: str, filename: str) -> str | None:
+    """The file as `send_from_directory` finds it: inside the folder, normalised, a regular file; else None."""
     blueprint = endpoint.rpartition(".")[0]
     folder = app.blueprints[blueprint].static_folder if blueprint else app.static_folder
-    assert folder is not None, endpoint
-    return Path(folder)
+    path = safe_join(folder, filename) if folder else None
+    if path is None:
+        return None
+    path = os.path.normpath(path)
+    return path if os.path.isfile(path) else None
 
 
 def register(app: Flask) -> None:
-    """Keep a static file for a year when it was asked for under its current digest; read it whole, so that it is
+    """Keep a static file for a year when it was sent under its current digest; read it whole, so that it is
     compressed (runs before `compression`'s hook, registered earlier)."""
 
     @app.after_request
     def keep_versioned_files(response: Response) -> Response:
-        if request.endpoint not in STATIC_ENDPOINTS:
+        if request.endpoint not in STATIC_ENDPOINTS or request.method not in ("GET", "HEAD"):
             return response
         if response.direct_passthrough:
             response.direct_passthrough = False
             response.make_sequence()  # the files are small; the file is closed with the response
-        filename = (request.view_args or {})["filename"]
-        if response.status_code in (200, 304) and request.args.get("v") == _digest(app, request.endpoint, filename):
+        version = request.args.get("v")
+        filename = (request.view_args or {}).get("filename", "")
+        if version and response.status_code in (200, 304) and version == _digest(app, request.endpoint, filename):
             response.headers["Cache-Control"] = IMMUTABLE
         return response

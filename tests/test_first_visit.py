@@ -13,8 +13,9 @@ import pytest
 from test_caching import decoded
 
 from bench.portal import PROJECT_ROOT
+from petportal import static_files
 
-from helpers import PAGES_OF_EVERY_KIND
+from helpers import PAGES_OF_EVERY_KIND, SECRET_PATTERN, AuthActions
 
 DESCRIPTION = re.compile(r'<meta name="description" content="([^"]*)">')
 # Pages beyond the list's kinds that have a description of their own too.
@@ -93,3 +94,70 @@ def test_the_stylesheet_is_the_bootstrap_of_the_pages_scripts():
     stylesheet = (PROJECT_ROOT / "static/css/site.css").read_text()
     script = Path(flask_bootstrap.__file__).parent / "static/bootstrap5/js/bootstrap.min.js"
     assert version.search(stylesheet).group(1) == version.search(script.read_text()).group(1)
+
+
+@pytest.mark.parametrize(
+    ("accept", "encoding"),
+    [
+        ("br;q=0", None),  # q=0 refuses a coding
+        ("gzip;q=0, br;q=0", None),
+        ("*;q=0.1, br;q=0", "gzip"),  # a coding named outranks the wildcard
+        ("gzip;q=0, *", "br"),
+        ("*", "br"),
+        ("identity;q=1, br;q=0.5", None),  # the browser prefers the bytes as they are
+        ("br;q=abc, gzip", "gzip"),  # a quality that is no number counts for nothing
+        ("BR", "br"),
+        ("deflate, zstd", None),
+    ],
+)
+def test_the_encoding_follows_the_browsers_qualities(portal_app, accept, encoding):
+    client = portal_app.test_client()
+    page = client.get("/animals", headers={"Accept-Encoding": accept})
+    assert page.headers.get("Content-Encoding") == encoding
+    assert "Rex" in decoded(page)
+
+
+def test_a_static_request_reads_nothing_outside_the_static_folders(portal_app):
+    """No spelling of a path, and no method, makes the portal read a file that it does not serve: a file outside
+    the folders gives away neither its existence nor its digest (an OPTIONS once read any file whole, /dev/zero
+    until the memory ran out)."""
+    client = portal_app.test_client()
+    outside = (PROJECT_ROOT / "pyproject.toml").read_bytes()
+    digest = hashlib.sha256(outside).hexdigest()[:16]
+    for method in ("GET", "HEAD", "OPTIONS"):
+        for path in ("/static/..%2fpyproject.toml", "/static/../pyproject.toml", "/bootstrap/static/..%2f..%2fx"):
+            answer = client.open(f"{path}?v={digest}", method=method)
+            assert answer.status_code < 500 and "immutable" not in answer.headers.get("Cache-Control", ""), path
+        for path in ("/static/nope.css", "/static/css", "/static/css/x/../site.css", "/static/" + "./" * 3000):
+            assert client.open(f"{path}?v=1", method=method).status_code < 500, path
+    folders = (portal_app.static_folder, portal_app.blueprints["bootstrap"].static_folder)
+    assert all(path.startswith(folders) for path in portal_app.extensions[static_files.DIGESTS])
+
+
+def test_every_spelling_of_a_file_shares_one_digest(portal_app):
+    client = portal_app.test_client()
+    path, digest = next(asset for asset in ASSET.findall(client.get("/animals").text) if asset[0].endswith(".css"))
+    name = path.removeprefix("/static/")
+    kept = len(portal_app.extensions[static_files.DIGESTS])
+    for spelling in ("./" + name, name.replace("/", "/./"), "js/../" + name, "./" * 50 + name):
+        answer = client.get(f"/static/{spelling}?v={digest}")
+        assert answer.status_code == 200 and answer.headers["Cache-Control"] == static_files.IMMUTABLE, spelling
+    assert len(portal_app.extensions[static_files.DIGESTS]) == kept
+
+
+def test_a_range_of_a_file_is_its_own_bytes_never_compressed(portal_app):
+    client = portal_app.test_client()
+    path, digest = next(asset for asset in ASSET.findall(client.get("/animals").text) if asset[0].endswith(".css"))
+    whole = client.get(f"{path}?v={digest}").data
+    part = client.get(f"{path}?v={digest}", headers={"Range": "bytes=0-999", "Accept-Encoding": "br, gzip"})
+    assert part.status_code == 206 and "Content-Encoding" not in part.headers
+    assert part.data == whole[:1000]
+
+
+def test_the_second_factors_key_and_codes_are_never_compressed(make_portal):
+    """They are worth guessing, and their page repeats what its URL holds: its length must not tell a guess."""
+    client = make_portal().test_client()
+    AuthActions(client).login("staff")
+    page = client.get("/account/mfa", headers={"Accept-Encoding": "br, gzip"})
+    assert page.status_code == 200 and SECRET_PATTERN.search(page.text)
+    assert "Content-Encoding" not in page.headers

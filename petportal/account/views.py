@@ -19,7 +19,7 @@ from flask.typing import ResponseReturnValue
 from flask_babel import gettext as _
 from flask_login import current_user, login_fresh
 
-from .. import audit
+from .. import audit, compression
 from ..auth import accounts, logins, mfa, passkeys, throttle
 from ..auth.access import log_in_again, login_required
 from ..auth.forms import CodeForm
@@ -91,6 +91,7 @@ def end_other_sessions() -> ResponseReturnValue:
 
 @bp.route("/mfa", methods=["GET", "POST"])
 @login_required
+@compression.uncompressed  # the key to scan and the recovery codes
 def mfa_page() -> ResponseReturnValue:
     """Set up a second factor: scan the code, confirm with a code from the app, keep the recovery codes."""
     user = current_user._get_current_object()
