@@ -134,9 +134,14 @@ def test_a_static_request_reads_nothing_outside_the_static_folders(portal_app):
     assert all(path.startswith(folders) for path in portal_app.extensions[static_files.DIGESTS])
 
 
+def stylesheet(client):
+    """The path and digest of the stylesheet the list page links."""
+    return next(asset for asset in ASSET.findall(client.get("/animals").text) if asset[0].endswith(".css"))
+
+
 def test_every_spelling_of_a_file_shares_one_digest(portal_app):
     client = portal_app.test_client()
-    path, digest = next(asset for asset in ASSET.findall(client.get("/animals").text) if asset[0].endswith(".css"))
+    path, digest = stylesheet(client)
     name = path.removeprefix("/static/")
     kept = len(portal_app.extensions[static_files.DIGESTS])
     for spelling in ("./" + name, name.replace("/", "/./"), "js/../" + name, "./" * 50 + name):
@@ -147,7 +152,7 @@ def test_every_spelling_of_a_file_shares_one_digest(portal_app):
 
 def test_a_range_of_a_file_is_its_own_bytes_never_compressed(portal_app):
     client = portal_app.test_client()
-    path, digest = next(asset for asset in ASSET.findall(client.get("/animals").text) if asset[0].endswith(".css"))
+    path, digest = stylesheet(client)
     whole = client.get(f"{path}?v={digest}").data
     part = client.get(f"{path}?v={digest}", headers={"Range": "bytes=0-999", "Accept-Encoding": "br, gzip"})
     assert part.status_code == 206 and "Content-Encoding" not in part.headers

@@ -101,8 +101,8 @@ def test_metrics_add_up_over_two_gunicorn_workers(tmp_path, production_store):
         PROMETHEUS_MULTIPROC_DIR=str(metrics_dir),
     )
     with portal_processes(env, count=1) as [origin]:
-        for _ in range(40):
-            requests.get(f"{origin}/animals", headers={"Connection": "close"}, timeout=10)
+        pages = [requests.get(f"{origin}/animals", headers={"Connection": "close"}, timeout=10) for _ in range(40)]
+        assert all(len(page.raw.headers.getlist("Date")) == 1 for page in pages), "gunicorn writes the one Date"
         workers = {name.rsplit("_", 1)[1] for name in os.listdir(metrics_dir) if name.startswith("counter_")}
         text = requests.get(f"{origin}/metrics", timeout=10).text
     assert len(workers) >= 2, "both workers served requests"

@@ -31,9 +31,13 @@ def test_flask_serve_serves_pages_from_two_workers_and_adds_up_their_metrics(tmp
     with running("flask serve", env, tmp_path / "out.log") as (origin, process):
         pages = [requests.get(f"{origin}/animals", headers={"Connection": "close"}, timeout=10) for _ in range(40)]
         assert all(page.status_code == 200 and "Rex" in page.text for page in pages)
+        # Compressed as the browser accepts (requests takes gzip and Brotli), with the server's one Date.
+        assert all(page.headers["Content-Encoding"] in ("br", "gzip") for page in pages)
+        assert all(len(page.raw.headers.getlist("Date")) == 1 for page in pages)
         assert requests.get(f"{origin}/healthz", timeout=10).status_code == 200
         stylesheet = requests.get(f"{origin}/static/css/portal.css", timeout=10)
         assert stylesheet.status_code == 200 and "text/css" in stylesheet.headers["Content-Type"]
+        assert len(stylesheet.raw.headers.getlist("Date")) == 1
         counted_by = {
             int(name.rsplit("_", 1)[1][:-3]) for name in os.listdir(metrics_dir) if name.startswith("counter_")
         }
