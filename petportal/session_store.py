@@ -30,12 +30,11 @@ import secrets
 from abc import abstractmethod
 from datetime import timedelta
 
-import redis
 from flask import Flask, Request, Response, current_app, request, session
 from flask_session.base import ServerSideSession, ServerSideSessionInterface
-from flask_session.redis import RedisSessionInterface
 from sqlalchemy import delete, text
 
+from . import unit_of_work
 from .clock import now
 from .extensions import db
 from .models import ServerSession
@@ -107,13 +106,6 @@ class ResilientSessions(ServerSideSessionInterface):
         """Make the session's write durable, once Flask-Session has written it."""
 
 
-class RedisSessions(ResilientSessions, RedisSessionInterface):
-    """Sessions in Redis, which expires them by itself."""
-
-    def _ping(self) -> None:
-        self.client.ping()
-
-
 class DatabaseSessions(ResilientSessions):
     """Sessions in the portal's database (table `server_sessions`), for a portal without Redis."""
 
@@ -122,7 +114,9 @@ class DatabaseSessions(ResilientSessions):
 
     def _saved(self) -> None:
         # Flask saves the session after the request's own commit (see unit_of_work): its write is a unit of its own.
-        db.session.commit()
+        # An unchanged visitor's session writes nothing, and so commits nothing.
+        if unit_of_work.pending():
+            db.session.commit()
 
     def _retrieve_session_data(self, store_id: str) -> dict[str, object] | None:
         row = db.session.get(ServerSession, store_id)
@@ -147,6 +141,18 @@ class DatabaseSessions(ResilientSessions):
             db.session.execute(delete(ServerSession).where(ServerSession.expires_at <= now()))
 
 
+def redis_sessions() -> type[ResilientSessions]:
+    """The sessions kept in Redis, which expires them by itself: Flask-Session's Redis store, made resilient. A
+    class made on demand, as its base imports the Redis client."""
+    from flask_session.redis import RedisSessionInterface
+
+    class RedisSessions(ResilientSessions, RedisSessionInterface):
+        def _ping(self) -> None:
+            self.client.ping()
+
+    return RedisSessions
+
+
 def register(app: Flask) -> None:
     """Keep this app's sessions on the server: Redis when `REDIS_URL` is set, else the database."""
     options = {
@@ -157,8 +163,10 @@ def register(app: Flask) -> None:
         "serialization_format": "msgpack",
     }
     if app.config["REDIS_URL"]:
+        import redis  # the Redis client (about 4 MB) is loaded only by a portal that keeps its sessions there
+
         client = redis.Redis.from_url(app.config["REDIS_URL"], socket_timeout=1, socket_connect_timeout=1)
-        app.session_interface = RedisSessions(app, client=client, **options)
+        app.session_interface = redis_sessions()(app, client=client, **options)
     else:
         # Expired rows are removed as sessions are written (see CLEANUP_EVERY); no cron job is needed.
         app.session_interface = DatabaseSessions(app, **options)

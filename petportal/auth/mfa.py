@@ -18,12 +18,9 @@ import hmac
 import logging
 import re
 import secrets
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import pyotp
-from cryptography.fernet import Fernet, InvalidToken
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from flask import current_app
 from flask_babel import gettext
 from markupsafe import Markup
@@ -32,6 +29,9 @@ from sqlalchemy import CursorResult, Update, delete, func, or_, select, update
 from ..clock import now
 from ..extensions import db
 from ..models import RecoveryCode, User
+
+if TYPE_CHECKING:
+    from cryptography.fernet import Fernet
 
 log = logging.getLogger(__name__)
 ISSUER = "Pet Portal"
@@ -57,6 +57,8 @@ def encrypt(secret: str) -> str:
 
 def decrypt(token: str) -> str | None:
     """The secret encrypted in `token`, or None when it cannot be read (the secret key has changed)."""
+    from cryptography.fernet import InvalidToken
+
     try:
         return _fernet().decrypt(token.encode()).decode()
     except (InvalidToken, ValueError):
@@ -169,6 +171,12 @@ def _updated(statement: Update) -> bool:
 
 
 def _fernet() -> Fernet:
+    """The cipher of the secrets. cryptography (about 7 MB) is imported by the first login that uses a second factor,
+    not by every worker at start-up."""
+    from cryptography.fernet import Fernet
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
     key = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=b"petportal mfa secrets").derive(
         current_app.config["SECRET_KEY"].encode()
     )

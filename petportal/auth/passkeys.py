@@ -7,6 +7,9 @@ once, whatever the answer. The package checks the signature, the origin, the rel
 counter; this module decides what a checked passkey means here: its account, which must be enabled.
 
 Nothing here commits: the request that registers, uses or removes a passkey commits it with its audit entry.
+
+The package (with cryptography, pyOpenSSL and its ASN.1 and CBOR parsers, about 14 MB) is imported by the first
+ceremony, inside the functions that use it, never at start-up: most workers never see one.
 """
 
 from __future__ import annotations
@@ -20,21 +23,6 @@ from urllib.parse import urlsplit
 from flask import current_app, session
 from flask_babel import gettext as _
 from sqlalchemy import exists, func, select
-from webauthn import (
-    generate_authentication_options,
-    generate_registration_options,
-    options_to_json,
-    verify_authentication_response,
-    verify_registration_response,
-)
-from webauthn.helpers import base64url_to_bytes, bytes_to_base64url
-from webauthn.helpers.exceptions import WebAuthnException
-from webauthn.helpers.structs import (
-    AuthenticatorSelectionCriteria,
-    PublicKeyCredentialDescriptor,
-    ResidentKeyRequirement,
-    UserVerificationRequirement,
-)
 
 from ..clock import now
 from ..extensions import db
@@ -46,8 +34,9 @@ PASSKEY_ID_MAX = 2**31 - 1
 # A credential id as the browser sends it: base64url of at most 1023 bytes (WebAuthn's limit).
 CREDENTIAL_ID_MAX_BYTES = 1023
 CREDENTIAL_ID = re.compile(r"[A-Za-z0-9_-]{1,1364}", re.ASCII)
-# The parser's errors for an answer that is not one: malformed, the wrong types, or nested beyond recursion.
-UNREADABLE = (WebAuthnException, ValueError, TypeError, LookupError, RecursionError)
+# The parser's errors for an answer that is not one: malformed, the wrong types, or nested beyond recursion (with
+# the package's own WebAuthnException: `_unreadable`).
+UNREADABLE = (ValueError, TypeError, LookupError, RecursionError)
 CHALLENGE_SECONDS = 300
 NAME_MAX_LENGTH = 80
 # How long a browser may take over a ceremony (the person finds their authenticator), in milliseconds.
@@ -73,6 +62,15 @@ def relying_party() -> tuple[str, str]:
 
 def registration_options(user: User) -> str:
     """The options for a new passkey of `user`, as JSON for the browser; its passkeys so far are excluded."""
+    from webauthn import generate_registration_options, options_to_json
+    from webauthn.helpers import base64url_to_bytes
+    from webauthn.helpers.structs import (
+        AuthenticatorSelectionCriteria,
+        PublicKeyCredentialDescriptor,
+        ResidentKeyRequirement,
+        UserVerificationRequirement,
+    )
+
     rp_id, _origin = relying_party()
     options = generate_registration_options(
         rp_id=rp_id,
@@ -94,6 +92,9 @@ def registration_options(user: User) -> str:
 
 def register(user: User, credential: Any, name: str) -> Passkey:
     """Check the browser's new credential against the challenge this session was given, and keep it."""
+    from webauthn import verify_registration_response
+    from webauthn.helpers import bytes_to_base64url
+
     challenge = _take("register", user)
     name = _readable(name)[:NAME_MAX_LENGTH] or _("Passkey")
     rp_id, origin = relying_party()
@@ -101,7 +102,7 @@ def register(user: User, credential: Any, name: str) -> Passkey:
         verified = verify_registration_response(
             credential=_as_json(credential), expected_challenge=challenge, expected_rp_id=rp_id, expected_origin=origin
         )
-    except UNREADABLE as error:
+    except _unreadable() as error:
         current_app.logger.info("passkey registration refused: %s", type(error).__name__)
         raise PasskeyError(_("That passkey could not be added. Try again.")) from error
     if len(verified.credential_id) > CREDENTIAL_ID_MAX_BYTES:
@@ -125,6 +126,10 @@ def register(user: User, credential: Any, name: str) -> Passkey:
 def authentication_options(user: User | None = None) -> str:
     """The options for signing in with a passkey, as JSON: any passkey of this site (discoverable), or, for the
     second step of `user`'s login, one of theirs."""
+    from webauthn import generate_authentication_options, options_to_json
+    from webauthn.helpers import base64url_to_bytes
+    from webauthn.helpers.structs import PublicKeyCredentialDescriptor, UserVerificationRequirement
+
     rp_id, _origin = relying_party()
     allowed = None
     if user is not None:
@@ -147,6 +152,9 @@ def authenticate(credential: Any, user: User | None = None) -> Passkey:
     the passkey is then both factors. As the second step after a password, its presence is enough. Refused: a
     disabled account's passkeys, and, alone, those of an account of the company's sign-in, whose access the
     identity provider decides at every sign-in."""
+    from webauthn import verify_authentication_response
+    from webauthn.helpers import bytes_to_base64url
+
     challenge = _take("sign_in", user)
     refused = PasskeyError(_("That passkey was not accepted. Try again, or log in another way."))
     try:
@@ -174,7 +182,7 @@ def authenticate(credential: Any, user: User | None = None) -> Passkey:
             credential_current_sign_count=passkey.sign_count,
             require_user_verification=user is None,
         )
-    except UNREADABLE as error:
+    except _unreadable() as error:
         current_app.logger.info("passkey sign-in refused: %s", type(error).__name__)
         raise refused from error
     # Only now, with its signature checked, does the answer say whose passkey it is.
@@ -237,6 +245,13 @@ def accounts_with_passkeys() -> set[int]:
     return set(db.session.scalars(select(Passkey.user_id).distinct()))
 
 
+def _unreadable() -> tuple[type[BaseException], ...]:
+    """`UNREADABLE` with the package's own error (the package is loaded by then: the caller has just used it)."""
+    from webauthn.helpers.exceptions import WebAuthnException
+
+    return (WebAuthnException, *UNREADABLE)
+
+
 def _readable(name: Any) -> str:
     """A passkey's name as people read it: one line of text, without control characters, lone surrogates or
     direction overrides."""
@@ -250,6 +265,8 @@ def _handle(user: User) -> bytes:
 
 
 def _remember(challenge: bytes, purpose: str, user: User | None) -> None:
+    from webauthn.helpers import bytes_to_base64url
+
     session[CHALLENGE_KEY] = {
         "challenge": bytes_to_base64url(challenge),
         "purpose": purpose,
@@ -268,6 +285,8 @@ def _take(purpose: str, user: User | None) -> bytes:
         or now().timestamp() - float(kept.get("at", 0)) > CHALLENGE_SECONDS
     ):
         raise PasskeyError(_("That took too long, or was started in another tab. Try again."))
+    from webauthn.helpers import base64url_to_bytes
+
     return base64url_to_bytes(str(kept["challenge"]))
 
 

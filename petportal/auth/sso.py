@@ -7,6 +7,8 @@ is the one keyed by the issuer and the ID token's `sub`, never by a name, and is
 its role is read again from the configured claim at every sign-in; a person with no mapped value, and a
 disabled account, are refused.
 
+Authlib, joserfc and requests (about 20 MB a process) are imported only where single sign-on is configured.
+
 Nothing here commits: the callback's request commits the account, its role and the audit entries, once.
 """
 
@@ -18,12 +20,8 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-import requests
-from authlib.integrations.base_client.errors import MismatchingStateError, OAuthError
-from authlib.integrations.flask_client import OAuth
 from flask import Flask, abort, current_app, session, url_for
 from flask_babel import gettext as _
-from joserfc.errors import JoseError
 from sqlalchemy import func, select
 from werkzeug.wrappers import Response
 
@@ -73,6 +71,8 @@ def register(app: Flask) -> None:
     settings = app.config["OIDC"]
     if settings is None:
         return
+    from authlib.integrations.flask_client import OAuth
+
     oauth = OAuth(app)
     oauth.register(
         PROVIDER,
@@ -122,6 +122,10 @@ def _forget_older_sign_ins() -> None:
 def signed_in() -> SignedIn:
     """The callback: exchange the code and check the ID token (Authlib), then find or make the account and
     read its role. Raises SignInFailed, SignInRefused or ProviderUnreachable; refusals are audited."""
+    import requests
+    from authlib.integrations.base_client.errors import MismatchingStateError, OAuthError
+    from joserfc.errors import JoseError
+
     client = _client()
     _metadata(client)
     try:
@@ -216,6 +220,9 @@ def _username(claims: Any) -> str:
 def _with_userinfo(client: Any, token: Any, claims: Any) -> dict[str, Any]:
     """The ID token's claims, with the provider's userinfo for the same `sub` beside them (many providers put
     names and groups only there); the ID token's own claims win."""
+    import requests
+    from authlib.integrations.base_client.errors import OAuthError
+
     if not _metadata(client).get("userinfo_endpoint"):
         return dict(claims)
     try:
@@ -234,6 +241,8 @@ def _client() -> Any:
 
 def _metadata(client: Any) -> dict[str, Any]:
     """The provider's discovery document (read once per process); its issuer must be the configured one."""
+    import requests
+
     try:
         metadata: dict[str, Any] = client.load_server_metadata()
     except (requests.RequestException, ValueError) as error:

@@ -15,14 +15,17 @@ guessing, from as many addresses as they like.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
 from flask import Flask, abort, current_app, request
-from limits import RateLimitItem, parse_many
-from limits.storage import storage_from_string
-from limits.strategies import FixedWindowRateLimiter
 
 from .sessions import LOGINS_UNAVAILABLE
+
+if TYPE_CHECKING:
+    from limits import RateLimitItem
+    from limits.strategies import FixedWindowRateLimiter
 
 EXTENSION = "petportal.throttle"
 
@@ -37,9 +40,10 @@ COUNTERS: dict[str, tuple[tuple[str, Callable[[str], str]], ...]] = {
 
 
 def register(app: Flask) -> None:
-    """Open the counters' store. Only the login pages count anything, so no other request pays for it."""
-    storage = storage_from_string(app.config["THROTTLE_STORAGE_URI"], **app.config.get("THROTTLE_STORAGE_OPTIONS", {}))
-    app.extensions[EXTENSION] = FixedWindowRateLimiter(storage)
+    """Only the login pages count anything, so no other request pays for the counters: their store is opened by a
+    process's first attempt (`_strategy`), and `limits` (with the Redis client it loads, about 7 MB) is imported
+    then, not by every worker at start-up."""
+    app.extensions[EXTENSION] = None
 
 
 def attempt(account: str, kind: str = "login") -> bool:
@@ -73,12 +77,29 @@ def succeeded(account: str, kind: str = "login") -> None:
 def _counters(account: str, kind: str) -> Iterator[tuple[RateLimitItem, tuple[str, str]]]:
     """(limit, key) for each counter of `kind`; the key names its counter, so an account called like an
     address ("10.0.0.7") never counts against that address."""
+    from limits import parse_many
+
     account = account.strip().lower()[:80]
     for setting, key in COUNTERS[kind]:
         for item in parse_many(current_app.config[setting]):
             yield item, (setting.lower(), key(account))
 
 
+# One store per app and process, however many threads ask for it first at once.
+_OPENING = threading.Lock()
+
+
 def _strategy() -> FixedWindowRateLimiter:
-    strategy: FixedWindowRateLimiter = current_app.extensions[EXTENSION]
+    strategy: FixedWindowRateLimiter | None = current_app.extensions[EXTENSION]
+    if strategy is None:
+        with _OPENING:
+            strategy = current_app.extensions[EXTENSION]
+            if strategy is None:
+                from limits.storage import storage_from_string
+                from limits.strategies import FixedWindowRateLimiter
+
+                config = current_app.config
+                options = config.get("THROTTLE_STORAGE_OPTIONS", {})
+                storage = storage_from_string(config["THROTTLE_STORAGE_URI"], **options)
+                strategy = current_app.extensions[EXTENSION] = FixedWindowRateLimiter(storage)
     return strategy

@@ -14,7 +14,6 @@ from collections.abc import Callable
 import click
 from flask import Flask, current_app
 from flask.cli import AppGroup
-from redis.exceptions import RedisError
 
 from ..extensions import DATABASE_OUTAGES, db
 from ..unit_of_work import after_commit
@@ -122,6 +121,8 @@ class Queued:
     def dispatch(self, import_id: str, *, again: bool = False) -> None:
         """Queue a job for the import: at most one per lease (a page that keeps asking does not fill the
         queue) unless `again` (a starting worker picks up what a stopped one left)."""
+        from redis.exceptions import RedisError  # loaded with the queue's connection (rq's Redis client)
+
         marker = f"petportal:import-dispatched:{import_id}"
         try:
             if self.connection.set(marker, 1, nx=not again, ex=max(1, int(self._lease))):
