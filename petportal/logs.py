@@ -7,6 +7,7 @@ import collections
 import logging
 import multiprocessing.util
 import os
+import random
 import select
 import threading
 import time
@@ -62,12 +63,36 @@ class DevelopmentServerRequests(logging.Filter):
         return not (record.name == "werkzeug" and " - - [" in record.getMessage())
 
 
+class EachSecondOnce(logging.Formatter):
+    """A line's time as `logging.Formatter` writes it, its date and clock time worked out once a second rather
+    than once a line: that was half of formatting an access line, and every request writes one."""
+
+    _second: tuple[int, str] = (-1, "")
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        if datefmt:
+            return super().formatTime(record, datefmt)
+        second, text = self._second
+        if second != int(record.created):
+            text = time.strftime(self.default_time_format, self.converter(record.created))
+            self._second = (int(record.created), text)  # one assignment: another thread sees the pair whole
+        return self.default_msec_format % (text, record.msecs)
+
+
+class TextLines(EachSecondOnce):
+    """The text lines (`TEXT_FORMAT`)."""
+
+
+class JsonLines(EachSecondOnce, JsonFormatter):
+    """One JSON object a line (`JSON_FIELDS`)."""
+
+
 def formatter(log_format: str) -> logging.Formatter:
     """The one formatter of every line: the portal's, its access lines' and, through `server_logging`, the
     server's."""
     if log_format == "json":
-        return JsonFormatter(JSON_FIELDS, rename_fields=JSON_NAMES)
-    return logging.Formatter(TEXT_FORMAT)
+        return JsonLines(JSON_FIELDS, rename_fields=JSON_NAMES)
+    return TextLines(TEXT_FORMAT)
 
 
 def configure(log_format: str) -> None:
@@ -263,8 +288,14 @@ def assigned_request_id(environ: WSGIEnvironment) -> str:
 
 def request_id(incoming: str) -> str:
     """The id of a request: a proxy's own (`incoming`) when it looks like one, else a new one. Arbitrary
-    text is never echoed into logs. Also used by the page cache, which answers before Flask."""
-    return incoming if incoming.isascii() and incoming.isalnum() and 8 <= len(incoming) <= 64 else os.urandom(16).hex()
+    text is never echoed into logs. Also used by the page cache, which answers before Flask.
+
+    A new id is 128 random bits from `random`, which each worker reseeds at its fork: an id names a request in the
+    logs and guards nothing, and `os.urandom` would let go of the GIL on every request, a chance for each of the
+    worker's other threads to take it in between."""
+    if incoming.isascii() and incoming.isalnum() and 8 <= len(incoming) <= 64:
+        return incoming
+    return f"{random.getrandbits(128):032x}"
 
 
 def register(app: Flask) -> None:

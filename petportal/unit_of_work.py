@@ -32,6 +32,17 @@ def after_commit(callback: Callable[[], None]) -> None:
     db.session.info.setdefault(_AFTER_COMMIT, []).append(callback)
 
 
+def pending() -> bool:
+    """Whether the current unit has anything to commit: a transaction under way (it read or wrote), objects to
+    write, or work waiting for the commit. A request that never touched the database has nothing (an anonymous
+    visitor's list page), and its commit is skipped rather than made on an empty session."""
+    if not db.session.registry.has():
+        return False
+    session = db.session()
+    changes = session.new or session.dirty or session.deleted
+    return session.in_transaction() or bool(changes) or _AFTER_COMMIT in session.info
+
+
 @event.listens_for(Session, "after_commit")
 def _run_after_commit(session: Session) -> None:
     for callback in session.info.pop(_AFTER_COMMIT, []):
@@ -52,6 +63,8 @@ def register(app: Flask, database_failed: Callable[[SQLAlchemyError], ResponseRe
     def commit_the_request(response: Response) -> Response:
         if response.status_code >= 500:
             db.session.rollback()
+            return response
+        if not pending():
             return response
         try:
             db.session.commit()
