@@ -70,7 +70,7 @@ class EachSecondOnce(logging.Formatter):
     _second: tuple[int, str] = (-1, "")
 
     def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
-        if datefmt:
+        if datefmt or not self.default_msec_format:
             return super().formatTime(record, datefmt)
         second, text = self._second
         if second != int(record.created):
