@@ -32,6 +32,8 @@ MAX_REQUEST_BYTES = 1024 * 1024 + 64 * 1024
 DEFAULT_POOL_SIZE = 8
 # Where the demo is reached (`python app.py`): single sign-on's way back and the passkeys' origin.
 DEMO_PUBLIC_URL = "http://localhost:5000"
+# What PETPORTAL_REDIS_URL may start with: what both the Redis client and the login counters (`limits`) read.
+REDIS_SCHEMES = ("redis://", "rediss://")
 # A bulk import sends this many createPet calls at once: a few, so a large file goes quickly and the
 # store still serves everyone else.
 IMPORT_CONCURRENCY = 4
@@ -229,6 +231,15 @@ def check(config: Mapping[str, Any]) -> None:
         raise ConfigurationError(f"PETPORTAL_LOG_FORMAT must be text or json, not {config['LOG_FORMAT']!r}.")
     if not config.get("SECRET_KEY"):
         raise ConfigurationError("PETPORTAL_SECRET_KEY is not set; the portal needs it to sign sessions.")
+    redis_url = config["REDIS_URL"]
+    if redis_url and not redis_url.startswith(REDIS_SCHEMES):
+        # The sessions' Redis client would take unix://, but the login counters (`limits`, opened at the first
+        # login) would not: every login would be refused, so the portal does not start.
+        scheme = redis_url.partition(":")[0][:20]  # never the rest, which may hold a password
+        raise ConfigurationError(
+            f"PETPORTAL_REDIS_URL must start with redis:// or rediss://, such as redis://127.0.0.1:6379/0, "
+            f"not {scheme!r}."
+        )
     public_url = config["PUBLIC_URL"]
     if public_url and (not public_url.startswith(("http://", "https://")) or urlsplit(public_url).path):
         raise ConfigurationError(

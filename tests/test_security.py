@@ -378,6 +378,18 @@ def test_a_default_environment_without_url_is_refused_at_start():
     assert "PETPORTAL_DEFAULT_ENVIRONMENT is production, but PETSTORE_PRODUCTION_URL is not set." in result.stderr
 
 
+def test_a_redis_url_the_login_counters_cannot_use_is_refused_at_start_without_showing_it():
+    env = portal_environment(
+        PETSTORE_PRODUCTION_URL="http://127.0.0.1:9/v1",
+        PETPORTAL_SECRET_KEY="x" * 32,
+        PETPORTAL_REDIS_URL="unix://:hunter2-redis-password@/run/redis.sock",
+    )
+    result = run_init_db(env)
+    assert result.returncode != 0
+    assert "PETPORTAL_REDIS_URL must start with redis:// or rediss://" in result.stderr
+    assert "hunter2" not in result.stderr + result.stdout
+
+
 def test_outside_demo_mode_the_portal_refuses_to_start_without_a_secret_key(tmp_path):
     env = portal_environment(PETSTORE_PRODUCTION_URL="http://127.0.0.1:9/v1")
     result = run_init_db(env)

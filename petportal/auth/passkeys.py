@@ -8,8 +8,9 @@ counter; this module decides what a checked passkey means here: its account, whi
 
 Nothing here commits: the request that registers, uses or removes a passkey commits it with its audit entry.
 
-The package (with cryptography, pyOpenSSL and its ASN.1 and CBOR parsers, about 14 MB) is imported by the first
-ceremony, inside the functions that use it, never at start-up: most workers never see one.
+The package (with cryptography, pyOpenSSL and its ASN.1 and CBOR parsers, about 13 MB) is imported by the first
+ceremony, inside the functions that use it, never at start-up: a worker that no passkey ceremony reaches never
+loads it (any visitor can start a sign-in ceremony, so a public portal's workers will, once each).
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ def relying_party() -> tuple[str, str]:
 
 def registration_options(user: User) -> str:
     """The options for a new passkey of `user`, as JSON for the browser; its passkeys so far are excluded."""
+    rp_id, _origin = relying_party()  # first: where passkeys are not set up, a refusal that loads nothing
     from webauthn import generate_registration_options, options_to_json
     from webauthn.helpers import base64url_to_bytes
     from webauthn.helpers.structs import (
@@ -71,7 +73,6 @@ def registration_options(user: User) -> str:
         UserVerificationRequirement,
     )
 
-    rp_id, _origin = relying_party()
     options = generate_registration_options(
         rp_id=rp_id,
         rp_name="Pet Portal",
@@ -126,11 +127,11 @@ def register(user: User, credential: Any, name: str) -> Passkey:
 def authentication_options(user: User | None = None) -> str:
     """The options for signing in with a passkey, as JSON: any passkey of this site (discoverable), or, for the
     second step of `user`'s login, one of theirs."""
+    rp_id, _origin = relying_party()  # as above
     from webauthn import generate_authentication_options, options_to_json
     from webauthn.helpers import base64url_to_bytes
     from webauthn.helpers.structs import PublicKeyCredentialDescriptor, UserVerificationRequirement
 
-    rp_id, _origin = relying_party()
     allowed = None
     if user is not None:
         allowed = [PublicKeyCredentialDescriptor(id=base64url_to_bytes(p.credential_id)) for p in of_account(user)]

@@ -122,11 +122,11 @@ def _forget_older_sign_ins() -> None:
 def signed_in() -> SignedIn:
     """The callback: exchange the code and check the ID token (Authlib), then find or make the account and
     read its role. Raises SignInFailed, SignInRefused or ProviderUnreachable; refusals are audited."""
+    client = _client()  # first: without single sign-on, a 404 that loads nothing
     import requests
     from authlib.integrations.base_client.errors import MismatchingStateError, OAuthError
     from joserfc.errors import JoseError
 
-    client = _client()
     _metadata(client)
     try:
         token = client.authorize_access_token()
