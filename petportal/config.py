@@ -32,6 +32,8 @@ MAX_REQUEST_BYTES = 1024 * 1024 + 64 * 1024
 DEFAULT_POOL_SIZE = 8
 # Where the demo is reached (`python app.py`): single sign-on's way back and the passkeys' origin.
 DEMO_PUBLIC_URL = "http://localhost:5000"
+# The demo's stores and database, kept for `flask run --debug`'s reloader child to reuse (demo.py): their keys too.
+DEMO_STARTED_VARIABLE = "PETPORTAL_DEMO_STARTED"
 # What PETPORTAL_REDIS_URL may start with: what both the Redis client and the login counters (`limits`) read.
 REDIS_SCHEMES = ("redis://", "rediss://")
 # A bulk import sends this many createPet calls at once: a few, so a large file goes quickly and the
@@ -212,6 +214,21 @@ def _single_sign_on(environ: Mapping[str, str]) -> dict[str, Any] | None:
         "admin_values": values("PETPORTAL_OIDC_ADMIN_VALUES"),
         "staff_values": values("PETPORTAL_OIDC_STAFF_VALUES"),
     }
+
+
+def secret_variables(environ: Mapping[str, str]) -> list[str]:
+    """The variables of `environ` that hold a secret: the pet store keys, the session key, the single sign-on client
+    secret, the metrics token, the database and Redis URLs (which may hold passwords) and the demo's stores."""
+    secrets_read = {
+        *(f"PETSTORE_{name.upper()}_KEY" for name in ENVIRONMENT_NAMES),
+        "PETPORTAL_SECRET_KEY",
+        "PETPORTAL_OIDC_CLIENT_SECRET",
+        "PETPORTAL_METRICS_TOKEN",
+        "PETPORTAL_DATABASE_URL",
+        "PETPORTAL_REDIS_URL",
+        DEMO_STARTED_VARIABLE,
+    }
+    return sorted(name for name in environ if name in secrets_read)
 
 
 def check(config: Mapping[str, Any]) -> None:

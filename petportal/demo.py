@@ -19,7 +19,7 @@ from flask import Flask, current_app
 
 from .catalog import categories
 from .commands import upgrade_database
-from .config import ENVIRONMENT_NAMES, ConfigurationError
+from .config import DEMO_STARTED_VARIABLE, ENVIRONMENT_NAMES, ConfigurationError
 from .extensions import db
 from .models import User
 from .processes import free_port, stop, wait_for_port
@@ -29,7 +29,7 @@ DEMO_ACCOUNTS = (("staff", "staff"), ("admin", "admin"))
 # The sample animals' categories, by name, in both environments (the import page's example row uses "Cats").
 DEMO_LABELS = {1: "Dogs", 2: "Cats", 3: "Fish", 4: "Birds", 5: "Rabbits", 6: "Turtles"}
 # The stores and database this process started, for `flask run --debug`'s reloader child to reuse.
-STARTED_VARIABLE = "PETPORTAL_DEMO_STARTED"
+STARTED_VARIABLE = DEMO_STARTED_VARIABLE
 PR_SET_PDEATHSIG = 1
 log = logging.getLogger(__name__)
 

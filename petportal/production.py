@@ -19,6 +19,9 @@ and both servers get the same things done for the portal:
   timeout), but only 4 of a worker's 8 threads wait on bodies at once (`front_door.BodyGate`): pages and
   health checks keep their threads; a proxy that buffers request bodies still belongs in front;
 - SIGTERM (or Ctrl+C) finishes the requests under way, then the process exits 0;
+- no secret variable (the keys, the session key, passwords in URLs) reaches a request's WSGI environ, into which
+  granian copies the process's environment: they are taken out once the app is built
+  (`forget_secret_variables`);
 - the server's own lines take the portal's log format (`logs.server_logging`), and the access lines are
   the portal's own (`logs.AccessLog`).
 
@@ -120,7 +123,18 @@ def run(app_import_path: str | None, bind: str, workers: int) -> None:
     host, port = parse_bind(bind)
     fewer_malloc_arenas()  # before the app is loaded and the workers forked (see fewer_malloc_arenas)
     app = ScriptInfo(app_import_path=app_import_path).load_app()
+    forget_secret_variables()
     serve(_loader(app), host, port, workers, app.config["LOG_FORMAT"])
+
+
+def forget_secret_variables() -> None:
+    """Take the secrets out of this process's environment once the app has read them: granian copies the whole
+    environment into every request's WSGI environ, and the workers are forked from here. So no key is in any
+    request's environ for a page, a log line or a debugger to show."""
+    from .config import secret_variables
+
+    for name in secret_variables(os.environ):
+        del os.environ[name]
 
 
 def serve(load: Callable[[], WSGIApplication], host: str, port: int, workers: int, log_format: str) -> None:

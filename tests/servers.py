@@ -231,6 +231,16 @@ def run_init_db(env):
 # The commands that serve the portal, as an operator types them, on a given port.
 SERVERS = {
     "flask serve": lambda port: [*FLASK_PORTAL, "serve", "--bind", f"127.0.0.1:{port}", "--workers", "2"],
+    # The portal with a page showing its requests' WSGI environ (tests/environ_app.py), as `flask serve` serves it.
+    "flask serve, environ page": lambda port: [
+        *FLASK_PORTAL[:-1],
+        "tests.environ_app",
+        "serve",
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--workers",
+        "1",
+    ],
     "gunicorn": lambda port: [
         sys.executable,
         "-m",

@@ -180,3 +180,23 @@ def test_slow_clients_holding_connections_do_not_keep_pages_from_others(tmp_path
         finally:
             for connection in slow:
                 connection.close()
+
+
+def test_under_flask_serve_no_secret_variable_reaches_a_requests_environ(tmp_path, production_store):
+    secrets_set = {
+        "PETSTORE_STAGING_KEY": "staging-key-" + "s" * 24,
+        "PETPORTAL_METRICS_TOKEN": "metrics-token-" + "m" * 24,
+        "PETPORTAL_OIDC_CLIENT_SECRET": "client-secret-" + "c" * 24,
+    }
+    env = production_variables(tmp_path, production_store.url, **secrets_set)
+    hidden = {name: env[name] for name in ("PETSTORE_PRODUCTION_KEY", "PETPORTAL_SECRET_KEY", *secrets_set)}
+    with running("flask serve, environ page", env, tmp_path / "out.log") as (origin, _process):
+        shown = requests.get(f"{origin}/test/environ", timeout=10).json()
+        page = requests.get(f"{origin}/animals", timeout=10)
+    # granian puts the server's environment in every request's environ: the rest of it is there.
+    assert "PATH" in shown["names"]
+    assert not set(hidden) & set(shown["names"])
+    assert not [value for value in shown["values"] if any(secret in value for secret in hidden.values())]
+    assert not [name for name in shown["names"] if name in ("PETPORTAL_DATABASE_URL", "PETPORTAL_DEMO_STARTED")]
+    # The portal read them before they went: it still calls the store with its key.
+    assert page.status_code == 200 and "Rex" in page.text
