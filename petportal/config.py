@@ -217,8 +217,10 @@ def _single_sign_on(environ: Mapping[str, str]) -> dict[str, Any] | None:
 
 
 def secret_variables(environ: Mapping[str, str]) -> list[str]:
-    """The variables of `environ` that hold a secret: the pet store keys, the session key, the single sign-on client
-    secret, the metrics token, the database and Redis URLs (which may hold passwords) and the demo's stores."""
+    """The variables of `environ` that hold a secret the portal reads once, when the app is built: the pet store
+    keys, the session key, the single sign-on client secret, the metrics token, the database and Redis URLs (which
+    may hold passwords), the demo's stores, and the headers of the tracing exporter (a collector's credentials).
+    Not those a library reads again later, such as libpq's PGPASSWORD at each new connection."""
     secrets_read = {
         *(f"PETSTORE_{name.upper()}_KEY" for name in ENVIRONMENT_NAMES),
         "PETPORTAL_SECRET_KEY",
@@ -227,6 +229,8 @@ def secret_variables(environ: Mapping[str, str]) -> list[str]:
         "PETPORTAL_DATABASE_URL",
         "PETPORTAL_REDIS_URL",
         DEMO_STARTED_VARIABLE,
+        "OTEL_EXPORTER_OTLP_HEADERS",
+        "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
     }
     return sorted(name for name in environ if name in secrets_read)
 

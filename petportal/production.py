@@ -19,9 +19,11 @@ and both servers get the same things done for the portal:
   timeout), but only 4 of a worker's 8 threads wait on bodies at once (`front_door.BodyGate`): pages and
   health checks keep their threads; a proxy that buffers request bodies still belongs in front;
 - SIGTERM (or Ctrl+C) finishes the requests under way, then the process exits 0;
-- no secret variable (the keys, the session key, passwords in URLs) reaches a request's WSGI environ, into which
-  granian copies the process's environment: they are taken out once the app is built
-  (`forget_secret_variables`);
+- the secret variables the portal reads (the keys, the session key, passwords in its URLs, the tracing
+  exporter's headers: `config.secret_variables`) never reach a request's WSGI environ, into which granian copies
+  the process's environment: they are taken out once the app is built (`forget_secret_variables`). A credential
+  that a library reads from the environment again later (libpq's PGPASSWORD) stays, and so is better kept in the
+  URL the portal reads;
 - the server's own lines take the portal's log format (`logs.server_logging`), and the access lines are
   the portal's own (`logs.AccessLog`).
 
@@ -128,9 +130,10 @@ def run(app_import_path: str | None, bind: str, workers: int) -> None:
 
 
 def forget_secret_variables() -> None:
-    """Take the secrets out of this process's environment once the app has read them: granian copies the whole
-    environment into every request's WSGI environ, and the workers are forked from here. So no key is in any
-    request's environ for a page, a log line or a debugger to show."""
+    """Take the secret variables (`config.secret_variables`) out of this process's environment once the app has
+    read them: granian copies the whole environment into every request's WSGI environ, and the workers are forked
+    from here. So no key is in a request's environ for a page, a log line or Werkzeug's debugger to show. (The
+    environment the process was started with stays readable in /proc by its own user, as any process's does.)"""
     from .config import secret_variables
 
     for name in secret_variables(os.environ):

@@ -187,6 +187,7 @@ def test_under_flask_serve_no_secret_variable_reaches_a_requests_environ(tmp_pat
         "PETSTORE_STAGING_KEY": "staging-key-" + "s" * 24,
         "PETPORTAL_METRICS_TOKEN": "metrics-token-" + "m" * 24,
         "PETPORTAL_OIDC_CLIENT_SECRET": "client-secret-" + "c" * 24,
+        "OTEL_EXPORTER_OTLP_HEADERS": "authorization=Bearer collector-token-" + "o" * 24,
     }
     env = production_variables(tmp_path, production_store.url, **secrets_set)
     hidden = {name: env[name] for name in ("PETSTORE_PRODUCTION_KEY", "PETPORTAL_SECRET_KEY", *secrets_set)}
