@@ -28,8 +28,6 @@ STORE_COMMAND = [sys.executable, "-m", "flask", "--app", "petportal.store"]
 DEMO_ACCOUNTS = (("staff", "staff"), ("admin", "admin"))
 # The sample animals' categories, by name, in both environments (the import page's example row uses "Cats").
 DEMO_LABELS = {1: "Dogs", 2: "Cats", 3: "Fish", 4: "Birds", 5: "Rabbits", 6: "Turtles"}
-# The stores and database this process started, for `flask run --debug`'s reloader child to reuse.
-STARTED_VARIABLE = DEMO_STARTED_VARIABLE
 PR_SET_PDEATHSIG = 1
 log = logging.getLogger(__name__)
 
@@ -50,7 +48,7 @@ def register(app: Flask) -> None:
             "PETPORTAL_DATABASE_URL is set but no PETSTORE_*_URL is: demo mode never touches a configured "
             "database. Set the pet store URLs, or unset PETPORTAL_DATABASE_URL to run the demo."
         )
-    started = os.environ.get(STARTED_VARIABLE)
+    started = os.environ.get(DEMO_STARTED_VARIABLE)
     if started:
         app.config.update(json.loads(started))
         return
@@ -60,7 +58,7 @@ def register(app: Flask) -> None:
         "SQLALCHEMY_DATABASE_URI": fresh_portal_database(app.instance_path),
     }
     app.config.update(settings)
-    os.environ[STARTED_VARIABLE] = json.dumps(settings)
+    os.environ[DEMO_STARTED_VARIABLE] = json.dumps(settings)
     app.extensions["petportal.when_built"].append(lambda: _open(stores))
 
 
@@ -90,7 +88,7 @@ def start_stores(instance_path: str) -> dict[str, dict[str, str]]:
         database = folder / f"{name}.sqlite"
         env = {
             # Not the portal's own Flask settings: `--debug` would give each store a reloader too.
-            **{k: v for k, v in os.environ.items() if not k.startswith(("FLASK_", "WERKZEUG_", STARTED_VARIABLE))},
+            **{k: v for k, v in os.environ.items() if not k.startswith(("FLASK_", "WERKZEUG_", DEMO_STARTED_VARIABLE))},
             "PETSTORE_API_KEYS": secrets.token_urlsafe(24),
             "PETSTORE_DATABASE_URL": f"sqlite:///{database}",
         }

@@ -79,10 +79,6 @@ class EachSecondOnce(logging.Formatter):
         return self.default_msec_format % (text, record.msecs)
 
 
-class TextLines(EachSecondOnce):
-    """The text lines (`TEXT_FORMAT`)."""
-
-
 class JsonLines(EachSecondOnce, JsonFormatter):
     """One JSON object a line (`JSON_FIELDS`)."""
 
@@ -92,7 +88,7 @@ def formatter(log_format: str) -> logging.Formatter:
     server's."""
     if log_format == "json":
         return JsonLines(JSON_FIELDS, rename_fields=JSON_NAMES)
-    return TextLines(TEXT_FORMAT)
+    return EachSecondOnce(TEXT_FORMAT)
 
 
 def configure(log_format: str) -> None:
