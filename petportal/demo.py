@@ -6,10 +6,12 @@ import json
 import logging
 import os
 import secrets
+import shutil
 import signal
 import string
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -93,8 +95,7 @@ def start_stores(instance_path: str) -> dict[str, dict[str, str]]:
             "PETSTORE_DATABASE_URL": f"sqlite:///{database}",
         }
         if not database.exists():
-            command = [*STORE_COMMAND, "seed", "--sample", name]
-            subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL)
+            _seed(database, env, name)
         port = free_port()
         process = subprocess.Popen(
             [*STORE_COMMAND, "run", "--host", "127.0.0.1", "--port", str(port)],
@@ -113,11 +114,31 @@ def start_stores(instance_path: str) -> dict[str, dict[str, str]]:
     return stores
 
 
+def _seed(database: Path, env: Mapping[str, str], name: str) -> None:
+    """Seed a new store's `database` with the sample animals of environment `name`. It is seeded under a name of its
+    own, then linked into place only if no other demo started from this folder got there first: so two demos
+    starting at once never seed one file together, and a demo stopped while seeding leaves no half-seeded store."""
+    seeding = database.with_name(f"{database.stem}-seeding-{os.getpid()}.sqlite")
+    seeding.unlink(missing_ok=True)
+    try:
+        command = [*STORE_COMMAND, "seed", "--sample", name]
+        subprocess.run(
+            command, env={**env, "PETSTORE_DATABASE_URL": f"sqlite:///{seeding}"}, check=True, stdout=subprocess.DEVNULL
+        )
+        os.link(seeding, database)
+    except FileExistsError:
+        pass  # another demo seeded it first: its animals are the ones kept
+    finally:
+        seeding.unlink(missing_ok=True)
+
+
 def fresh_portal_database(instance_path: str) -> str:
-    """A new, empty SQLite file for the portal's own demo data (accounts, audit, settings) on each start."""
-    database = Path(instance_path) / "demo" / "portal.sqlite"
-    database.unlink(missing_ok=True)
-    return f"sqlite:///{database}"
+    """A new, empty SQLite file for the portal's own demo data (accounts, audit, settings), of this demo alone:
+    another demo started from the same folder has its own, and each is removed (with SQLite's journal files) when
+    its demo stops."""
+    folder = tempfile.mkdtemp(prefix="portal-", dir=Path(instance_path) / "demo")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return f"sqlite:///{Path(folder) / 'portal.sqlite'}"
 
 
 # Letters and digits only: a printed password that began with "-" was read as an option by shells and commands.

@@ -5,6 +5,7 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import requests
@@ -42,6 +43,14 @@ def stop(portal, number):
     finally:
         portal.kill()
         portal.stdout.close()
+
+
+def sign_in(origin, username, password):
+    """A login form sent as a browser sends it; the answer, unfollowed."""
+    browser = requests.Session()
+    token = csrf_token(browser.get(f"{origin}/login").text)
+    data = {"username": username, "password": password, "csrf_token": token}
+    return browser.post(f"{origin}/login", data=data, allow_redirects=False)
 
 
 def test_python_app_py_help_prints_the_options_and_starts_nothing(tmp_path):
@@ -91,22 +100,30 @@ def test_python_app_py_serves_seeded_animals_and_each_stop_signal_stops_its_stor
         page = requests.get(f"{origin}/animals?limit=100", timeout=10)
         assert page.status_code == 200
         assert ">Rex<" in page.text and "status-sold" in page.text
-        browser = requests.Session()
-        login = browser.post(
-            f"{origin}/login",
-            data={
-                "username": "admin",
-                "password": passwords["admin"],
-                "csrf_token": csrf_token(browser.get(f"{origin}/login").text),
-            },
-            allow_redirects=False,
-        )
+        login = sign_in(origin, "admin", passwords["admin"])
         assert login.status_code == 303
     finally:
         stop(portal, number)
     assert portal.returncode == status
     assert not is_listening(port)
     assert all(not is_listening(p) for p in store_ports)
+
+
+def test_two_demos_started_at_once_from_one_folder_each_serve_and_sign_in(tmp_path):
+    """Each has the stores' animals and accounts of its own: neither resets the other's database while it runs."""
+    ports = [free_port(), free_port()]
+    with ThreadPoolExecutor() as starting:
+        demos = list(starting.map(lambda port: start_demo([sys.executable, "app.py"], port), ports))
+    try:
+        for port, (_, _, passwords) in zip(ports, demos, strict=True):
+            origin = f"http://127.0.0.1:{port}"
+            assert ">Rex<" in requests.get(f"{origin}/animals?limit=100", timeout=10).text
+            login = sign_in(origin, "admin", passwords["admin"])
+            assert login.status_code == 303, "each demo's printed password signs in to it"
+    finally:
+        for portal, _, _ in demos:
+            stop(portal, signal.SIGINT)
+    assert [portal.returncode for portal, _, _ in demos] == [0, 0]
 
 
 def test_debug_mode_starts_the_stores_once_and_keeps_them_across_a_reload(tmp_path):
@@ -126,16 +143,7 @@ def test_debug_mode_starts_the_stores_once_and_keeps_them_across_a_reload(tmp_pa
         (PROJECT_ROOT / "petportal" / "ops.py").touch()  # the reloader restarts the portal
         time.sleep(3)
         wait_for_port(port, portal)
-        browser = requests.Session()
-        login = browser.post(
-            f"{origin}/login",
-            data={
-                "username": "staff",
-                "password": passwords["staff"],
-                "csrf_token": csrf_token(browser.get(f"{origin}/login").text),
-            },
-            allow_redirects=False,
-        )
+        login = sign_in(origin, "staff", passwords["staff"])
         assert login.status_code == 303, "the printed passwords still work after the reload"
         assert all(is_listening(p) for p in store_ports)
     finally:
