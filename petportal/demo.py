@@ -83,6 +83,7 @@ def start_stores(instance_path: str) -> dict[str, dict[str, str]]:
     """Start one reference store per environment and return their settings (URL and key)."""
     folder = Path(instance_path) / "demo"
     folder.mkdir(parents=True, exist_ok=True)
+    _exit_cleanly_on(signal.SIGTERM, signal.SIGHUP)  # before seeding: a stop while seeding still cleans up
     stores: dict[str, dict[str, str]] = {}
     processes: list[subprocess.Popen[bytes]] = []
     ports: list[int] = []
@@ -108,7 +109,6 @@ def start_stores(instance_path: str) -> dict[str, dict[str, str]]:
         ports.append(port)
         stores[name] = {"url": f"http://127.0.0.1:{port}/v1", "key": env["PETSTORE_API_KEYS"]}
     atexit.register(_stop, processes, os.getpid())
-    _exit_cleanly_on(signal.SIGTERM, signal.SIGHUP)
     for port in ports:
         wait_for_port(port)
     return stores
@@ -118,8 +118,9 @@ def _seed(database: Path, env: Mapping[str, str], name: str) -> None:
     """Seed a new store's `database` with the sample animals of environment `name`. It is seeded under a name of its
     own, then linked into place only if no other demo started from this folder got there first: so two demos
     starting at once never seed one file together, and a demo stopped while seeding leaves no half-seeded store."""
-    seeding = database.with_name(f"{database.stem}-seeding-{os.getpid()}.sqlite")
-    seeding.unlink(missing_ok=True)
+    handle, path = tempfile.mkstemp(prefix=f"{database.stem}-seeding-", suffix=".sqlite", dir=database.parent)
+    os.close(handle)  # an empty file, which SQLite takes as a new database
+    seeding = Path(path)
     try:
         command = [*STORE_COMMAND, "seed", "--sample", name]
         subprocess.run(
@@ -137,8 +138,14 @@ def fresh_portal_database(instance_path: str) -> str:
     another demo started from the same folder has its own, and each is removed (with SQLite's journal files) when
     its demo stops."""
     folder = tempfile.mkdtemp(prefix="portal-", dir=Path(instance_path) / "demo")
-    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    atexit.register(_remove, folder, os.getpid())
     return f"sqlite:///{Path(folder) / 'portal.sqlite'}"
+
+
+def _remove(folder: str, owner: int) -> None:
+    if os.getpid() != owner:
+        return  # a forked server worker exiting (gunicorn's preload): the database is still the others'
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 # Letters and digits only: a printed password that began with "-" was read as an option by shells and commands.

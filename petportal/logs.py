@@ -245,7 +245,9 @@ class AccessLines:
         # A record is a copy of one made once per process, with this event's fields: making each through LogRecord
         # took a third of a line's time. It has the event's time, not the time it became a line.
         if self._model is None or self._model[0] != os.getpid():
-            record = self.log.makeRecord(ACCESS_LOGGER, logging.INFO, "(unknown file)", 0, ACCESS_MESSAGE, (), None)
+            record = self.log.makeRecord(
+                ACCESS_LOGGER, logging.INFO, "(unknown file)", 0, ACCESS_MESSAGE, (), None, "(unknown function)"
+            )
             self._model = (os.getpid(), record.__dict__)
         model = self._model[1]
         record = logging.LogRecord.__new__(logging.LogRecord)
@@ -332,7 +334,10 @@ def batch_access_lines(log_format: str) -> None:
     def flush_every_so_often() -> None:
         while True:
             time.sleep(FLUSH_SECONDS)
-            write_waiting_lines()
+            try:
+                write_waiting_lines()
+            except Exception:  # any failure of one batch: the thread must live on, or lines wait for requests
+                logging.getLogger(__name__).exception("access lines could not be written; trying again")
 
     threading.Thread(target=flush_every_so_often, name="petportal-access-lines", daemon=True).start()
     # A forked granian worker ends without running atexit (logging's own flush at exit): flush from a finaliser.

@@ -1,17 +1,23 @@
 """Demo mode: `python app.py` with nothing configured serves seeded reference stores over real HTTP."""
 
+import os
 import re
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
+from pathlib import Path
 
 import pytest
 import requests
 
 from bench.portal import PROJECT_ROOT, csrf_token, portal_environment
+from petportal import demo
 from petportal.processes import free_port, is_listening, wait_for_port
+from petportal.store import SAMPLES
 
 pytestmark = pytest.mark.slow
 
@@ -109,12 +115,14 @@ def test_python_app_py_serves_seeded_animals_and_each_stop_signal_stops_its_stor
     assert all(not is_listening(p) for p in store_ports)
 
 
-def test_two_demos_started_at_once_from_one_folder_each_serve_and_sign_in(tmp_path):
+def test_two_demos_started_at_once_from_one_folder_each_serve_and_sign_in():
     """Each has the stores' animals and accounts of its own: neither resets the other's database while it runs."""
     ports = [free_port(), free_port()]
     with ThreadPoolExecutor() as starting:
-        demos = list(starting.map(lambda port: start_demo([sys.executable, "app.py"], port), ports))
+        starts = [starting.submit(start_demo, [sys.executable, "app.py"], port) for port in ports]
+    demos = [start.result() for start in starts if start.exception() is None]
     try:
+        assert len(demos) == 2, [start.exception() for start in starts]
         for port, (_, _, passwords) in zip(ports, demos, strict=True):
             origin = f"http://127.0.0.1:{port}"
             assert ">Rex<" in requests.get(f"{origin}/animals?limit=100", timeout=10).text
@@ -124,6 +132,25 @@ def test_two_demos_started_at_once_from_one_folder_each_serve_and_sign_in(tmp_pa
         for portal, _, _ in demos:
             stop(portal, signal.SIGINT)
     assert [portal.returncode for portal, _, _ in demos] == [0, 0]
+
+
+def test_two_demos_seeding_one_store_at_once_leave_it_seeded_once_and_nothing_else(tmp_path):
+    database = tmp_path / "production.sqlite"
+    env = {**os.environ, "PETSTORE_API_KEYS": "demo-key"}
+    with ThreadPoolExecutor() as seeding:
+        list(seeding.map(lambda _: demo._seed(database, env, "production"), range(2)))
+    with closing(sqlite3.connect(database)) as store:
+        assert store.execute("SELECT count(*) FROM pets").fetchone() == (len(SAMPLES["production"]),)
+    assert [path.name for path in tmp_path.iterdir()] == ["production.sqlite"]
+
+
+def test_a_demo_portal_database_is_removed_by_the_process_that_made_it_not_by_a_forked_worker(tmp_path):
+    (tmp_path / "demo").mkdir()
+    folder = Path(demo.fresh_portal_database(str(tmp_path)).removeprefix("sqlite:///")).parent
+    demo._remove(str(folder), os.getpid() + 1)  # as a gunicorn worker forked from the demo's process exits
+    assert folder.is_dir()
+    demo._remove(str(folder), os.getpid())
+    assert not folder.exists()
 
 
 def test_debug_mode_starts_the_stores_once_and_keeps_them_across_a_reload(tmp_path):
