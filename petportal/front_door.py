@@ -14,6 +14,7 @@ pages and health checks keep being served while forms wait (or get the 503 page 
 from __future__ import annotations
 
 import io
+import os
 import threading
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
@@ -45,6 +46,17 @@ BODY_READERS = 4
 BUSY = _l("Too many forms are being sent to the portal right now. Wait a moment and send this one again.")
 
 
+def _from_request(name: str) -> bool:
+    """Whether a WSGI environ variable of this name can hold a request header."""
+    return name.startswith("HTTP_") or name in ("CONTENT_TYPE", "CONTENT_LENGTH")
+
+
+# The variables of this process's environment that no request can set. granian copies the whole environment
+# into every request's environ; the check for headers that are not UTF-8 skips these, which are the same for
+# every request, and reads only the request's own (a variable set later in the process is read like a header).
+PROCESS_ONLY = frozenset(name for name in os.environ if not _from_request(name))
+
+
 class UnreadableRequest(BadRequest):
     """A request whose path, query, cookies or headers are not UTF-8 text."""
 
@@ -72,14 +84,11 @@ def _unreadable_part(environ: WSGIEnvironment) -> str | None:
             unquote_to_bytes(_raw(query).replace(b"+", b" ")).decode("utf-8")
         except UnicodeError:
             return "query"
-    if "".join([value for value in environ.values() if isinstance(value, str)]).isascii():
+    own = environ.keys() - PROCESS_ONLY
+    if "".join([value for name in own if isinstance(value := environ[name], str)]).isascii():
         return None
-    for name, value in environ.items():
-        if (
-            isinstance(value, str)
-            and not value.isascii()
-            and (name.startswith("HTTP_") or name in ("CONTENT_TYPE", "CONTENT_LENGTH"))
-        ):
+    for name, value in environ.items():  # in the environ's order: the first part found is the one named
+        if isinstance(value, str) and not value.isascii() and _from_request(name):
             try:
                 _utf8(value)
             except UnicodeError:

@@ -5,6 +5,7 @@ id (over a real socket, as curl sends them); a form field that is not UTF-8 is r
 nothing is sent upstream; HEAD answers as GET does; a 400 page repeats only a short prefix of a field.
 """
 
+import os
 import re
 import socket
 
@@ -71,6 +72,18 @@ def test_raw_bytes_in_the_path_or_query_are_refused_before_any_view(portal_app, 
     page = portal_app.test_client().get("/", environ_overrides=environ)
     assert page.status_code == 400
     assert f"This request could not be read: its {part} is not UTF-8 text." in page.text
+
+
+def test_headers_are_still_read_when_the_environ_holds_the_process_environment(portal_app):
+    """granian copies the whole process environment into every request's environ, and the front door skips
+    those variables: a header among them is still read, and one that is not UTF-8 still gets the 400 page."""
+    process = dict(os.environ)
+    client = portal_app.test_client()
+    assert client.get("/login", environ_overrides=process).status_code == 200
+    for header in ("HTTP_USER_AGENT", "HTTP_REFERER", "CONTENT_TYPE"):
+        page = client.get("/login", environ_overrides={**process, header: "caf\xc3"})
+        assert page.status_code == 400, header
+        assert "This request could not be read: its headers are not UTF-8 text." in page.text, header
 
 
 def get_rules(app):
