@@ -9,8 +9,8 @@ with the cache off, the portal with its 2 s cache, and the floor (bench/floor_ap
 bytes: what the server does with no work at all). Under granian also the portal traced, its spans sent
 over OTLP/HTTP to a sink in this process, and the same portal asked for German pages (`Accept-Language: de`)
 beside its English ones (the templates' own text, with no catalog): what translation costs. Prints medians,
-the target ratios for each server, peak RSS per portal worker, and what a slow environment does to the other
-pages. Last, on servers of its own, one
+the target ratios for each server, peak RSS per portal worker, what a slow environment does to the other
+pages, and the CPU time per request of the store's workers and of each server's own. Last, on servers of its own, one
 portal worker's RSS after a warm-up and after 10,000 mixed requests (bench/memory.py).
 """
 
@@ -190,7 +190,7 @@ def main():
         store_env, slow_env = seeding.map(lambda name: seeded_store(folder, name), ("store", "slow"))
 
     with ExitStack() as stack:
-        store, _ = stack.enter_context(
+        store, store_master = stack.enter_context(
             gunicorn("petportal.store:create_app()", store_env, STORE_WORKERS, STORE_THREADS)
         )
         slow, _ = stack.enter_context(gunicorn("bench.slow_store:app", slow_env, 1, 32))
@@ -224,18 +224,26 @@ def main():
         print_settings(args, serving_lines())
         for target in TARGETS:  # warm every server, its pools and its caches
             wrk(url(origins, target, 20), 8, 1, headers=auth_header(target))
-        results = {}
+        masters = {"store": store_master} | {name: master for name, (_, master) in servers.items()}
+        masters["german granian"] = masters["portal granian"]
+        results, cpu = {}, {}
         for round_number in range(args.rounds):
             order = TARGETS if round_number % 2 == 0 else tuple(reversed(TARGETS))
             for target in order:
                 for connections, limit in PLAN[target]:
+                    before = workers_cpu_seconds(store_master), workers_cpu_seconds(masters[target])
                     measured = wrk(url(origins, target, limit), connections, args.seconds, headers=auth_header(target))
+                    after = workers_cpu_seconds(store_master), workers_cpu_seconds(masters[target])
                     if measured is None:
                         raise SystemExit(f"discarded: {target} answered something other than 2xx")
                     results.setdefault((target, connections, limit), []).append(measured)
+                    cpu.setdefault((target, connections, limit), []).append(
+                        [(end - start) * 1000 / measured.requests for start, end in zip(before, after, strict=True)]
+                    )
         rss = {name: worker_peak_rss_mb(master) for name, (_, master) in servers.items()}
         slow_effect = slow_environment_effect(servers["portal granian"][0], args.seconds, results)
         print_report(results, rss, slow_effect, sink.exports)
+        print_cpu(cpu)
     print_memory_section(args.memory_requests)
 
 
@@ -463,6 +471,20 @@ def ratio_cell(results, over, under, connections, under_limit, field, limit):
 def print_row(label, cells, target):
     """One row of the ratios' table."""
     print(f"| {label} | {' | '.join(cells)} | {target} |")
+
+
+def print_cpu(cpu):
+    """CPU time per page of the store's workers and of the target's own (the same for the store), from /proc: what
+    the store costs alone and what it costs behind each portal, whose own work runs between its requests."""
+    print("\nCPU per request, ms (median of the rounds; user + system time of each server's workers, from /proc):\n")
+    print("| target | c | limit | the store's workers | the target's own workers |")
+    print("|---|---:|---:|---:|---:|")
+    for (target, connections, limit), runs in sorted(
+        cpu.items(), key=lambda item: (item[0][1], item[0][2] or 0, TARGETS.index(item[0][0]))
+    ):
+        store = statistics.median(run[0] for run in runs)
+        own = "" if target == "store" else f"{statistics.median(run[1] for run in runs):.3f}"
+        print(f"| {target} | {connections} | {limit or '-'} | {store:.3f} | {own} |")
 
 
 def print_report(results, rss, slow, exports):
