@@ -3,8 +3,10 @@
 A WSGI server hands the path, the query string, the cookies and every header over as bytes (each byte one
 latin-1 character). The portal reads them as UTF-8 text; a request in which any of them is not (after
 percent-decoding, where a URL encodes bytes) is answered with the portal's 400 page and its request id,
-never a 500 and never a traceback. A form field whose bytes are not UTF-8 is marked, and the form shows
-the error next to that field (`forms.PortalForm`): Werkzeug would otherwise keep the bytes as `%FF` text.
+never a 500 and never a traceback. (granian hands over a header value that is not ASCII as empty text, so
+under `flask serve` such a header never reaches this check: docs/security.md.) A form field whose bytes are
+not UTF-8 is marked, and the form shows the error next to that field (`forms.PortalForm`): Werkzeug would
+otherwise keep the bytes as `%FF` text.
 
 Request bodies are read whole by `BodyGate`, in front of everything, and only by a few threads of a process
 at once: a client that sends its body a byte at a time holds one of those places, never every thread, so

@@ -60,6 +60,16 @@ def test_flask_serve_serves_pages_from_two_workers_and_adds_up_their_metrics(tmp
         assert metric(text, "petportal_requests_total", **LIST_PAGES) == 40
         assert not [name for name in os.listdir(metrics_dir) if name.startswith("gauge_live") and f"_{dead}." in name]
         assert requests.get(f"{origin}/animals", timeout=10).status_code == 200
+
+        # A query that is not UTF-8 gets the portal's 400 page; a header that is not ASCII reaches the portal as
+        # empty text under granian (docs/security.md), and its page is answered whole, never with a 500.
+        refused = requests.get(f"{origin}/animals?q=%ff", timeout=10)
+        assert refused.status_code == 400 and "its query is not UTF-8 text" in refused.text
+        for value in (b"caf\xc3\xa9", b"\xff\xfe"):
+            page = requests.get(
+                f"{origin}/login", headers={"User-Agent": value, "Cookie": b"pref=" + value}, timeout=10
+            )
+            assert page.status_code in (200, 400) and "</html>" in page.text, page.status_code
     assert process.returncode == 0
 
 
