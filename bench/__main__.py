@@ -8,7 +8,8 @@ app serve`, the production server) and under gunicorn (`gunicorn.conf.py`), each
 with the cache off, the portal with its 2 s cache, and the floor (bench/floor_app.py, 9 kB of constant
 bytes: what the server does with no work at all). Under granian also the portal traced, its spans sent
 over OTLP/HTTP to a sink in this process, and the same portal asked for German pages (`Accept-Language: de`)
-beside its English ones (the templates' own text, with no catalog): what translation costs. Prints medians,
+beside its English ones (the templates' own text, with no catalog): what translation costs; and a bare Flask page
+over the same store (bench/bare_page.py): the least an uncached page costs with this stack. Prints medians,
 the target ratios for each server, peak RSS per portal worker, what a slow environment does to the other
 pages, and the CPU time per request of the store's workers and of each server's own. Last, on servers of its own, one
 portal worker's RSS after a warm-up and after 10,000 mixed requests (bench/memory.py).
@@ -46,6 +47,7 @@ PLAN = {
     "portal granian": ((1, 20), (8, 20), (1, 100), (8, 100)),
     "cached granian": ((8, 20), (8, 100)),
     "floor granian": ((8, None),),
+    "bare granian": ((1, 20), (8, 20)),
     "traced granian": ((1, 20), (8, 20)),
     "german granian": ((1, 20), (8, 20)),
     "portal gunicorn": ((1, 20), (8, 20)),
@@ -213,6 +215,7 @@ def main():
                 "portal granian": granian_portal(portal_env),
                 "cached granian": granian_portal(cached_env),
                 "floor granian": (["-m", "bench.floor_server"], portal_env),
+                "bare granian": (["-m", "bench.floor_server", "--app", "bench.bare_page:app"], portal_env),
                 "traced granian": granian_portal(traced_env),
                 "portal gunicorn": gunicorn_portal("app:app", portal_env),
                 "cached gunicorn": gunicorn_portal("app:app", cached_env),
@@ -288,6 +291,8 @@ def url(origins, target, limit):
         return f"{origin}/v1/pets?limit={limit}"
     if target.startswith("floor"):
         return f"{origin}/"
+    if target.startswith("bare"):
+        return f"{origin}/animals"  # always 20 animals
     return f"{origin}/animals?limit={limit}"
 
 
@@ -400,6 +405,8 @@ def serving_lines():
         "spans over OTLP/HTTP to a sink in the bench's process; floor: 9 kB of constant HTML (bench/floor_app.py)",
         "german (granian): the portal, cache off, its pages asked for in German; against its English pages (the "
         "templates' own text, no catalog)",
+        "bare (granian): bench/bare_page.py, a bare Flask app making one listPets call and a 20-row page of the list "
+        "page's size, through bench/floor_server.py",
     ]
 
 
@@ -409,6 +416,24 @@ def serving_lines():
 RATIOS = (
     ("portal p50 / store p50, c=1, cache off", "portal {server}", "store", 1, "same", "p50_ms", "<= 2.5"),
     ("portal rps / store rps, c=8, cache off", "portal {server}", "store", 8, "same", "rps", ">= 0.40"),
+    (
+        "bare Flask page p50 / store p50, c=1 (the least a page over the store costs)",
+        "bare {server}",
+        "store",
+        1,
+        "same",
+        "p50_ms",
+        "report",
+    ),
+    (
+        "bare Flask page rps / store rps, c=8 (the least a page over the store costs)",
+        "bare {server}",
+        "store",
+        8,
+        "same",
+        "rps",
+        "report",
+    ),
     ("cached portal rps / store rps, c=8", "cached {server}", "store", 8, "same", "rps", ">= 3"),
     (
         "cached portal rps / floor rps, c=8 (the server's constant 9 kB)",

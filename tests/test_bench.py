@@ -38,6 +38,8 @@ def test_the_benchmark_runs_and_prints_its_table():
     for label, granian, granian_100, gunicorn in (
         ("portal p50 / store p50, c=1, cache off", ratio, ratio, ratio),
         ("portal rps / store rps, c=8, cache off", ratio, ratio, ratio),
+        ("bare Flask page p50 / store p50, c=1 (the least a page over the store costs)", ratio, "", ""),
+        ("bare Flask page rps / store rps, c=8 (the least a page over the store costs)", ratio, "", ""),
         ("cached portal rps / store rps, c=8", ratio, ratio, ratio),
         ("cached portal rps / floor rps, c=8 (the server's constant 9 kB)", ratio, ratio, ratio),
         ("German page p50 / English page p50, c=1 (translation's cost)", ratio, "", ""),
@@ -51,6 +53,9 @@ def test_the_benchmark_runs_and_prints_its_table():
     for line in ("| floor granian | 8 | - |", "| floor gunicorn | 8 | - |", "slow environment", "the sink took"):
         assert line in result.stdout
     assert "| one portal worker's RSS (MB) |" in result.stdout
+    # CPU a request: the store's workers for every target, and each server's own beside them.
+    for target in ("portal granian | 8 | 20", "bare granian | 1 | 20", "cached gunicorn | 8 | 20"):
+        assert re.search(rf"^\| {re.escape(target)} \| \d+\.\d{{3}} \| \d+\.\d{{3}} \|$", result.stdout, re.M), target
 
 
 def test_the_render_benchmark_runs_and_prints_both_sizes():
