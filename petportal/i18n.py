@@ -11,11 +11,13 @@ Adding a language is one catalog (`petportal/translations/<code>/LC_MESSAGES/mes
 
 from __future__ import annotations
 
+import functools
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
+from babel import Locale
 from flask import Blueprint, Flask, abort, current_app, has_request_context, redirect, request
 from flask_babel import Babel, format_datetime, format_number, get_locale
 from markupsafe import Markup
@@ -180,10 +182,17 @@ def register(app: Flask) -> None:
         return response
 
 
-def _request_language() -> str:
+def _request_language() -> Locale:
     """Flask-Babel's locale selector: the request's language; outside a request (a command, the import
     runner), English."""
-    return language_of(request.environ) if has_request_context() else DEFAULT_LANGUAGE
+    return _locale(language_of(request.environ) if has_request_context() else DEFAULT_LANGUAGE)
+
+
+@functools.cache
+def _locale(code: str) -> Locale:
+    """The Babel locale of one of the portal's languages, made once: Flask-Babel would parse the code again for
+    every request, each time asking the disk whether Babel has data for it."""
+    return Locale.parse(code)
 
 
 def _current_language() -> str:
