@@ -23,13 +23,25 @@ from petportal.processes import free_port, stop, wait_for_port
 
 
 @contextmanager
-def serve(app, host="127.0.0.1", port=0):
-    """Serve a WSGI app in a background thread, on `port` or else a free one; yields its origin URL."""
-    server = make_server(host, port, app, threaded=True)
+def listening(host="127.0.0.1"):
+    """A socket listening on a free port of `host`, held until the block ends: an app can be built knowing its
+    port, then served on it (`serve(app, sock=...)`), and no other test can take the port in between."""
+    with socket.create_server((host, 0)) as sock:
+        yield sock
+
+
+@contextmanager
+def serve(app, host="127.0.0.1", port=0, sock=None):
+    """Serve a WSGI app in a background thread, on `sock` (from `listening`), on `port`, or else on a free port;
+    yields its origin URL."""
+    if sock is not None:
+        server = make_server(host, sock.getsockname()[1], app, threaded=True, fd=sock.fileno())
+    else:
+        server = make_server(host, port, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
-        yield f"http://{host}:{server.server_port}"
+        yield f"http://{host}:{server.port}"
     finally:
         server.shutdown()
         server.server_close()

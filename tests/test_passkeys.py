@@ -8,10 +8,9 @@ import pytest
 
 from petportal.extensions import db
 from petportal.models import AuditEntry, LoginSession, Passkey, User
-from petportal.processes import free_port
 
 from browsers import desktop_page, log_in
-from servers import serve
+from servers import listening, serve
 
 pytestmark = pytest.mark.slow
 
@@ -19,10 +18,11 @@ pytestmark = pytest.mark.slow
 @pytest.fixture
 def passkey_portal(make_portal):
     """A portal whose admins must use a second factor, served where its public address says."""
-    port = free_port()
-    app = make_portal(PUBLIC_URL=f"http://localhost:{port}", REQUIRE_ADMIN_MFA=True)
-    with serve(app, port=port):
-        yield app, f"http://localhost:{port}"
+    with listening() as sock:
+        port = sock.getsockname()[1]
+        app = make_portal(PUBLIC_URL=f"http://localhost:{port}", REQUIRE_ADMIN_MFA=True)
+        with serve(app, sock=sock):
+            yield app, f"http://localhost:{port}"
 
 
 @pytest.fixture
