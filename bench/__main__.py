@@ -222,13 +222,13 @@ def main():
                 "floor gunicorn": gunicorn_portal("bench.floor_app:app", portal_env),
             },
         )
-        origins = {"store": store} | {name: origin for name, (origin, _) in servers.items()}
-        origins["german granian"] = origins["portal granian"]  # the same portal, asked for German pages
+        # Each target's (origin, master process); German pages come from the same portal as the English ones.
+        targets = {"store": (store, store_master)} | servers | {"german granian": servers["portal granian"]}
+        origins = {name: origin for name, (origin, _) in targets.items()}
+        masters = {name: master for name, (_, master) in targets.items()}
         print_settings(args, serving_lines())
         for target in TARGETS:  # warm every server, its pools and its caches
             wrk(url(origins, target, 20), 8, 1, headers=auth_header(target))
-        masters = {"store": store_master} | {name: master for name, (_, master) in servers.items()}
-        masters["german granian"] = masters["portal granian"]
         results, cpu = {}, {}
         for round_number in range(args.rounds):
             order = TARGETS if round_number % 2 == 0 else tuple(reversed(TARGETS))
@@ -499,7 +499,7 @@ def print_row(label, cells, target):
 
 
 def print_cpu(cpu):
-    """CPU time per page of the store's workers and of the target's own (the same for the store), from /proc: what
+    """CPU time per request of the store's workers and of the target's own (the same for the store), from /proc: what
     the store costs alone and what it costs behind each portal, whose own work runs between its requests."""
     print("\nCPU per request, ms (median of the rounds; user + system time of each server's workers, from /proc):\n")
     print("| target | c | limit | the store's workers | the target's own workers |")
