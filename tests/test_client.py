@@ -259,7 +259,7 @@ def test_one_deadline_covers_every_attempt_and_the_waits_between_them(fault_serv
     started = time.monotonic()
     with pytest.raises(Unavailable):
         client.list_pets()
-    assert time.monotonic() - started < 1.3
+    assert time.monotonic() - started < 2.0  # a deadline per attempt would take 0.8 + 2 + 0.8 s
     fault_server.script(delay(0.3, answer(503, {})))
     started = time.monotonic()
     deadline = started + 1.0
@@ -268,7 +268,7 @@ def test_one_deadline_covers_every_attempt_and_the_waits_between_them(fault_serv
         shared.list_pets()
     with pytest.raises(Unavailable):
         shared.list_pets()  # a second call of the same page gets only what the first left
-    assert time.monotonic() - started < 1.3
+    assert time.monotonic() - started < 1.5  # a deadline per call would take 2 s
     client.close()
     shared.close()
 
@@ -281,7 +281,7 @@ def test_calls_beyond_the_bulkhead_are_refused_at_once_while_the_store_is_slow(f
     started = time.monotonic()
     with pytest.raises(Busy):
         client.list_pets()
-    assert time.monotonic() - started < 0.1
+    assert time.monotonic() - started < 0.25  # waiting would take the bulkhead's patience, 0.3 s
     assert fault_server.received == []
     gate.leave()
     assert client.list_pets() == []
