@@ -8,7 +8,9 @@ import subprocess
 from contextlib import contextmanager
 
 from bench.portal import PROJECT_ROOT
-from petportal.processes import free_port, stop, wait_for_port
+from petportal.processes import stop, wait_for_port
+
+from servers import free_port
 
 PROVIDER_SCRIPT = PROJECT_ROOT / "tests" / "oidc_provider.mjs"
 PROVIDER_PACKAGE = PROJECT_ROOT / "tests" / "node_modules" / "oidc-provider"

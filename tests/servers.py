@@ -3,7 +3,9 @@ under each of the commands that serve it."""
 
 import base64
 import io
+import itertools
 import json
+import os
 import signal
 import socket
 import socketserver
@@ -19,7 +21,40 @@ from urllib.parse import quote
 from werkzeug.serving import make_server
 
 from bench.portal import FLASK_PORTAL, PROJECT_ROOT, prepare_portal
-from petportal.processes import free_port, stop, wait_for_port
+from petportal.processes import stop, wait_for_port
+
+# The ports the tests' servers listen on come from below the kernel's ephemeral ports (the first figure of
+# ip_local_port_range), a slice for each pytest-xdist worker. A port from bind(0) is free when chosen but may be
+# taken before a server started later binds it, by another worker's bind(0); one from a worker's own slice is
+# never handed out by the kernel, nor chosen by another worker.
+LOWEST_PORT = 10_000
+_port_turns = itertools.count()
+
+
+def free_port():
+    """A loopback TCP port that nothing listens on, for a server about to be started (see LOWEST_PORT)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as ports:
+            ephemeral = int(ports.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        ephemeral = LOWEST_PORT  # not Linux: the kernel's own choice, as before
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    size = (ephemeral - LOWEST_PORT) // workers
+    if size < 100:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            return sock.getsockname()[1]
+    worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0) % workers
+    first = LOWEST_PORT + worker * size
+    for _ in range(size):
+        port = first + next(_port_turns) % size
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue  # a server of an earlier test still listens, or something else of this machine
+            return port
+    raise RuntimeError(f"no free port between {first} and {first + size - 1}")
 
 
 @contextmanager

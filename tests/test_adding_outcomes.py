@@ -15,7 +15,6 @@ from sqlalchemy import select
 from bench.portal import csrf_token
 from petportal.extensions import db
 from petportal.models import AuditEntry, CategoryLabel, ImportRow, SubmissionToken, TicketState
-from petportal.processes import free_port
 
 from helpers import (
     PASSWORDS,
@@ -28,7 +27,7 @@ from helpers import (
     submission_token,
     upload,
 )
-from servers import FaultServer, answer, serve
+from servers import FaultServer, answer, free_port, serve
 
 PACKAGE = Path(__file__).resolve().parent.parent / "petportal"
 

@@ -16,8 +16,10 @@ import requests
 
 from bench.portal import PROJECT_ROOT, csrf_token, portal_environment
 from petportal import demo
-from petportal.processes import free_port, is_listening, wait_for_port
+from petportal.processes import is_listening, wait_for_port
 from petportal.store import SAMPLES
+
+from servers import free_port
 
 pytestmark = pytest.mark.slow
 

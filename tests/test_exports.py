@@ -21,9 +21,9 @@ from petportal import audit
 from petportal.downloads import spreadsheet_safe
 from petportal.extensions import db
 from petportal.models import AuditEntry
-from petportal.processes import free_port
 
 from helpers import AuthActions, creates, finished, post_form, press, upload
+from servers import free_port
 
 BOM = "\ufeff"
 ANIMALS_HEADER = ["id", "name", "categoryId", "category", "status"]

@@ -17,11 +17,11 @@ from bench.portal import PROJECT_ROOT, portal_environment
 from petportal.admin.status import in_words, stability_in_words
 from petportal.environments import DeprecationNotice
 from petportal.logs import RequestContextFilter
-from petportal.processes import free_port, stop, wait_for_port
+from petportal.processes import stop, wait_for_port
 from petportal.store import create_app as create_store
 
 from helpers import PRODUCTION_KEY, SECRET_KEY, AuthActions, metric
-from servers import portal_processes
+from servers import free_port, portal_processes
 
 FLASK = [sys.executable, "-m", "flask"]
 

@@ -11,9 +11,10 @@ import pytest
 import requests
 
 from bench.portal import PROJECT_ROOT, csrf_token, portal_environment
-from petportal.processes import free_port, wait_for_port
+from petportal.processes import wait_for_port
 
 from helpers import SECRET_PATTERN
+from servers import free_port
 
 pytestmark = pytest.mark.slow
 

@@ -11,10 +11,10 @@ from collections import Counter
 import pytest
 
 from bench.portal import PROJECT_ROOT, portal_environment
-from petportal.processes import free_port, stop, wait_for_port
+from petportal.processes import stop, wait_for_port
 
 from helpers import PRODUCTION_KEY, SECRET_KEY
-from servers import FaultServer, answer, delay, reset
+from servers import FaultServer, answer, delay, free_port, reset
 
 SOAK_SECONDS = float(os.environ.get("PETPORTAL_SOAK_SECONDS", "30"))  # longer soaks: set the variable
 CONNECTIONS = 32

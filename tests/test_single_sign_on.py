@@ -12,9 +12,9 @@ from openid_provider import CALLBACK, MISSING, PORTAL, sign_in_settings
 from petportal.auth import sso
 from petportal.extensions import db
 from petportal.models import AuditEntry, LoginSession, User
-from petportal.processes import free_port
 
 from helpers import PASSWORDS, AuthActions, csrf_token, enrol_mfa, post_form, totp
+from servers import free_port
 
 
 @pytest.fixture(scope="module")

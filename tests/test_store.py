@@ -11,13 +11,13 @@ import pytest
 import requests
 from openapi_spec_validator import validate
 
-from petportal.processes import free_port, stop, wait_for_port
+from petportal.processes import stop, wait_for_port
 from petportal.store import SAMPLE_ANIMALS
 from petportal.store import create_app as create_store
 from petportal.store.models import db
 
 from helpers import STORE_KEY
-from servers import serve
+from servers import free_port, serve
 
 AUTH = {"Authorization": f"Bearer {STORE_KEY}"}
 
