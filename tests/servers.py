@@ -2,6 +2,7 @@
 under each of the commands that serve it."""
 
 import base64
+import functools
 import io
 import itertools
 import json
@@ -21,6 +22,7 @@ from urllib.parse import quote
 from werkzeug.serving import make_server
 
 from bench.portal import FLASK_PORTAL, PROJECT_ROOT, prepare_portal
+from petportal import processes
 from petportal.processes import stop, wait_for_port
 
 # The ports the tests' servers listen on come from below the kernel's ephemeral ports (the first figure of
@@ -31,21 +33,29 @@ LOWEST_PORT = 10_000
 _port_turns = itertools.count()
 
 
-def free_port():
-    """A loopback TCP port that nothing listens on, for a server about to be started (see LOWEST_PORT)."""
+@functools.cache
+def _port_slice():
+    """(first port, how many) of this xdist worker's slice, or None where there is no room below the kernel's
+    ephemeral ports (or no Linux to ask)."""
     try:
         with open("/proc/sys/net/ipv4/ip_local_port_range") as ports:
             ephemeral = int(ports.read().split()[0])
     except (OSError, ValueError, IndexError):
-        ephemeral = LOWEST_PORT  # not Linux: the kernel's own choice, as before
+        return None
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     size = (ephemeral - LOWEST_PORT) // workers
     if size < 100:
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            return sock.getsockname()[1]
+        return None
     worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0) % workers
-    first = LOWEST_PORT + worker * size
+    return LOWEST_PORT + worker * size, size
+
+
+def free_port():
+    """A loopback TCP port that nothing listens on, for a server about to be started (see LOWEST_PORT); the
+    kernel's own choice where this worker has no slice."""
+    if _port_slice() is None:
+        return processes.free_port()
+    first, size = _port_slice()
     for _ in range(size):
         port = first + next(_port_turns) % size
         with socket.socket() as sock:
