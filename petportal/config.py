@@ -95,7 +95,8 @@ def derived(settings: Mapping[str, Any]) -> dict[str, Any]:
         "SESSION_COOKIE_SECURE": settings["HTTPS"],
         # The server-side session lives as long as it is used within the idle limit.
         "PERMANENT_SESSION_LIFETIME": SESSION_IDLE_LIMIT,
-        "THROTTLE_STORAGE_URI": redis_url or "memory://",
+        # The login counters: in Redis when there is one, else (None) in the portal's database (auth/throttle.py).
+        "THROTTLE_STORAGE_URI": redis_url,
         # Bulk imports run on RQ workers where there is a Redis, else on threads of the portal's own process.
         "IMPORT_RUNNER": "rq" if redis_url else "embedded",
         # The micro-cache: off at 0 seconds, shared through Redis when there is one.

@@ -212,7 +212,10 @@ def _username(claims: Any) -> str:
     digest = hashlib.sha256(f"{claims['iss']} {claims['sub']}".encode()).hexdigest()
     # The suffixes can be worked out by anyone who knows the `sub`, and so taken first: the last one is random.
     for name in (base, f"{base}-{digest[:8]}", f"{base[:50]}-{digest[:24]}", f"sso-{secrets.token_hex(12)}"):
-        if db.session.scalar(select(User.id).where(func.lower(User.username) == name.lower())) is None:
+        if (
+            not audit.is_reserved(name)
+            and db.session.scalar(select(User.id).where(func.lower(User.username) == name.lower())) is None
+        ):
             return name
     raise SignInFailed(_("The sign-in could not be completed. Start again from the login page."))
 
