@@ -192,6 +192,19 @@ def test_a_provider_name_never_becomes_another_account(sso_portal):
     assert client.get("/admin/users").status_code == 403
 
 
+@pytest.mark.parametrize("name", ["anonymous", "System", "demo"])
+def test_a_provider_name_the_audit_log_uses_for_itself_gets_a_name_of_its_own(make_portal, provider, name):
+    app = sso_app(make_portal, provider)
+    provider.people["anon-0005"] = {"preferred_username": name, "groups": ["pet-staff"]}
+    provider.save()
+    client = app.test_client()
+    assert sign_in(client, "anon-0005").status_code == 303
+    person = account(app, "anon-0005")
+    assert person.username.lower().startswith(f"{name.lower()}-") and person.role == "staff"
+    assert ("user_created", person.username) in audit_actions(app)
+    assert all(actor.lower() != name.lower() for _action, actor in audit_actions(app))
+
+
 @pytest.mark.parametrize("state", ["wrong", "", None])
 def test_a_wrong_or_missing_state_is_400_and_nobody_is_logged_in(sso_portal, state):
     client = sso_portal.test_client()
