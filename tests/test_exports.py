@@ -294,7 +294,8 @@ def test_user_names_a_spreadsheet_would_run_come_back_as_text_in_the_audit_csv(p
     failed_logins(portal_app, HOSTILE)
     _, *rows = rows_of(auth_for(portal_app, "admin").get("/admin/audit.csv"))
     failed = [row[1] for row in rows if row[2] == "login failed"]
-    assert failed == ["'" + name for name in reversed(HOSTILE)]
+    # A control character of a name from outside is kept as U+FFFD (audit.bounded), which no spreadsheet runs.
+    assert failed == list(reversed(["'" + name for name in HOSTILE[:4]] + ["\ufffdTabbed", "\ufffdReturned"]))
 
 
 def test_a_cell_a_semicolon_spreadsheet_would_split_has_no_part_it_would_run(portal_app, auth_for, production_store):
