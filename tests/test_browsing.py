@@ -365,3 +365,15 @@ def test_two_admins_labelling_two_categories_alike_at_once_leave_one_label(make_
     with app.app_context():
         assert [row.category_id for row in db.session.scalars(db.select(CategoryLabel))] in ([900], [901], [902], [903])
         assert len(db.session.scalars(db.select(AuditEntry).filter_by(action="category_labelled")).all()) == 1
+
+
+def test_a_search_cut_at_the_limit_offers_the_same_search_over_100_in_one_click(client, production_store):
+    for number in range(20):
+        production_store.add(f"Tom {number}" if number in (3, 17) else f"Cat {number}", 2, "available")
+    page = client.get("/animals?q=tom&limit=5").text
+    [further] = re.findall(r'<a class="search-further" href="([^"]+)">Search up to 100 animals</a>', page)
+    further = html.unescape(further)
+    assert "q=tom" in further and "limit=100" in further
+    assert sorted(names_on(client.get(further).text)) == ["Tom 17", "Tom 3"]
+    # Everything fetched (fewer than the limit came back): nothing further to search.
+    assert "search-further" not in client.get("/animals?q=tom&limit=100").text
