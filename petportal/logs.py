@@ -1,5 +1,6 @@
 """A request id on every request, in the response and every log line; one access line per request; logs as
-text or one JSON object a line, the server's own lines included (`server_logging`)."""
+text or one JSON object a line, the server's own lines included (`server_logging`); no line of any logger quoting
+a secret (`egress`: the log-record factory, and a filter on every handler set up here)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from flask import Flask, Response, g, has_request_context, request
 from pythonjsonlogger.json import JsonFormatter
 from werkzeug.wsgi import ClosingIterator
 
-from . import tracing
+from . import egress, tracing
+from .config import secret_values
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
@@ -93,7 +95,9 @@ def formatter(log_format: str) -> logging.Formatter:
 
 def configure(log_format: str) -> None:
     """Send the portal's logs to standard error, as text or as JSON (`PETPORTAL_LOG_FORMAT`). With JSON, the
-    development server's lines (`flask run`, `python app.py`) go the same way."""
+    development server's lines (`flask run`, `python app.py`) go the same way. Every record of every logger passes
+    the egress guard (`egress.guard_every_record`)."""
+    egress.guard_every_record()
     # No line shows the source file or the thread, so no record looks them up (the logging HOWTO's
     # optimisations): an access line is written for every request, cached pages included. The process id
     # stays: gunicorn's own text lines show it.
@@ -109,6 +113,7 @@ def configure(log_format: str) -> None:
         handler = logging.StreamHandler()
         handler.setFormatter(formatter(log_format))
         handler.addFilter(RequestContextFilter())
+        handler.addFilter(egress.EgressFilter())  # after the context: its fields are checked too
         logger.addHandler(handler)
         logger.setLevel(logging.INFO if name in ("petportal", "werkzeug") else logging.WARNING)
         logger.propagate = name != "werkzeug"  # on to the tests' capture; a server's root handler skips them
@@ -127,13 +132,17 @@ def server_logging(log_format: str) -> dict[str, Any]:
     return {
         "version": 1,
         "disable_existing_loggers": False,
-        "filters": {"context": {"()": RequestContextFilter}, "not_the_portals": {"()": NotThePortals}},
+        "filters": {
+            "context": {"()": RequestContextFilter},
+            "not_the_portals": {"()": NotThePortals},
+            "egress": {"()": egress.EgressFilter},
+        },
         "formatters": {"portal": {"()": formatter, "log_format": log_format}},
         "handlers": {
             "others": {
                 "class": "logging.StreamHandler",
                 "formatter": "portal",
-                "filters": ["context", "not_the_portals"],
+                "filters": ["context", "not_the_portals", "egress"],
             },
         },
         "root": {"level": "INFO", "handlers": ["others"]},
@@ -321,6 +330,7 @@ def batch_access_lines(log_format: str) -> None:
     handler = LineBatches(2)  # standard error, as the portal's other lines
     handler.setFormatter(formatter(log_format))
     handler.addFilter(RequestContextFilter())
+    handler.addFilter(egress.EgressFilter())  # an access line's record is a copy, not made by the factory
     access = logging.getLogger(ACCESS_LOGGER)
     access.addHandler(handler)
     access.propagate = False
@@ -367,7 +377,9 @@ def request_id(incoming: str) -> str:
 
 def register(app: Flask) -> None:
     """Give every request an id, return it as X-Request-ID, and log with it. (`register_access` puts the
-    access lines in front, once every other WSGI layer is in place.)"""
+    access lines in front, once every other WSGI layer is in place.) No log line or span of the process may quote
+    one of the app's secrets (`egress.protect`)."""
+    egress.protect(secret_values(app.config))
     configure(app.config["LOG_FORMAT"])
 
     @app.before_request
