@@ -10,6 +10,7 @@ import multiprocessing.util
 import os
 import random
 import select
+import sys
 import threading
 import time
 from collections.abc import Iterable
@@ -121,6 +122,24 @@ def configure(log_format: str) -> None:
     werkzeug = logging.getLogger("werkzeug")
     if not any(isinstance(f, DevelopmentServerRequests) for f in werkzeug.filters):
         werkzeug.addFilter(DevelopmentServerRequests())
+
+
+def uncaught_exceptions_logged() -> None:
+    """In a server's processes: an exception no code caught (in any thread) and a Python warning become log records,
+    so they pass the egress guard like every line, instead of being printed to standard error by Python itself."""
+    logging.captureWarnings(True)
+    log = logging.getLogger("petportal")
+
+    def thread_failed(args: threading.ExceptHookArgs) -> None:
+        if args.exc_type is not SystemExit:  # as Python's own hook: a thread may end that way
+            name = args.thread.name if args.thread is not None else "?"
+            log.error("uncaught exception in thread %s", name, exc_info=args.exc_value)
+
+    def process_failed(kind: type[BaseException], value: BaseException, trace: Any) -> None:
+        log.critical("uncaught exception", exc_info=value)
+
+    threading.excepthook = thread_failed
+    sys.excepthook = process_failed
 
 
 def server_logging(log_format: str) -> dict[str, Any]:

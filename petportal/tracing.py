@@ -188,35 +188,33 @@ def guarded_span(span: ReadableSpan) -> ReadableSpan:
     from opentelemetry.sdk.trace import ReadableSpan as Copy
     from opentelemetry.trace import Link, Status
 
+    changed = False
     attributes = guarded_attributes(span.attributes)
     events = []
     for event in span.events:
         event_name, event_attributes = egress.withheld(event.name), guarded_attributes(event.attributes)
-        changed_event = event_name != event.name or event_attributes is not event.attributes
-        events.append(Event(event_name, event_attributes, event.timestamp) if changed_event else event)
+        if event_name != event.name or event_attributes is not None:
+            changed = True
+            events.append(Event(event_name, event_attributes or event.attributes, event.timestamp))
+        else:
+            events.append(event)
     links = []
     for link in span.links:
         link_attributes = guarded_attributes(link.attributes)
-        links.append(link if link_attributes is link.attributes else Link(link.context, link_attributes))
+        changed = changed or link_attributes is not None
+        links.append(link if link_attributes is None else Link(link.context, link_attributes))
     status = span.status
     if status.description and egress.withheld(status.description) != status.description:
         status = Status(status.status_code, egress.WITHHELD_VALUE)
     name = egress.withheld(span.name)
-    changed = (
-        attributes is not span.attributes
-        or any(new is not old for new, old in zip(events, span.events, strict=True))
-        or any(new is not old for new, old in zip(links, span.links, strict=True))
-        or status is not span.status
-        or name != span.name
-    )
-    if not changed:
+    if not changed and attributes is None and status is span.status and name == span.name:
         return span
     return Copy(
         name=name,
         context=span.context,
         parent=span.parent,
         resource=span.resource,
-        attributes=attributes,
+        attributes=span.attributes if attributes is None else attributes,
         events=events,
         links=links,
         kind=span.kind,
@@ -227,11 +225,11 @@ def guarded_span(span: ReadableSpan) -> ReadableSpan:
     )
 
 
-def guarded_attributes(attributes: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
-    """`attributes` itself when nothing in them needs to change; else a copy with each URL cut to its query's
-    names (`without_query_values`) and each value quoting a secret withheld."""
+def guarded_attributes(attributes: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """None when nothing in `attributes` needs to change; else a copy with each URL cut to its query's names
+    (`without_query_values`) and each value quoting a secret withheld."""
     if not attributes:
-        return attributes
+        return None
     guarded = {}
     for key, value in attributes.items():
         if isinstance(value, str) and key in URL_ATTRIBUTES:
@@ -241,7 +239,7 @@ def guarded_attributes(attributes: Mapping[str, Any] | None) -> Mapping[str, Any
         else:
             guarded[key] = egress.withheld(value)
     if all(guarded[key] == value for key, value in attributes.items()):
-        return attributes
+        return None
     return guarded
 
 
