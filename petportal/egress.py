@@ -25,6 +25,8 @@ WITHHELD_LINE = "[log line withheld: it quoted a secret]"
 WITHHELD_VALUE = "[withheld: quoted a secret]"
 # The attributes every LogRecord has: what a record carries beside them ("extra", a context filter's) is checked.
 _RECORD_ATTRIBUTES = frozenset(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
+# A record's attribute saying it needs no check: its maker (`logs.AccessLines`) checked all it can say.
+CHECKED = "egress_checked"
 # Values that cannot hold text.
 _PLAIN = (int, float, bool, type(None))
 
@@ -63,17 +65,17 @@ def withheld(value: Any) -> Any:
 
 
 def guard_record(record: logging.LogRecord) -> logging.LogRecord:
-    """`record`, its message, exception, stack and extra fields replaced by WITHHELD_LINE when any of them quotes
-    a secret. Nothing is copied: every handler the record then reaches writes the marker."""
-    if not _Guard.secrets or getattr(record, "egress_withheld", False):
+    """`record`, withheld when anything it can write quotes a secret: its message by WITHHELD_LINE, its exception
+    and stack dropped, and each of its extra fields that quotes one by WITHHELD_VALUE. Nothing is copied: every
+    handler the record then reaches writes the marker."""
+    if not _Guard.secrets or getattr(record, CHECKED, False):
         return record
     if _record_quotes_secret(record):
         record.msg, record.args = WITHHELD_LINE, ()
         record.exc_info = record.exc_text = record.stack_info = None
-        for name in list(record.__dict__):
-            if name not in _RECORD_ATTRIBUTES and not isinstance(record.__dict__[name], _PLAIN):
+        for name, value in list(record.__dict__.items()):
+            if name not in _RECORD_ATTRIBUTES and not isinstance(value, _PLAIN) and _Guard.check(str(value)):
                 record.__dict__[name] = WITHHELD_VALUE
-        record.egress_withheld = True
     return record
 
 
@@ -87,11 +89,11 @@ def _record_quotes_secret(record: logging.LogRecord) -> bool:
         # The traceback with its chained causes, as a formatter writes it (the exceptions' own texts included).
         texts.append(_FORMATTER.formatException(record.exc_info))
     texts += [text for text in (record.exc_text, record.stack_info) if text]
-    texts += [
-        str(value)
-        for name, value in record.__dict__.items()
-        if name not in _RECORD_ATTRIBUTES and not isinstance(value, _PLAIN)
-    ]
+    for name, value in record.__dict__.items():
+        if name not in _RECORD_ATTRIBUTES and not isinstance(value, _PLAIN):
+            text = str(value)
+            if text not in texts[0]:  # a field the message already shows is not checked twice
+                texts.append(text)
     return _Guard.check("\n".join(texts))
 
 

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from flask import Flask, Response, g, has_request_context, request
+from pythonjsonlogger.core import RESERVED_ATTRS
 from pythonjsonlogger.json import JsonFormatter
 from werkzeug.wsgi import ClosingIterator
 
@@ -90,7 +91,8 @@ def formatter(log_format: str) -> logging.Formatter:
     """The one formatter of every line: the portal's, its access lines' and, through `server_logging`, the
     server's."""
     if log_format == "json":
-        return JsonLines(JSON_FIELDS, rename_fields=JSON_NAMES)
+        # Every attribute of a record not in `reserved_attrs` becomes a field: the guard's mark is not one.
+        return JsonLines(JSON_FIELDS, rename_fields=JSON_NAMES, reserved_attrs=[*RESERVED_ATTRS, egress.CHECKED])
     return EachSecondOnce(TEXT_FORMAT)
 
 
@@ -278,9 +280,14 @@ class AccessLines:
             )
             self._model = (os.getpid(), record.__dict__)
         model = self._model[1]
+        # What a client chose is all a line can quote a secret with: the rest is the portal's own (the ids, the
+        # status, the time). Checked here, once and only that, as every access line is.
+        if egress.quotes_secret(f"{event.method} {event.path}"):
+            event = event._replace(method="-", path=egress.WITHHELD_VALUE)
         record = logging.LogRecord.__new__(logging.LogRecord)
         record.__dict__.update(model)
         record.__dict__.update(event._asdict())
+        record.__dict__[egress.CHECKED] = True
         record.args = (event.method, event.path, event.status, event.duration_ms)
         record.msecs = int((event.created - int(event.created)) * 1000) + 0.0
         record.relativeCreated = model["relativeCreated"] + (event.created - model["created"]) * 1000
@@ -349,7 +356,6 @@ def batch_access_lines(log_format: str) -> None:
     handler = LineBatches(2)  # standard error, as the portal's other lines
     handler.setFormatter(formatter(log_format))
     handler.addFilter(RequestContextFilter())
-    handler.addFilter(egress.EgressFilter())  # an access line's record is a copy, not made by the factory
     access = logging.getLogger(ACCESS_LOGGER)
     access.addHandler(handler)
     access.propagate = False

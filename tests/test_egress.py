@@ -6,13 +6,14 @@ logger, a span's attributes and events."""
 import json
 import logging
 import re
+import time
 import traceback
 
 import pytest
 import requests
 
 from bench.portal import csrf_token, logged_in, prepare_portal
-from petportal import egress, tracing
+from petportal import egress, logs, tracing
 
 from helpers import PASSWORDS, PRODUCTION_KEY, production_variables
 from servers import Receiver, running
@@ -127,6 +128,7 @@ def test_a_hostile_store_never_gets_the_key_into_the_output_a_span_a_page_or_a_c
     # Each channel was tried, and its guard did withhold: urllib3's warning about the header line without a
     # colon, and the exceptions the store calls' spans recorded.
     records = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
+    assert not [r for r in records if egress.CHECKED in r], "the guard's own mark is no field of a line"
     assert [r for r in records if r["logger"].startswith("urllib3") and r["message"] == egress.WITHHELD_LINE]
     events = [attributes for span in spans for name, attributes in span["events"] if name == "exception"]
     assert any(attributes.get("exception.stacktrace") == egress.WITHHELD_VALUE for attributes in events)
@@ -169,6 +171,18 @@ def test_a_record_made_without_the_factory_or_with_extra_fields_is_withheld_by_t
         assert egress.EgressFilter().filter(record)
         assert record.getMessage() == egress.WITHHELD_LINE
     assert extra.detail == egress.WITHHELD_VALUE and extra.status == 502
+
+
+def test_an_access_line_whose_path_quotes_the_key_is_withheld_and_keeps_its_status_and_ids(guarded, caplog):
+    quoting = logs.AccessEvent(time.time(), "GET", f"/animals/{PRODUCTION_KEY}", 404, 1.5, "a1" * 16, "-")
+    plain = logs.AccessEvent(time.time(), "GET", "/animals/1", 200, 1.5, "b2" * 16, "-")
+    with caplog.at_level(logging.INFO, logs.ACCESS_LOGGER):
+        logs.ACCESS_LINES._log(quoting)
+        logs.ACCESS_LINES._log(plain)
+    withheld, shown = caplog.records
+    assert (withheld.path, withheld.status, withheld.request_id) == (egress.WITHHELD_VALUE, 404, "a1" * 16)
+    assert shown.getMessage() == "GET '/animals/1' 200 1.50 ms"
+    assert not leaks(caplog.text)
 
 
 def test_a_span_quoting_the_key_is_withheld_attribute_by_attribute_and_urls_lose_their_query_values(guarded):
