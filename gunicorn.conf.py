@@ -44,10 +44,11 @@ if "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="petportal-metrics-")
 
 # Imported only now: importing petportal imports prometheus_client, which must find the folder above.
-from petportal.logs import server_logging  # noqa: E402
+from petportal.logs import server_logging, uncaught_exceptions_logged  # noqa: E402
 from petportal.processes import fewer_malloc_arenas  # noqa: E402
 
 logconfig_dict = server_logging(os.environ.get("PETPORTAL_LOG_FORMAT", "").strip().lower() or "text")
+uncaught_exceptions_logged()  # so they pass the egress guard, as every log line does
 
 # Before the app is loaded and the workers are forked: their threads share two malloc arenas, so a worker's
 # memory stays flat under load instead of creeping up (see fewer_malloc_arenas).

@@ -185,6 +185,8 @@ def from_environment(environ: Mapping[str, str], read_dotenv: bool = True) -> di
         "METRICS_TOKEN": environ.get("PETPORTAL_METRICS_TOKEN", "").strip() or None,
         "LOG_FORMAT": environ.get("PETPORTAL_LOG_FORMAT", "").strip().lower() or "text",
         "TRACING": tracing.wanted(environ),
+        # An incoming traceparent is continued only from a proxy or mesh the operator runs (tracing.register).
+        "TRUST_TRACE_HEADERS": _flag(environ, "PETPORTAL_TRUST_TRACE_HEADERS", False),
         "PUBLIC_URL": (environ.get("PETPORTAL_PUBLIC_URL", "").strip() or (DEMO_PUBLIC_URL if demo else "")).rstrip("/")
         or None,
         "OIDC": _single_sign_on(environ),
@@ -233,6 +235,14 @@ def secret_variables(environ: Mapping[str, str]) -> list[str]:
         "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
     }
     return sorted(name for name in environ if name in secrets_read)
+
+
+def secret_values(config: Mapping[str, Any]) -> tuple[str, ...]:
+    """The secrets among `config`'s settings, which no log line or span may quote (`egress`): the pet store keys,
+    the session key, the single sign-on client secret and the metrics token."""
+    values = [settings["key"] for settings in config["PETSTORE_ENVIRONMENTS"].values()]
+    values += [config.get("SECRET_KEY"), (config.get("OIDC") or {}).get("client_secret"), config.get("METRICS_TOKEN")]
+    return tuple(value for value in values if isinstance(value, str) and value)
 
 
 def check(config: Mapping[str, Any]) -> None:
