@@ -385,3 +385,36 @@ def test_a_browser_keeps_only_its_latest_sign_ins(sso_portal):
     latest = at_provider(start(client), "kim-0001")
     assert client.get(oldest).status_code == 400
     assert client.get(latest).status_code == 303
+
+
+def test_after_an_error_answer_the_same_state_never_completes(sso_portal, provider):
+    """The provider's own `error` answer (here `login_required`, asked for with prompt=none) uses the sign-in up:
+    the code a later sign-in at the provider brings back with the same state is refused."""
+    client = sso_portal.test_client()
+    url = start(client)
+    refused = requests.get(f"{url}&prompt=none", allow_redirects=False, timeout=10)
+    back = refused.headers["Location"]
+    assert back.startswith(CALLBACK) and "error=login_required" in back, back
+    assert client.get(back[len(PORTAL) :]).status_code == 400
+    answer = client.get(at_provider(url, "kim-0001"))
+    assert answer.status_code == 400
+    assert "expired or was used already" in answer.text
+    assert client.get("/animals/new").status_code == 302
+    assert account(sso_portal, "kim-0001") is None
+
+
+@pytest.mark.parametrize("iss", ["http://127.0.0.1:1", "", None, "issuer with a trailing slash"])
+def test_an_answer_that_names_another_issuer_or_none_is_refused_and_uses_the_sign_in_up(sso_portal, provider, iss):
+    """RFC 9207: the provider says it sends `iss`, so the answer must carry its issuer, exactly."""
+    client = sso_portal.test_client()
+    back = at_provider(start(client), "kim-0001")
+    query = {name: values[0] for name, values in parse_qs(urlsplit(back).query).items()}
+    assert query["iss"] == provider.issuer
+    if iss is None:
+        query.pop("iss")
+    else:
+        query["iss"] = provider.issuer + "/" if iss == "issuer with a trailing slash" else iss
+    assert client.get("/login/sso/callback", query_string=query).status_code == 400
+    assert client.get("/animals/new").status_code == 302
+    assert client.get(back).status_code == 400  # the state was used by the refused answer
+    assert account(sso_portal, "kim-0001") is None

@@ -1,9 +1,10 @@
 """Single sign-on through the company's OpenID Connect provider, with Authlib's Flask client.
 
 Authlib does the protocol: the provider's discovery document, the authorization code flow with PKCE (S256),
-`state` and `nonce` kept in the server-side session and used once, and the ID token's signature, issuer,
-audience, expiry and nonce. This module decides what a checked sign-in means here (`signed_in`): the account
-is the one keyed by the issuer and the ID token's `sub`, never by a name, and is made at the first sign-in;
+`state` and `nonce` kept in the server-side session, and the ID token's signature, issuer, audience, expiry and
+nonce. This module adds that a `state` is used once whatever the answer (Authlib keeps it after an `error`), and
+that the answer's `iss` is the provider's (RFC 9207). It decides what a checked sign-in means here (`signed_in`): the
+account is the one keyed by the issuer and the ID token's `sub`, never by a name, and is made at the first sign-in;
 its role is read again from the configured claim at every sign-in; a person with no mapped value, and a
 disabled account, are refused.
 
@@ -20,7 +21,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from flask import Flask, abort, current_app, session, url_for
+from flask import Flask, abort, current_app, request, session, url_for
 from flask_babel import gettext as _
 from sqlalchemy import func, select
 from werkzeug.wrappers import Response
@@ -127,8 +128,12 @@ def signed_in() -> SignedIn:
     from authlib.integrations.base_client.errors import MismatchingStateError, OAuthError
     from joserfc.errors import JoseError
 
-    _metadata(client)
+    metadata = _metadata(client)
+    state = request.args.get("state")
     try:
+        if not _from_the_issuer(metadata):
+            current_app.logger.warning("single sign-on refused: the answer names another issuer")
+            raise SignInFailed(_("The sign-in could not be completed. Start again from the login page."))
         token = client.authorize_access_token()
     except MismatchingStateError as error:
         raise SignInFailed(
@@ -141,6 +146,9 @@ def signed_in() -> SignedIn:
         raise SignInFailed(_("The sign-in could not be completed. Start again from the login page.")) from error
     except requests.RequestException as error:
         raise ProviderUnreachable from error
+    finally:
+        # Used once whatever the answer: Authlib keeps the state when the provider answers with an `error`.
+        client.framework.clear_state_data(session, state)
     claims = token.get("userinfo")
     if not claims or not _fits(claims.get("sub")) or not _fits(claims.get("iss")):
         raise SignInFailed(_("The sign-in could not be completed. Start again from the login page."))
@@ -152,6 +160,16 @@ def signed_in() -> SignedIn:
     return SignedIn(
         user, second_factor, destination if isinstance(destination, str) else url_for("catalog.list_animals")
     )
+
+
+def _from_the_issuer(metadata: dict[str, Any]) -> bool:
+    """Whether the answer came from this provider (RFC 9207): its `iss` parameter, required where the provider says
+    it sends one and checked wherever there is one, is the issuer of its discovery document, character for
+    character. Without it, a provider mixed up with another could have this sign-in finish with its code."""
+    answered = request.args.get("iss")
+    if answered is None:
+        return metadata.get("authorization_response_iss_parameter_supported") is not True
+    return answered == metadata.get("issuer")
 
 
 def role_for(values: Any) -> str | None:
