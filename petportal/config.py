@@ -214,7 +214,13 @@ def _single_sign_on(environ: Mapping[str, str]) -> dict[str, Any] | None:
         "role_claim": environ.get("PETPORTAL_OIDC_ROLE_CLAIM", "").strip() or "groups",
         "admin_values": values("PETPORTAL_OIDC_ADMIN_VALUES"),
         "staff_values": values("PETPORTAL_OIDC_STAFF_VALUES"),
+        # How long a login made through the provider lasts at most (None: the 12 hours every login has).
+        "session_max_age": _seconds(_number(environ, "PETPORTAL_OIDC_SESSION_MAX_AGE", None, int, minimum=60)),
     }
+
+
+def _seconds(seconds: int | None) -> timedelta | None:
+    return None if seconds is None else timedelta(seconds=seconds)
 
 
 def secret_variables(environ: Mapping[str, str]) -> list[str]:

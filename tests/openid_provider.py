@@ -80,5 +80,6 @@ def sign_in_settings(provider):
         "role_claim": "groups",
         "admin_values": frozenset({"pet-admins"}),
         "staff_values": frozenset({"pet-staff"}),
+        "session_max_age": None,
     }
     return {"PUBLIC_URL": PORTAL, "OIDC": oidc}

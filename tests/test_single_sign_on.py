@@ -2,6 +2,7 @@
 real port. The portal's Authlib client reads its discovery document, exchanges codes at its token endpoint and
 checks its ID tokens; nothing of the protocol is mocked."""
 
+from datetime import timedelta
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -10,6 +11,7 @@ from authenticator import Authenticator
 from openid_provider import CALLBACK, MISSING, PORTAL, sign_in_settings
 
 from petportal.auth import sso
+from petportal.config import ConfigurationError, from_environment
 from petportal.extensions import db
 from petportal.models import AuditEntry, LoginSession, User
 
@@ -263,6 +265,7 @@ def test_an_unreachable_provider_gets_the_503_page(make_portal):
             "role_claim": "groups",
             "admin_values": frozenset({"a"}),
             "staff_values": frozenset(),
+            "session_max_age": None,
         },
     )
     answer = app.test_client().get("/login/sso")
@@ -418,3 +421,37 @@ def test_an_answer_that_names_another_issuer_or_none_is_refused_and_uses_the_sig
     assert client.get("/animals/new").status_code == 302
     assert client.get(back).status_code == 400  # the state was used by the refused answer
     assert account(sso_portal, "kim-0001") is None
+
+
+def test_the_maximum_age_of_single_sign_on_sessions_comes_from_the_environment():
+    issuer = {"PETPORTAL_OIDC_ISSUER": "https://id.example"}
+    assert from_environment(issuer, read_dotenv=False)["OIDC"]["session_max_age"] is None
+    config = from_environment({**issuer, "PETPORTAL_OIDC_SESSION_MAX_AGE": "900"}, read_dotenv=False)
+    assert config["OIDC"]["session_max_age"] == timedelta(minutes=15)
+    with pytest.raises(ConfigurationError, match="PETPORTAL_OIDC_SESSION_MAX_AGE must be at least 60"):
+        from_environment({**issuer, "PETPORTAL_OIDC_SESSION_MAX_AGE": "5"}, read_dotenv=False)
+
+
+def test_a_single_sign_on_session_ends_at_its_maximum_age_and_the_person_signs_in_again(
+    make_portal, provider, clock, auth_for
+):
+    """In use all along, the login through the provider ends after the operator's maximum age; a password login of
+    the same moment goes on (its limit is 12 hours), and signing in again opens a new one."""
+    settings = sign_in_settings(provider)
+    settings["OIDC"] = {**settings["OIDC"], "session_max_age": timedelta(minutes=10)}
+    app = make_portal(**settings, CLOCK=clock)
+    client, staff = app.test_client(), auth_for(app, "staff")
+    assert sign_in(client, "kim-0001").status_code == 303
+    for _ in range(2):
+        clock.advance(minutes=5)
+        assert client.get("/animals/new").status_code == 200
+    clock.advance(seconds=1)
+    ended = client.get("/animals/new")
+    assert ended.status_code == 302 and ended.headers["Location"].startswith("/login")
+    assert "Your session has ended. Please log in again." in client.get("/login").text
+    assert staff.get("/animals/new").status_code == 200
+    with app.app_context():
+        kim = db.session.scalar(db.select(User).filter_by(sso_subject="kim-0001"))
+        assert db.session.scalar(db.select(LoginSession).filter_by(user_id=kim.id)).ended_at is not None
+    assert sign_in(client, "kim-0001").status_code == 303
+    assert client.get("/animals/new").status_code == 200
