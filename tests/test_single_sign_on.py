@@ -2,13 +2,18 @@
 real port. The portal's Authlib client reads its discovery document, exchanges codes at its token endpoint and
 checks its ID tokens; nothing of the protocol is mocked."""
 
-from datetime import timedelta
+import base64
+import json
+import time
+from datetime import UTC, datetime, timedelta
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import requests
 from authenticator import Authenticator
-from openid_provider import CALLBACK, MISSING, PORTAL, sign_in_settings
+from joserfc import jwt
+from joserfc.jwk import RSAKey
+from openid_provider import BACKCHANNEL_LOGOUT, CALLBACK, MISSING, PEOPLE, PORTAL, sign_in_settings
 
 from petportal.auth import sso
 from petportal.config import ConfigurationError, from_environment
@@ -16,7 +21,7 @@ from petportal.extensions import db
 from petportal.models import AuditEntry, LoginSession, User
 
 from helpers import PASSWORDS, AuthActions, csrf_token, enrol_mfa, post_form, totp
-from servers import free_port
+from servers import RecordingMiddleware, free_port, serve
 
 
 @pytest.fixture(scope="module")
@@ -455,3 +460,84 @@ def test_a_single_sign_on_session_ends_at_its_maximum_age_and_the_person_signs_i
         assert db.session.scalar(db.select(LoginSession).filter_by(user_id=kim.id)).ended_at is not None
     assert sign_in(client, "kim-0001").status_code == 303
     assert client.get("/animals/new").status_code == 200
+
+
+def open_logins_of(app, sub):
+    with app.app_context():
+        user = db.session.scalar(db.select(User).filter_by(sso_subject=sub))
+        return db.session.scalar(
+            db.select(db.func.count()).select_from(LoginSession).filter_by(user_id=user.id, ended_at=None)
+        )
+
+
+def test_a_person_the_provider_removes_is_logged_out_of_every_browser_by_back_channel_logout(sso_portal, provider):
+    """The provider sends its signed logout token to the portal over a real socket; every open login of that account
+    ends (they are rows of the portal's database, checked by every process of every instance on each request), and
+    nobody else's."""
+    assert requests.get(f"{provider.issuer}/.well-known/openid-configuration", timeout=10).json()[
+        "backchannel_logout_supported"
+    ]
+    browsers = [sso_portal.test_client(), sso_portal.test_client()]
+    for browser in browsers:
+        assert sign_in(browser, "kim-0001").status_code == 303
+    other = sso_portal.test_client()
+    sign_in(other, "ada-0002")
+    recorder = RecordingMiddleware(sso_portal)
+    with serve(recorder) as origin:
+        assert provider.remove("kim-0001", origin).status_code == 204
+    [delivered] = recorder.received
+    assert delivered.method == "POST" and delivered.target == BACKCHANNEL_LOGOUT
+    for browser in browsers:
+        assert browser.get("/animals/new").status_code == 302
+    assert open_logins_of(sso_portal, "kim-0001") == 0
+    assert other.get("/animals/new").status_code == 200
+    assert ("sessions_ended", "kim") in audit_actions(sso_portal)
+    # Removed at the provider, kim cannot sign in again either.
+    assert sso_portal.test_client().get("/login/sso").status_code == 302
+
+
+def test_a_logout_token_the_checks_refuse_ends_nothing(make_portal, provider, clock, caplog):
+    """Another client's token (its `aud`), one signed with a key not the provider's, one without a signature, and
+    the provider's own token once it is too old: each 400, and the login stays open."""
+    clock.now = datetime.now(UTC)
+    app = sso_app(make_portal, provider, CLOCK=clock)
+    browser = app.test_client()
+    sign_in(browser, "kim-0001")
+    recorder = RecordingMiddleware(app)
+    with serve(recorder) as origin:
+        refused = provider.remove("kim-0001", origin, client_id="wiki")
+        assert refused.status_code == 502 and "400" in refused.text
+        provider.people = json.loads(json.dumps(PEOPLE))
+        provider.save()
+        [wiki_token] = [request.body for request in recorder.received]
+        assert b"logout_token=" in wiki_token
+        claims = {
+            "iss": provider.issuer,
+            "aud": "portal",
+            "iat": int(time.time()),
+            "jti": "x",
+            "sub": "kim-0001",
+            "events": {sso.BACKCHANNEL_LOGOUT_EVENT: {}},
+        }
+        forged = jwt.encode({"alg": "RS256"}, claims, RSAKey.generate_key(2048))
+        parts = ({"alg": "none"}, claims)
+        unsigned = ".".join(base64.urlsafe_b64encode(json.dumps(part).encode()).decode().rstrip("=") for part in parts)
+        unsigned += "."
+        for token in (forged, unsigned, "", "not.a.token"):
+            answer = requests.post(f"{origin}{BACKCHANNEL_LOGOUT}", data={"logout_token": token}, timeout=10)
+            assert answer.status_code == 400, token
+            assert answer.json()["error"] == "invalid_request"
+        assert browser.get("/animals/new").status_code == 200
+        clock.advance(minutes=6)
+        late = provider.remove("kim-0001", origin)
+        assert late.status_code == 502 and "400" in late.text
+        assert open_logins_of(app, "kim-0001") == 1
+        refusals = [record.getMessage() for record in caplog.records if "back-channel logout refused" in record.message]
+        assert [refusal.rsplit(": ", 1)[1] for refusal in refusals] == ["aud", *["signature"] * 4, "iat"]
+        clock.now = datetime.now(UTC)
+        assert provider.remove("kim-0001", origin).status_code == 204
+    assert browser.get("/animals/new").status_code == 302
+
+
+def test_back_channel_logout_needs_no_csrf_token_and_is_404_without_single_sign_on(client):
+    assert client.post(BACKCHANNEL_LOGOUT, data={"logout_token": "x"}).status_code == 404

@@ -19,6 +19,7 @@ import hashlib
 import re
 import secrets
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from flask import Flask, abort, current_app, request, session, url_for
@@ -27,8 +28,10 @@ from sqlalchemy import func, select
 from werkzeug.wrappers import Response
 
 from .. import audit, security
+from ..clock import now
 from ..extensions import db
 from ..models import User
+from . import logins
 from .accounts import USERNAME_MAX_LENGTH
 
 PROVIDER = "company"
@@ -39,6 +42,11 @@ SECOND_FACTOR_METHODS = frozenset({"mfa", "otp", "hwk", "swk", "sms"})
 SCOPE = "openid profile email"
 # Sign-ins started in one browser and not finished that are kept (another tab's may still finish).
 SIGN_INS_KEPT = 5
+# The event a logout token carries (OpenID Connect Back-Channel Logout 1.0, 2.4).
+BACKCHANNEL_LOGOUT_EVENT = "http://schemas.openid.net/event/backchannel-logout"
+# How long after it was issued a logout token is still taken, and how far the provider's clock may be ahead of ours.
+LOGOUT_TOKEN_AGE = timedelta(minutes=5)
+TOKEN_LEEWAY = timedelta(minutes=2)
 # The longest issuer or `sub` kept (users.sso_issuer, users.sso_subject).
 IDENTIFIER_MAX_LENGTH = 255
 # What a user name made from the provider's claims may hold (accounts.USERNAME_PATTERN's characters).
@@ -52,6 +60,11 @@ class SignInFailed(Exception):
 
 class SignInRefused(Exception):
     """The provider signed the person in, but the portal will not (no mapped role, a disabled account): 403."""
+
+
+class LogoutRefused(Exception):
+    """A back-channel logout whose token the checks refuse: 400, nothing ended. The message is the code of the first
+    check that failed (`signature`, `iss`, `aud`, `iat`, `exp`, `events`, `sub_or_sid`, `sub`, `nonce`, `no_sub`)."""
 
 
 class ProviderUnreachable(Exception):
@@ -170,6 +183,79 @@ def _from_the_issuer(metadata: dict[str, Any]) -> bool:
     if answered is None:
         return metadata.get("authorization_response_iss_parameter_supported") is not True
     return answered == metadata.get("issuer")
+
+
+def logged_out(logout_token: str) -> None:
+    """OpenID Connect Back-Channel Logout 1.0: the provider says a person's session with it ended (they logged out
+    there, or were removed). Every open login of their account here ends, in every process and instance (the logins
+    are rows in the portal's database), audited. Raises LogoutRefused for a token the checks refuse (400), and
+    ProviderUnreachable when the provider's keys cannot be read (503)."""
+    client = _client()  # first: without single sign-on, a 404 that loads nothing
+    metadata = _metadata(client)
+    claims = _logout_claims(client, metadata, logout_token)
+    subject = claims.get("sub")
+    if subject is None:
+        # The portal keeps no provider session ids (`sid`), only the account's: a token naming no `sub` ends nothing.
+        raise LogoutRefused("no_sub")
+    user = db.session.scalar(select(User).filter_by(sso_issuer=str(metadata["issuer"]), sso_subject=subject))
+    if user is None:
+        return  # nobody here: nothing to end, and the provider is told it is done
+    ended = len(logins.open_logins(user.id))
+    logins.end_all(user.id)
+    audit.record(
+        "sessions_ended",
+        actor=user.username,
+        target=user.username,
+        detail=f"single sign-on: the provider's back-channel logout, {ended} open",
+    )
+
+
+def _logout_claims(client: Any, metadata: dict[str, Any], logout_token: str) -> dict[str, Any]:
+    """The claims of a logout token, once every check of the specification (2.6) holds: signed with a key of the
+    provider's JWKS by an algorithm it names (never `none`); `iss` the issuer, `aud` this client, `iat` present
+    and recent, `exp` (if any) not past; `events` holding the back-channel logout event as an object; a `sub` or
+    a `sid`; no `nonce` (so an ID token is never taken for one)."""
+    import requests
+    from joserfc import jwt
+    from joserfc.errors import InvalidKeyIdError, JoseError
+    from joserfc.jwk import KeySet
+    from joserfc.jws import JWSRegistry
+
+    algorithms = [name for name in metadata.get("id_token_signing_alg_values_supported", ["RS256"]) if name != "none"]
+    registry = JWSRegistry(algorithms=algorithms or ["RS256"], strict_check_header=False)
+    try:
+        try:
+            token = jwt.decode(logout_token, KeySet.import_key_set(client.fetch_jwk_set()), registry=registry)
+        except InvalidKeyIdError:  # the provider may have rotated its keys since they were read
+            token = jwt.decode(logout_token, KeySet.import_key_set(client.fetch_jwk_set(force=True)), registry=registry)
+    except requests.RequestException as error:
+        raise ProviderUnreachable from error
+    except (JoseError, ValueError, TypeError) as error:
+        raise LogoutRefused("signature") from error
+    claims: dict[str, Any] = dict(token.claims)
+    audience = claims.get("aud")
+    audiences = audience if isinstance(audience, list) else [audience]
+    issued = claims.get("iat")
+    expires = claims.get("exp")
+    at = now().timestamp()
+    events = claims.get("events")
+    failed = {
+        "iss": claims.get("iss") != metadata.get("issuer"),
+        "aud": current_app.config["OIDC"]["client_id"] not in audiences,
+        "iat": not isinstance(issued, int | float)
+        or issued > at + TOKEN_LEEWAY.total_seconds()
+        or issued < at - LOGOUT_TOKEN_AGE.total_seconds(),
+        "exp": expires is not None
+        and (not isinstance(expires, int | float) or expires < at - TOKEN_LEEWAY.total_seconds()),
+        "events": not isinstance(events, dict) or not isinstance(events.get(BACKCHANNEL_LOGOUT_EVENT), dict),
+        "sub_or_sid": not (_fits(claims.get("sub")) or _fits(claims.get("sid"))),
+        "sub": "sub" in claims and not _fits(claims["sub"]),
+        "nonce": "nonce" in claims,
+    }
+    refused = [check for check, fails in failed.items() if fails]
+    if refused:
+        raise LogoutRefused(refused[0])
+    return claims
 
 
 def role_for(values: Any) -> str | None:
