@@ -67,6 +67,17 @@ def post_worker_init(worker):
         logs.batch_access_lines(worker.wsgi.config["LOG_FORMAT"])
 
 
+def pre_request(worker, req):
+    """A body over the portal's limit is refused unread (413): the answer closes the connection, as the portal's
+    `Connection: close` asks (gunicorn writes that header itself, and would say keep-alive)."""
+    from petportal import front_door
+
+    headers = dict(req.headers)
+    limit = getattr(worker.wsgi, "config", {}).get("MAX_CONTENT_LENGTH")
+    if limit and front_door.too_large(headers.get("CONTENT-TYPE", ""), headers.get("CONTENT-LENGTH", ""), limit):
+        req.force_close()
+
+
 def on_exit(server):
     """Remove the metrics folder this server made."""
     folder = os.environ.get("PROMETHEUS_MULTIPROC_DIR", "")
