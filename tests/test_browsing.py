@@ -121,9 +121,10 @@ def test_each_environment_keeps_its_own_labels(portal_app, auth_for):
         ("1", "", "Enter the label."),
         ("1", "x" * 61, "Keep the label to 60 characters or fewer."),
         ("1", "Dogs\x00", "must not contain control characters"),
-        ("one", "Dogs", "The category id must be a 64-bit whole number."),
-        ("\u0661", "Dogs", "The category id must be a 64-bit whole number."),
-        (str(2**63), "Dogs", "The category id must be a 64-bit whole number."),
+        ("one", "Dogs", "The category id must be a whole number from 0 to 9223372036854775807."),
+        ("-5", "Dogs", "The category id must be a whole number from 0 to 9223372036854775807."),
+        ("\u0661", "Dogs", "The category id must be a whole number from 0 to 9223372036854775807."),
+        (str(2**63), "Dogs", "The category id must be a whole number from 0 to 9223372036854775807."),
     ],
 )
 def test_a_bad_label_gets_a_400_with_the_reason_and_nothing_is_stored(portal_app, auth_for, category_id, text, error):
@@ -155,8 +156,8 @@ def test_a_label_change_is_refused_when_the_admin_is_served_another_environment_
         assert [(row.environment, row.category_id, row.label) for row in rows] == [("production", 1, "Hounds")]
 
 
-@pytest.mark.parametrize("category_id", [-(2**63), -1, 0, 2**63 - 1])
-def test_any_int64_label_can_be_removed(portal_app, auth_for, category_id):
+@pytest.mark.parametrize("category_id", [0, 2**63 - 1])
+def test_any_category_id_label_can_be_removed(portal_app, auth_for, category_id):
     admin = auth_for(portal_app, "admin")
     assert label(admin, category_id, "Edge").status_code == 303
     page = admin.get("/admin/categories").text

@@ -181,13 +181,15 @@ def test_a_previewing_admin_downloads_the_environment_they_see(portal_app, auth_
 def test_names_and_labels_a_spreadsheet_would_run_come_back_as_text(portal_app, auth_for, production_store):
     production_store.received.clear()
     for name in HOSTILE:
-        production_store.add(name, -2, "sold")
-    label(auth_for(portal_app, "admin"), -2, "=1+1")
+        production_store.add(name, 12, "sold")
+    production_store.add("Minus", -2, "sold")  # the store's own negative id, which the portal never sends
+    label(auth_for(portal_app, "admin"), 12, "=1+1")
     _, *rows = rows_of(portal_app.test_client().get("/animals.csv?status=sold"))
-    hostile = [row for row in rows if row[2] == "-2"]
+    hostile = [row for row in rows if row[2] == "12"]
     assert sorted(row[1] for row in hostile) == sorted("'" + name for name in HOSTILE)
-    # The category id stays the number it is; the label is text like any other.
-    assert {(row[2], row[3]) for row in hostile} == {("-2", "'=1+1")}
+    # The category id stays the number it is, a negative one too; the label is text like any other.
+    assert {(row[2], row[3]) for row in hostile} == {("12", "'=1+1")}
+    assert [row[2] for row in rows if row[1] == "Minus"] == ["-2"]
 
 
 @pytest.mark.parametrize(
@@ -409,7 +411,7 @@ def as_csv(rows):
 
 def test_the_import_results_csv_writes_names_a_spreadsheet_would_run_as_text(portal_app, auth_for, production_store):
     staff = auth_for(portal_app, "staff")
-    path = upload(staff, as_csv([("name", "categoryId", "status"), *((name, -3, "") for name in HOSTILE_IMPORTED)]))
+    path = upload(staff, as_csv([("name", "categoryId", "status"), *((name, 3, "") for name in HOSTILE_IMPORTED)]))
     path = path.headers["Location"]
     press(staff, path, "start")
     assert finished(staff, path)["created"] == len(HOSTILE_IMPORTED)
@@ -420,5 +422,5 @@ def test_the_import_results_csv_writes_names_a_spreadsheet_would_run_as_text(por
     assert header == ["line", "name", "categoryId", "status", "outcome", "id", "message"]
     assert [row[1] for row in rows] == ["'" + name for name in HOSTILE_IMPORTED]
     # The category id stays the number it is.
-    assert {row[2] for row in rows} == {"-3"} and {row[4] for row in rows} == {"created"}
+    assert {row[2] for row in rows} == {"3"} and {row[4] for row in rows} == {"created"}
     assert sorted(created["name"] for created in creates(production_store)) == sorted(HOSTILE_IMPORTED)

