@@ -183,7 +183,7 @@ def test_four_hundred_refused_logins_add_a_handful_of_audit_entries(make_portal,
     admin = app.test_client()
     AuthActions(admin).login("admin")
     page = admin.get("/admin/audit").text
-    assert " attempts</span>" in page
+    assert " attempts</td>" in page
     assert " attempts" in admin.get("/admin/audit.csv").text
 
 

@@ -9,7 +9,7 @@ from flask_babel import ngettext
 from flask_login import current_user
 
 from .. import audit, metrics
-from ..extensions import db
+from ..extensions import csrf, db
 from ..forms import ButtonForm
 from ..models import User
 from ..reading import json_object
@@ -139,6 +139,27 @@ def sso_callback() -> ResponseReturnValue:
         logins.await_second_factor(user, False, signed_in.destination)
         return redirect(url_for(".second_factor"), 303)
     return _logged_in(user, False, signed_in.destination)
+
+
+@bp.post("/login/sso/backchannel-logout")
+@csrf.exempt  # the provider's server calls it, with a signed logout token instead of a browser's session
+def sso_backchannel_logout() -> ResponseReturnValue:
+    """The identity provider ends a person's sessions here (OpenID Connect Back-Channel Logout; 404 without single
+    sign-on): 200 when the logout token holds, 400 with the failed check's code when it does not."""
+    token = request.form.get("logout_token", "")
+    try:
+        sso.logged_out(token)
+    except sso.LogoutRefused as refused:
+        current_app.logger.warning("back-channel logout refused: %s", refused)
+        answer = jsonify(error="invalid_request", error_description=str(refused))
+        answer.status_code = 400
+    except sso.ProviderUnreachable:
+        answer = jsonify(error="temporarily_unavailable")
+        answer.status_code = 503
+    else:
+        answer = Response(status=200)
+    answer.headers["Cache-Control"] = "no-store"
+    return answer
 
 
 @bp.post("/login/passkey/options")
