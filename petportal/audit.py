@@ -1,4 +1,7 @@
-"""Writing the audit log, reading it back newest first, and naming its actions for people.
+"""Writing the audit log, and reading it back newest first, filtered.
+
+An entry keeps codes, never words: its action (`AuditAction`), and its details as a code and the values their
+words need (`AuditDetail`); admin/audit_log.py puts them into words when they are shown.
 
 The log keeps its meaning under attack: failed and refused attempts are counted on one entry per action, name
 and address in a window (`COUNTED`), not written an entry each; a name that comes from outside is bounded; and
@@ -9,19 +12,17 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Iterator, Sequence
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any, cast
 
 from flask import request
-from flask.sansio.app import App
-from flask_babel import ngettext
 from flask_login import current_user
 from sqlalchemy import CursorResult, Row, Select, func, select, update
 
 from .clock import now
 from .extensions import db
-from .lazy_text import lazy_gettext as _l
-from .models import AuditEntry
+from .models import AuditAction, AuditDetail, AuditEntry
 
 # How many entries a download reads at a time.
 BATCH = 500
@@ -36,57 +37,38 @@ RESERVED_NAMES = frozenset({ANONYMOUS, COMMAND_LINE, DEMO, SYSTEM})
 ACTOR_MAX_LENGTH = 80
 # Attempts that anyone can make as often as they like: each is counted on the one entry of its action, name and
 # address opened within the last COUNT_WINDOW, so a flood of them adds an entry per window, not one per attempt.
-COUNTED = frozenset({"login_failed", "login_limited", "mfa_failed", "mfa_limited"})
+COUNTED = frozenset(
+    {AuditAction.LOGIN_FAILED, AuditAction.LOGIN_LIMITED, AuditAction.MFA_FAILED, AuditAction.MFA_LIMITED}
+)
 COUNT_WINDOW = timedelta(minutes=15)
-# Each action as the audit page names it, in the visitor's language. The log keeps the code (data, in English);
-# an action not listed here (one no longer written) is shown as its code reads.
-ACTIONS = {
-    "login": _l("login"),
-    "login_failed": _l("login failed"),
-    "login_limited": _l("login limited"),
-    "login_refused": _l("login refused"),
-    "logout": _l("logout"),
-    "mfa_succeeded": _l("mfa succeeded"),
-    "mfa_failed": _l("mfa failed"),
-    "mfa_limited": _l("mfa limited"),
-    "mfa_enrolled": _l("mfa enrolled"),
-    "mfa_reset": _l("mfa reset"),
-    "recovery_code_used": _l("recovery code used"),
-    "passkey_added": _l("passkey added"),
-    "passkey_used": _l("passkey used"),
-    "passkey_refused": _l("passkey refused"),
-    "passkey_removed": _l("passkey removed"),
-    "password_changed": _l("password changed"),
-    "password_change_failed": _l("password change failed"),
-    "password_reset": _l("password reset"),
-    "other_sessions_ended": _l("other sessions ended"),
-    "sessions_ended": _l("sessions ended"),
-    "user_created": _l("user created"),
-    "user_disabled": _l("user disabled"),
-    "user_enabled": _l("user enabled"),
-    "role_changed": _l("role changed"),
-    "environment_switched": _l("environment switched"),
-    "preview_changed": _l("preview changed"),
-    "category_labelled": _l("category labelled"),
-    "category_unlabelled": _l("category unlabelled"),
-    "animal_added": _l("animal added"),
-    "animal_outcome_unknown": _l("animal outcome unknown"),
-    "animals_imported": _l("animals imported"),
-    "import_started": _l("import started"),
-    "import_discarded": _l("import discarded"),
-}
+# A value of an entry's details: a name, a number, an id (never words, which are chosen when it is shown).
+Value = str | int
+
+
+@dataclass(frozen=True)
+class Filter:
+    """Which entries the audit page and its download show: each given condition holds (`since` and `until` are
+    UTC days, both included)."""
+
+    actor: str | None = None
+    action: AuditAction | None = None
+    environment: str | None = None
+    since: date | None = None
+    until: date | None = None
 
 
 def record(
-    action: str,
+    action: AuditAction,
     *,
     actor: str | None = None,
     target: str | None = None,
     environment: str | None = None,
-    detail: str = "",
+    detail: AuditDetail | None = None,
+    **values: Value,
 ) -> None:
-    """Add one audit entry to the current unit of work (see unit_of_work); `target` is the account changed. An
-    attempt of a `COUNTED` action adds one to its window's entry instead, when there is one."""
+    """Add one audit entry to the current unit of work (see unit_of_work); `target` is the account changed, and
+    `detail` with its `values` what more it says (see AuditDetail). An attempt of a `COUNTED` action adds one to
+    its window's entry instead, when there is one."""
     if actor is None:
         actor = current_user.username if current_user.is_authenticated else ANONYMOUS
     actor = bounded(actor)
@@ -99,7 +81,7 @@ def record(
             action=action,
             target=target,
             environment=environment,
-            detail=detail,
+            details={"code": detail.value, **values} if detail is not None else None,
             remote_addr=remote_addr,
         )
     )
@@ -120,7 +102,7 @@ def bounded(name: str) -> str:
     )
 
 
-def _counted(action: str, actor: str, remote_addr: str | None) -> bool:
+def _counted(action: AuditAction, actor: str, remote_addr: str | None) -> bool:
     """Add one to the newest entry of this action, name and address opened within COUNT_WINDOW; False when
     there is none. Two workers opening a window at the same moment may open two: a few entries, never a flood."""
     same_address = AuditEntry.remote_addr == remote_addr if remote_addr else AuditEntry.remote_addr.is_(None)
@@ -141,51 +123,46 @@ def _counted(action: str, actor: str, remote_addr: str | None) -> bool:
     return added.rowcount == 1
 
 
-def details(entry: Any) -> str:
-    """An entry's details as the audit page and its download show them: with how many attempts it counts."""
-    if entry.count <= 1:
-        return str(entry.detail)
-    attempts = ngettext("%(num)d attempt", "%(num)d attempts", entry.count)
-    return f"{entry.detail}; {attempts}" if entry.detail else attempts
+def matching(chosen: Filter) -> Select[tuple[AuditEntry]]:
+    """The entries `chosen` lets through, newest first: the one query of the audit page and of its download."""
+    query = select(AuditEntry).order_by(AuditEntry.id.desc())
+    if chosen.actor is not None:
+        query = query.where(AuditEntry.actor == chosen.actor)
+    if chosen.action is not None:
+        query = query.where(AuditEntry.action == chosen.action)
+    if chosen.environment is not None:
+        query = query.where(AuditEntry.environment == chosen.environment)
+    if chosen.since is not None:
+        query = query.where(AuditEntry.at >= _midnight(chosen.since))
+    if chosen.until is not None and chosen.until < date.max:
+        query = query.where(AuditEntry.at < _midnight(chosen.until + timedelta(days=1)))
+    return query
 
 
-def newest_first() -> Select[tuple[AuditEntry]]:
-    """Every entry, newest first: the order of the audit page and of its download."""
-    return select(AuditEntry).order_by(AuditEntry.id.desc())
+def _midnight(day: date) -> datetime:
+    return datetime.combine(day, time(), tzinfo=UTC)
 
 
-def read_newest_first() -> Iterator[Row[Any]]:
-    """Every entry, newest first, as rows of the entries' columns read BATCH at a time, each batch from where the
-    last one ended (by id, so entries added meanwhile are not read twice). Each batch is read on a connection of
-    its own, given back before its rows are used: a slow download holds none. The first batch is read by this
-    call, so a database that is down fails the request (with the portal's 503 page), not a download begun."""
-    return _from(_batch(None))
+def read_newest_first(chosen: Filter) -> Iterator[Row[Any]]:
+    """The entries `chosen` lets through, newest first, as rows of the entries' columns read BATCH at a time, each
+    batch from where the last one ended (by id, so entries added meanwhile are not read twice). Each batch is read
+    on a connection of its own, given back before its rows are used: a slow download holds none. The first batch
+    is read by this call, so a database that is down fails the request (with the portal's 503 page), not a
+    download begun."""
+    return _from(chosen, _batch(chosen, None))
 
 
-def _from(batch: Sequence[Row[Any]]) -> Iterator[Row[Any]]:
+def _from(chosen: Filter, batch: Sequence[Row[Any]]) -> Iterator[Row[Any]]:
     while batch:
         yield from batch
         if len(batch) < BATCH:
             return
-        batch = _batch(batch[-1].id)
+        batch = _batch(chosen, batch[-1].id)
 
 
-def _batch(before: int | None) -> Sequence[Row[Any]]:
-    query = newest_first().with_only_columns(*AuditEntry.__table__.columns).limit(BATCH)
+def _batch(chosen: Filter, before: int | None) -> Sequence[Row[Any]]:
+    query = matching(chosen).with_only_columns(*AuditEntry.__table__.columns).limit(BATCH)
     if before is not None:
         query = query.where(AuditEntry.id < before)
     with db.engine.connect() as connection:
         return connection.execute(query).all()
-
-
-def action_label(action: str) -> str:
-    """An entry's action as the audit page names it, in the request's language."""
-    label = ACTIONS.get(action)
-    return str(label) if label is not None else action.replace("_", " ")
-
-
-def register(app: App) -> None:
-    """Let the templates name an entry's action and say its details: `{{ audit_action(entry.action) }}`,
-    `{{ audit_details(entry) }}`."""
-    app.jinja_env.globals["audit_action"] = action_label
-    app.jinja_env.globals["audit_details"] = details

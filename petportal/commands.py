@@ -11,7 +11,7 @@ from sqlalchemy.exc import OperationalError
 from . import audit
 from .auth import accounts
 from .extensions import db
-from .models import ROLES
+from .models import ROLES, AuditAction, AuditDetail
 
 user_commands = AppGroup("user", help="Manage staff and admin accounts.")
 # The first migration: the schema 0.1.0's init-db made with create_all, before there were migrations.
@@ -64,7 +64,13 @@ def create_user(name: str, role: str, password_stdin: bool) -> None:
         user = accounts.create(name, role, password, must_change_password=False)
     except accounts.AccountError as error:
         raise click.ClickException(str(error)) from None
-    audit.record("user_created", actor=COMMAND_LINE, target=user.username, detail=f"role {role}; from the command line")
+    audit.record(
+        AuditAction.USER_CREATED,
+        actor=COMMAND_LINE,
+        target=user.username,
+        detail=AuditDetail.CREATED_FROM_COMMAND_LINE,
+        role=role,
+    )
     db.session.commit()  # the command is the unit of work: the account and its audit entry together
     click.echo(f"Added {role} {user.username!r}.")
 
@@ -80,7 +86,7 @@ def reset_mfa(name: str) -> None:
         accounts.reset_mfa(user)
     except accounts.AccountError as error:
         raise click.ClickException(str(error)) from None
-    audit.record("mfa_reset", actor=COMMAND_LINE, target=user.username, detail="from the command line")
+    audit.record(AuditAction.MFA_RESET, actor=COMMAND_LINE, target=user.username, detail=AuditDetail.FROM_COMMAND_LINE)
     db.session.commit()
     click.echo(f"Removed {user.username!r}'s second factor; they set up a new one at their next admin page.")
 

@@ -25,6 +25,9 @@ FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 CELL_BREAKS = re.compile(r"([;,\t\r\n])")
 # Excel reads a CSV file as UTF-8 only when it starts with a byte order mark.
 BOM = "\ufeff"
+# The language of the words in the downloads (an import's reasons, the audit log's actions and details): files are
+# read by scripts and shared between people, so they read the same whoever asked for them.
+FILE_LANGUAGE = "en"
 # A cell as a view hands it over: a text, a number, or nothing (an empty cell).
 Cell = str | int | None
 

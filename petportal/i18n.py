@@ -147,11 +147,17 @@ def status_label(status: str) -> str:
 
 # The environments' names as people read them; the value (in URLs, forms and the database) stays the English word.
 ENVIRONMENT_LABELS = {"production": _l("production"), "staging": _l("staging")}
+ROLE_LABELS = {"staff": _l("staff"), "admin": _l("admin")}
 
 
 def environment_label(name: str) -> str:
     """An environment's name in the visitor's language (an unknown name reads as it is)."""
     return str(ENVIRONMENT_LABELS[name]) if name in ENVIRONMENT_LABELS else name
+
+
+def role_label(role: str) -> str:
+    """A role as a sentence names it, in the visitor's language (an unknown role reads as it is)."""
+    return str(ROLE_LABELS[role]) if role in ROLE_LABELS else role
 
 
 def number(value: int) -> str:

@@ -93,6 +93,94 @@ class StopReason(StrEnum):
 Reason = dict[str, Any]
 
 
+class AuditAction(StrEnum):
+    """What an audit entry records (`AuditEntry.action`); audit.ACTIONS names each for people."""
+
+    LOGIN = "login"
+    LOGIN_FAILED = "login_failed"
+    LOGIN_LIMITED = "login_limited"
+    LOGIN_REFUSED = "login_refused"
+    LOGOUT = "logout"
+    MFA_SUCCEEDED = "mfa_succeeded"
+    MFA_FAILED = "mfa_failed"
+    MFA_LIMITED = "mfa_limited"
+    MFA_ENROLLED = "mfa_enrolled"
+    MFA_RESET = "mfa_reset"
+    RECOVERY_CODE_USED = "recovery_code_used"
+    PASSKEY_ADDED = "passkey_added"
+    PASSKEY_USED = "passkey_used"
+    PASSKEY_REFUSED = "passkey_refused"
+    PASSKEY_REMOVED = "passkey_removed"
+    PASSWORD_CHANGED = "password_changed"
+    PASSWORD_CHANGE_FAILED = "password_change_failed"
+    PASSWORD_RESET = "password_reset"
+    OTHER_SESSIONS_ENDED = "other_sessions_ended"
+    SESSIONS_ENDED = "sessions_ended"
+    USER_CREATED = "user_created"
+    USER_DISABLED = "user_disabled"
+    USER_ENABLED = "user_enabled"
+    ROLE_CHANGED = "role_changed"
+    ENVIRONMENT_SWITCHED = "environment_switched"
+    PREVIEW_CHANGED = "preview_changed"
+    CATEGORY_LABELLED = "category_labelled"
+    CATEGORY_UNLABELLED = "category_unlabelled"
+    ANIMAL_ADDED = "animal_added"
+    ANIMAL_OUTCOME_UNKNOWN = "animal_outcome_unknown"
+    ANIMALS_IMPORTED = "animals_imported"
+    IMPORT_STARTED = "import_started"
+    IMPORT_DISCARDED = "import_discarded"
+
+
+class AuditDetail(StrEnum):
+    """What more an audit entry says, kept as `AuditEntry.details`: `{"code": ..., values}`, the values named
+    after each member below (an entry's own columns, such as its environment, are not repeated). Its words are
+    chosen when it is shown (audit.details), in the reader's language.
+
+    Labels (`category`, `label`): category_labelled, category_renamed (also `previous`), category_unlabelled. Animals:
+    animal_added (`pet_id`, `name`), animal_added_by_import (also `import_id`, `line`), outcome_unknown (`name`),
+    outcome_unknown_in_import (also `import_id`, `line`). Imports (`import_id`, `filename`, `owner`):
+    import_started, import_retried, import_discarded; animals_imported (`import_id`, `filename`, `created`,
+    `refused`, `unknown`, `total`). Accounts: created_by_admin, created_from_command_line, created_by_sign_on
+    (`role`); role_changed, role_changed_by_sign_on (`previous`, `role`); sessions_ended (`count`: how many were
+    open), sign_on_logout (`count`); every_session_ended (a disabled account), password_reset, wrong_password,
+    other_sessions_ended, new_device, account_disabled, no_role_claim, from_command_line; codes_left (`count`);
+    passkey (`name`). Environments: switched_from (`previous`; the entry's environment is the new one),
+    preview_cleared. recorded: words kept before details were codes (`text`).
+    """
+
+    CATEGORY_LABELLED = "category_labelled"
+    CATEGORY_RENAMED = "category_renamed"
+    CATEGORY_UNLABELLED = "category_unlabelled"
+    ANIMAL_ADDED = "animal_added"
+    ANIMAL_ADDED_BY_IMPORT = "animal_added_by_import"
+    OUTCOME_UNKNOWN = "outcome_unknown"
+    OUTCOME_UNKNOWN_IN_IMPORT = "outcome_unknown_in_import"
+    IMPORT_STARTED = "import_started"
+    IMPORT_RETRIED = "import_retried"
+    IMPORT_DISCARDED = "import_discarded"
+    ANIMALS_IMPORTED = "animals_imported"
+    CREATED_BY_ADMIN = "created_by_admin"
+    CREATED_FROM_COMMAND_LINE = "created_from_command_line"
+    CREATED_BY_SIGN_ON = "created_by_sign_on"
+    ROLE_CHANGED = "role_changed"
+    ROLE_CHANGED_BY_SIGN_ON = "role_changed_by_sign_on"
+    SESSIONS_ENDED = "sessions_ended"
+    SIGN_ON_LOGOUT = "sign_on_logout"
+    EVERY_SESSION_ENDED = "every_session_ended"
+    PASSWORD_RESET = "password_reset"
+    WRONG_PASSWORD = "wrong_password"
+    OTHER_SESSIONS_ENDED = "other_sessions_ended"
+    NEW_DEVICE = "new_device"
+    ACCOUNT_DISABLED = "account_disabled"
+    NO_ROLE_CLAIM = "no_role_claim"
+    FROM_COMMAND_LINE = "from_command_line"
+    CODES_LEFT = "codes_left"
+    PASSKEY = "passkey"
+    SWITCHED_FROM = "switched_from"
+    PREVIEW_CLEARED = "preview_cleared"
+    RECORDED = "recorded"
+
+
 class UTCDateTime(TypeDecorator[datetime]):
     """A UTC timestamp that reads back timezone-aware on every database (SQLite drops the zone)."""
 
@@ -109,13 +197,13 @@ class UTCDateTime(TypeDecorator[datetime]):
 
 
 class StateColumn(TypeDecorator[StrEnum]):
-    """A state stored as its text, read back as its `StrEnum` member."""
+    """A state stored as its text (at most `length` characters), read back as its `StrEnum` member."""
 
-    impl = String(16)
+    impl = String
     cache_ok = True
 
-    def __init__(self, states: type[StrEnum]) -> None:
-        super().__init__()
+    def __init__(self, states: type[StrEnum], length: int = 16) -> None:
+        super().__init__(length)
         self.states = states
 
     def process_bind_param(self, value: str | None, dialect: Dialect) -> str | None:
@@ -244,11 +332,12 @@ class AuditEntry(db.Model):
     id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
     at: Mapped[datetime] = mapped_column(UTCDateTime, default=now, index=True)
     actor: Mapped[str] = mapped_column(String(80))
-    action: Mapped[str] = mapped_column(String(32))
+    action: Mapped[AuditAction] = mapped_column(StateColumn(AuditAction, 32))
     # The account an admin's change was made to, when it was made to one.
     target: Mapped[str | None] = mapped_column(String(80))
     environment: Mapped[str | None] = mapped_column(String(32))
-    detail: Mapped[str] = mapped_column(Text, default="")
+    # What more it says: a code and its values (`AuditDetail`), put into words when shown; None when nothing more.
+    details: Mapped[Reason | None] = mapped_column(JSON)
     remote_addr: Mapped[str | None] = mapped_column(String(64))
     # How many attempts this entry stands for: failed and refused logins are counted on one entry per account,
     # address and window (audit.COUNTED), not written an entry each.

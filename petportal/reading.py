@@ -1,4 +1,4 @@
-"""One reading of each kind of number a person or an address gives the portal: ids, category ids, limits.
+"""One reading of each kind of number a person or an address gives the portal: ids, category ids, limits, days.
 
 Python's `int()` also takes Arabic-Indic and full-width digits and `1_000`, so it is
 never called on text from outside directly. The add form, the list filter, a bulk import's rows and the
@@ -8,14 +8,17 @@ URL converter all read numbers here, so each value is taken, or refused, alike e
 from __future__ import annotations
 
 import re
+from datetime import date
 from typing import Any
 
 from werkzeug.routing import IntegerConverter
-from wtforms import IntegerField
+from wtforms import IntegerField, StringField
 
 # A whole number: ASCII digits, with a minus sign for the negative ids the API allows; no plus, no spaces.
 WHOLE_NUMBER = re.compile(r"-?[0-9]+", re.ASCII)
 ASCII_SPACE = " \t\r\n"
+# A day as ISO 8601 writes it, YYYY-MM-DD, in ASCII digits (strptime's %Y would also take other scripts' digits).
+DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", re.ASCII)
 # More digits than any 64-bit number has (with leading zeros to spare) are refused before int() reads them.
 MAX_DIGITS = 40
 
@@ -35,6 +38,31 @@ def whole_number(text: str) -> int | None:
     is not one written in ASCII digits."""
     text = text.strip(ASCII_SPACE)
     return int(text) if len(text) <= MAX_DIGITS and WHOLE_NUMBER.fullmatch(text) else None
+
+
+def day(text: str) -> date | None:
+    """`text` (ASCII spaces around it allowed) as a day, or None when it is not a real one written YYYY-MM-DD."""
+    text = text.strip(ASCII_SPACE)
+    if not DAY.fullmatch(text):
+        return None
+    try:
+        return date.fromisoformat(text)
+    except ValueError:  # the 30th of February, month 13
+        return None
+
+
+class DayField(StringField):
+    """A form field holding a day read by `day` (`data`: a date, or None when empty or not a day); the text as it
+    was sent stays in `raw_data`, for the page to show again and the field's validators to refuse."""
+
+    data: Any
+
+    def process_formdata(self, valuelist: list[Any]) -> None:
+        if valuelist:
+            self.data = day(valuelist[0]) if isinstance(valuelist[0], str) else None
+
+    def _value(self) -> str:
+        return self.raw_data[0] if self.raw_data else (self.data.isoformat() if self.data else "")
 
 
 class WholeNumberField(IntegerField):

@@ -224,7 +224,7 @@ def test_the_audit_log_records_the_animal_added(portal_app, client, auth, produc
     with portal_app.app_context():
         entry = db.session.scalars(db.select(AuditEntry).filter_by(action="animal_added")).one()
     assert (entry.actor, entry.environment) == ("staff", "production")
-    assert f"id {pet_id}" in entry.detail
+    assert entry.details == {"code": "animal_added", "pet_id": pet_id, "name": "Audited"}
 
 
 def test_a_second_portal_instance_with_the_same_token_creates_no_second_animal(portal_app, production_store, caplog):

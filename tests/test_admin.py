@@ -113,9 +113,9 @@ def test_a_switch_serves_everyone_from_the_new_environment_with_its_own_key(
     assert back.status_code == 303
     assert served_by(customer, production_store, staging_store) == "production"
     assert "You are using" not in customer.get("/animals").text
-    assert [e.detail for e in audit_entries(portal_app, "environment_switched")] == [
-        "from production to staging",
-        "from staging to production",
+    assert [(e.environment, e.details) for e in audit_entries(portal_app, "environment_switched")] == [
+        ("staging", {"code": "switched_from", "previous": "production"}),
+        ("production", {"code": "switched_from", "previous": "staging"}),
     ]
     assert [e.actor for e in audit_entries(portal_app, "environment_switched")] == ["admin", "admin"]
     assert_keys_stayed_home(production_store, staging_store)
@@ -188,7 +188,10 @@ def test_a_preview_serves_only_that_admins_session(portal_app, auth, client, pro
     assert "(your preview only)" in form
     assert preview(client, "").status_code == 303
     assert served_by(client, production_store, staging_store) == "production"
-    assert [e.detail for e in audit_entries(portal_app, "preview_changed")] == ["staging", "cleared"]
+    assert [(e.environment, e.details) for e in audit_entries(portal_app, "preview_changed")] == [
+        ("staging", None),
+        (None, {"code": "preview_cleared"}),
+    ]
     assert_keys_stayed_home(production_store, staging_store)
 
 
@@ -259,7 +262,7 @@ def test_the_audit_log_never_holds_a_password_or_a_key(portal_app, auth, client)
     switch(client, "staging")
     with portal_app.app_context():
         text = " ".join(
-            f"{e.actor} {e.action} {e.environment} {e.detail}" for e in db.session.scalars(db.select(AuditEntry))
+            f"{e.actor} {e.action} {e.environment} {e.details}" for e in db.session.scalars(db.select(AuditEntry))
         )
     for secret in (*PASSWORDS.values(), PRODUCTION_KEY, STAGING_KEY):
         assert secret not in text

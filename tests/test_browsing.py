@@ -45,7 +45,7 @@ def add_animal(client, name, category_id="1"):
 
 def audit_actions(app):
     with app.app_context():
-        return [(entry.action, entry.environment, entry.detail) for entry in db.session.scalars(db.select(AuditEntry))]
+        return [(entry.action, entry.environment, entry.details) for entry in db.session.scalars(db.select(AuditEntry))]
 
 
 # --- category labels -------------------------------------------------------------------------------
@@ -63,7 +63,8 @@ def test_a_label_shows_beside_its_id_on_the_list_detail_and_add_pages(portal_app
     form = auth_for(portal_app, "staff").get("/animals/new").text
     assert '<option value="1" label="Dogs · 1">Dogs</option>' in form
     assert 'list="category-choices"' in form
-    assert ("category_labelled", "production", "category 1 labelled 'Dogs'") in audit_actions(portal_app)
+    labelled = {"code": "category_labelled", "category": 1, "label": "Dogs"}
+    assert ("category_labelled", "production", labelled) in audit_actions(portal_app)
 
 
 def test_labels_are_renamed_and_removed_with_an_audit_entry_each(portal_app, auth_for):
@@ -77,9 +78,13 @@ def test_labels_are_renamed_and_removed_with_an_audit_entry_each(portal_app, aut
     assert response.status_code == 303
     assert "Hounds" not in portal_app.test_client().get("/animals").text
     assert [action for action in audit_actions(portal_app) if action[0].startswith("category")] == [
-        ("category_labelled", "production", "category 1 labelled 'Dogs'"),
-        ("category_labelled", "production", "category 1 renamed from 'Dogs' to 'Hounds'"),
-        ("category_unlabelled", "production", "category 1 was 'Hounds'"),
+        ("category_labelled", "production", {"code": "category_labelled", "category": 1, "label": "Dogs"}),
+        (
+            "category_labelled",
+            "production",
+            {"code": "category_renamed", "category": 1, "previous": "Dogs", "label": "Hounds"},
+        ),
+        ("category_unlabelled", "production", {"code": "category_unlabelled", "category": 1, "label": "Hounds"}),
     ]
 
 

@@ -162,12 +162,18 @@ def test_an_import_is_audited_once_and_each_animal_once_and_listed_in_your_addit
     press(staff, path, "start")
     finished(staff, path)
     [started] = audit_entries(portal_app, "import_started")
-    assert started.actor == "staff" and "(staff's), start" in started.detail
+    assert started.actor == "staff" and started.details["code"] == "import_started"
+    assert started.details["owner"] == "staff"
     [entry] = audit_entries(portal_app, "animals_imported")
     assert entry.actor == "staff" and entry.environment == "production"
-    assert "4 created, 4 refused, 0 unknown, of 8 rows" in entry.detail
+    assert {key: entry.details[key] for key in ("created", "refused", "unknown", "total")} == {
+        "created": 4,
+        "refused": 4,
+        "unknown": 0,
+        "total": 8,
+    }
     added = audit_entries(portal_app, "animal_added")
-    assert len(added) == 4 and all("bulk import" in entry.detail for entry in added)
+    assert len(added) == 4 and all(entry.details["code"] == "animal_added_by_import" for entry in added)
     mine = staff.get("/animals/mine").text
     assert "Rex Junior" in mine and "Tom, the tabby" in mine
 
@@ -261,7 +267,7 @@ def test_a_preview_can_be_discarded_and_then_is_gone(portal_app, auth_for, produ
     assert creates(production_store) == []
     admin = auth_for(portal_app, "admin")
     entry = admin.get("/admin/audit").text.split("import discarded", 1)[1].split("</tr>", 1)[0]
-    assert f"import {path.rsplit('/', 1)[1]} of &#39;animals.csv&#39; (staff&#39;s): preview discarded" in entry
+    assert f"import {path.rsplit('/', 1)[1]} of “animals.csv” (uploaded by staff): preview discarded" in entry
 
 
 def test_only_its_owner_and_admins_see_an_import_and_customers_none(portal_app, auth_for, client):

@@ -24,7 +24,7 @@ from ..auth import accounts, logins, mfa, passkeys, throttle
 from ..auth.access import log_in_again, login_required
 from ..auth.forms import CodeForm
 from ..forms import ButtonForm
-from ..models import User
+from ..models import AuditAction, AuditDetail, User
 from ..reading import json_object
 from .forms import ChangePasswordForm
 
@@ -52,7 +52,7 @@ def password() -> ResponseReturnValue:
     if throttle.attempt(user.username) is not None:
         abort(429)
     if not user.check_password(form.current_password.data):
-        audit.record("password_change_failed", target=user.username, detail="wrong current password")
+        audit.record(AuditAction.PASSWORD_CHANGE_FAILED, target=user.username, detail=AuditDetail.WRONG_PASSWORD)
         form.current_password.errors.append(_("This is not your current password."))
         return _password_page(form, 400)
     throttle.succeeded(user.username)
@@ -61,7 +61,7 @@ def password() -> ResponseReturnValue:
     except accounts.AccountError as error:
         form.new_password.errors.append(str(error))
         return _password_page(form, 400)
-    audit.record("password_changed", target=user.username, detail="other sessions ended")
+    audit.record(AuditAction.PASSWORD_CHANGED, target=user.username, detail=AuditDetail.OTHER_SESSIONS_ENDED)
     flash(_("Your password is changed, and your account is logged out everywhere else."), "success")
     return redirect(url_for("catalog.list_animals"), 303)
 
@@ -84,7 +84,7 @@ def sessions_page() -> ResponseReturnValue:
 def end_other_sessions() -> ResponseReturnValue:
     """End every session of your account except this browser's."""
     logins.end_all(current_user.id, keep=logins.current_login_id())
-    audit.record("other_sessions_ended", target=current_user.username)
+    audit.record(AuditAction.OTHER_SESSIONS_ENDED, target=current_user.username)
     flash(_("Every other session of your account has ended."), "success")
     return redirect(url_for(".sessions_page"), 303)
 
@@ -115,7 +115,7 @@ def mfa_page() -> ResponseReturnValue:
         return _enrolment_page(user, secret, form, 400)
     session.pop(ENROLMENT_KEY, None)
     session[NEW_CODES_KEY] = codes
-    audit.record("mfa_enrolled", target=user.username, detail="new device" if replacing else "")
+    audit.record(AuditAction.MFA_ENROLLED, target=user.username, detail=AuditDetail.NEW_DEVICE if replacing else None)
     flash(_("Your second factor is on. From now on you log in with a code from your app."), "success")
     return redirect(url_for(".mfa_page"), 303)
 
@@ -160,7 +160,7 @@ def add_passkey() -> ResponseReturnValue:
         passkey = passkeys.register(user, answer.get("credential"), str(answer.get("name") or ""))
     except passkeys.PasskeyError as error:
         return jsonify(error=str(error)), 400
-    audit.record("passkey_added", target=user.username, detail=passkey.name)
+    audit.record(AuditAction.PASSKEY_ADDED, target=user.username, detail=AuditDetail.PASSKEY, name=passkey.name)
     flash(_("Your passkey “%(name)s” is added. You can sign in with it alone.", name=passkey.name), "success")
     return jsonify(redirect=url_for(".passkeys_page"))
 
@@ -180,7 +180,7 @@ def remove_passkey(passkey_id: int) -> ResponseReturnValue:
     except passkeys.PasskeyError as error:
         flash(str(error), "danger")
         return redirect(url_for(".passkeys_page"), 303)
-    audit.record("passkey_removed", target=user.username, detail=removed.name)
+    audit.record(AuditAction.PASSKEY_REMOVED, target=user.username, detail=AuditDetail.PASSKEY, name=removed.name)
     flash(_("Your passkey “%(name)s” is removed.", name=removed.name), "success")
     return redirect(url_for(".passkeys_page"), 303)
 

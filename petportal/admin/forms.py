@@ -1,21 +1,27 @@
-"""The admin forms: switch the environment for everyone, preview one for yourself, and manage accounts."""
+"""The admin forms: switch the environment for everyone, preview one for yourself, manage accounts, and filter the
+audit log."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from flask_babel import gettext as _
 from wtforms import Field, HiddenField, SelectChoice, SelectField, StringField
 from wtforms.validators import DataRequired, Length, ValidationError
 
+from .. import audit
 from ..auth.accounts import USERNAME_MAX_LENGTH
 from ..auth.forms import new_password_field
 from ..catalog.categories import LABEL_MAX_LENGTH
 from ..catalog.forms import Readable, category_id_field, stripped
+from ..config import ENVIRONMENT_NAMES
 from ..forms import PortalForm
 from ..i18n import environment_label
 from ..lazy_text import lazy_gettext as _l
+from ..models import AuditAction
+from ..reading import DayField
+from .audit_log import action_label
 
 if TYPE_CHECKING:
     from ..environments import Environment
@@ -106,3 +112,65 @@ class CategoryLabelForm(PortalForm):
             ),
         ],
     )
+
+
+class IsDay:
+    """A `DayField` given something that is not a day (YYYY-MM-DD) is refused; an empty one is not."""
+
+    def __call__(self, form: Any, field: DayField) -> None:
+        given = field.raw_data[0] if field.raw_data and isinstance(field.raw_data[0], str) else ""
+        if given.strip() and field.data is None:
+            raise ValidationError(_("Enter a day as YYYY-MM-DD, for example 2026-12-01."))
+
+
+class AuditFilterForm(PortalForm):
+    """The GET filter of the audit log (its page and its download): who, what, which environment, which days."""
+
+    class Meta:
+        csrf = False
+
+    actor = StringField(
+        _l("Who"),
+        filters=[stripped],
+        validators=[Length(max=audit.ACTOR_MAX_LENGTH, message=_l("Enter at most %(max)d characters."))],
+    )
+    action = SelectField(_l("What"), default="")
+    environment = SelectField(_l("Environment"), default="")
+    since = DayField(_l("From day (UTC)"), validators=[IsDay()])
+    until = DayField(_l("To day (UTC)"), validators=[IsDay()])
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        everything = SelectChoice("", _("All"))
+        self.action.choices = [everything, *(SelectChoice(each.value, action_label(each)) for each in AuditAction)]
+        self.environment.choices = [
+            everything,
+            *(SelectChoice(name, environment_label(name)) for name in ENVIRONMENT_NAMES),
+        ]
+
+    def validate_until(self, field: DayField) -> None:
+        """The days run forwards: the last is not before the first."""
+        if field.data is not None and self.since.data is not None and field.data < self.since.data:
+            raise ValidationError(_("The last day comes before the first."))
+
+    def chosen(self) -> audit.Filter:
+        """The entries this valid filter shows."""
+        return audit.Filter(
+            actor=self.actor.data or None,
+            action=AuditAction(self.action.data) if self.action.data else None,
+            environment=self.environment.data or None,
+            since=self.since.data,
+            until=self.until.data,
+        )
+
+    def kept(self) -> dict[str, str]:
+        """Every value this valid filter holds, as the URL keeps it: what the page's links (the next page, the
+        download) carry."""
+        values = {
+            "actor": self.actor.data,
+            "action": self.action.data,
+            "environment": self.environment.data,
+            "since": self.since.data.isoformat() if self.since.data else None,
+            "until": self.until.data.isoformat() if self.until.data else None,
+        }
+        return {name: value for name, value in values.items() if value}

@@ -17,7 +17,8 @@ from ..auth import accounts, logins, passkeys
 from ..auth.access import log_in_again, role_required
 from ..extensions import db
 from ..forms import ButtonForm
-from ..models import User
+from ..i18n import role_label
+from ..models import AuditAction, AuditDetail, User
 from .forms import NewUserForm, ResetPasswordForm, RoleForm
 
 bp = Blueprint("users", __name__, url_prefix="/admin/users")
@@ -52,7 +53,7 @@ def new_user() -> ResponseReturnValue:
     except accounts.AccountError as error:
         form.username.errors.append(str(error))
         return render_template("admin/users/new.html", form=form), 400
-    audit.record("user_created", target=user.username, detail=f"role {user.role}; must change the password")
+    audit.record(AuditAction.USER_CREATED, target=user.username, detail=AuditDetail.CREATED_BY_ADMIN, role=user.role)
     added = (
         _("Added staff %(username)s. They choose their own password when they first log in.", username=user.username)
         if user.role == "staff"
@@ -103,11 +104,13 @@ def change_role(user: User) -> ResponseReturnValue:
         return _manage_page(user, role_form=form, status=400)
     before = user.role
     if before == form.role.data:
-        return _("%(username)s is already %(role)s; nothing changed.", username=user.username, role=role_name(before))
+        return _("%(username)s is already %(role)s; nothing changed.", username=user.username, role=role_label(before))
     accounts.change_role(current_user, user, form.role.data)
-    audit.record("role_changed", target=user.username, detail=f"from {before} to {user.role}")
+    audit.record(
+        AuditAction.ROLE_CHANGED, target=user.username, detail=AuditDetail.ROLE_CHANGED, previous=before, role=user.role
+    )
     return _(
-        "%(username)s is now %(role)s, from their next request on.", username=user.username, role=role_name(user.role)
+        "%(username)s is now %(role)s, from their next request on.", username=user.username, role=role_label(user.role)
     )
 
 
@@ -117,7 +120,7 @@ def change_role(user: User) -> ResponseReturnValue:
 def disable(user: User) -> ResponseReturnValue:
     """Disable the account: it cannot log in, and its sessions end."""
     accounts.set_enabled(current_user, user, enabled=False)
-    audit.record("user_disabled", target=user.username, detail="every session ended")
+    audit.record(AuditAction.USER_DISABLED, target=user.username, detail=AuditDetail.EVERY_SESSION_ENDED)
     return _("%(username)s is disabled and logged out everywhere.", username=user.username)
 
 
@@ -127,7 +130,7 @@ def disable(user: User) -> ResponseReturnValue:
 def enable(user: User) -> ResponseReturnValue:
     """Let a disabled account log in again."""
     accounts.set_enabled(current_user, user, enabled=True)
-    audit.record("user_enabled", target=user.username)
+    audit.record(AuditAction.USER_ENABLED, target=user.username)
     return _("%(username)s can log in again.", username=user.username)
 
 
@@ -138,7 +141,7 @@ def end_sessions(user: User) -> ResponseReturnValue:
     """End every session of the account: each browser is logged out on its next request."""
     ended = len(logins.open_logins(user.id))
     logins.end_all(user.id)
-    audit.record("sessions_ended", target=user.username, detail=f"{ended} open")
+    audit.record(AuditAction.SESSIONS_ENDED, target=user.username, detail=AuditDetail.SESSIONS_ENDED, count=ended)
     if user.id == current_user.id:
         return redirect(url_for("auth.login"), 303)
     return ngettext(
@@ -159,7 +162,7 @@ def reset_password(user: User) -> ResponseReturnValue:
     if not form.validate_on_submit():
         return _manage_page(user, password_form=form, status=400)
     accounts.reset_password(user, form.password.data)
-    audit.record("password_reset", target=user.username, detail="every session ended; must change it at next login")
+    audit.record(AuditAction.PASSWORD_RESET, target=user.username, detail=AuditDetail.PASSWORD_RESET)
     return _(
         "%(username)s's password is reset. Tell them the new one; they must change it when they log in.",
         username=user.username,
@@ -174,15 +177,10 @@ def reset_mfa(user: User) -> ResponseReturnValue:
     one when next needed."""
     _not_yourself(user, _("Set up a new device for your own second factor under Your account."))
     accounts.reset_mfa(user)
-    audit.record("mfa_reset", target=user.username)
+    audit.record(AuditAction.MFA_RESET, target=user.username)
     return _(
         "%(username)s's second factor is removed. They set up a new one from Your account.", username=user.username
     )
-
-
-def role_name(role: str) -> str:
-    """A role as a sentence names it, in the request's language."""
-    return {"staff": _("staff"), "admin": _("admin")}.get(role, role)
 
 
 def _not_yourself(user: User, instead: str) -> None:

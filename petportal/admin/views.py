@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from flask import (
     Blueprint,
     flash,
@@ -16,38 +14,38 @@ from flask.blueprints import BlueprintSetupState
 from flask.typing import ResponseReturnValue
 from flask_babel import gettext as _
 from flask_login import current_user, login_fresh
-from sqlalchemy import Row
 from werkzeug.wrappers import Response
 
 from .. import audit
 from ..auth.access import log_in_again, role_required
 from ..clock import now
-from ..downloads import Cell, csv_download
+from ..downloads import csv_download
 from ..environments import environments
+from ..errors import render_error
 from ..extensions import db
+from ..i18n import role_label
+from ..models import AuditAction, AuditDetail
 from ..petstore import GET_PET_REMOVAL
+from ..reading import whole_number
 from ..serving import previewed_name, set_preview
-from . import users
-from .forms import PreviewForm, SwitchEnvironmentForm, environment_choices
+from . import audit_log as audit_words
+from .forms import AuditFilterForm, PreviewForm, SwitchEnvironmentForm, environment_choices
 from .status import in_words, probe_all, stability_in_words
 
 bp = Blueprint("admin", __name__, url_prefix="/admin")
 AUDIT_PAGE_SIZE = 25
 # Far beyond any real log, and small enough that the row offset always fits the database's integers.
 LAST_AUDIT_PAGE = 10**9
-# The audit page's columns (templates/admin/audit.html), in its order and words.
-AUDIT_COLUMNS = ("When (UTC)", "Who", "What", "Account", "Environment", "Details", "From")
-AUDIT_TIME = "%Y-%m-%d %H:%M:%S"
 # Who may read the audit log, on its page and as a download.
 audit_readers = role_required("admin")
 
 
 @bp.record_once
 def share_the_labels(state: BlueprintSetupState) -> None:
-    """The pages name each audit entry's action (`audit_action`, see audit.py) and each role (`role_name`: the top
-    bar, the accounts pages) in the visitor's language."""
-    audit.register(state.app)
-    state.app.jinja_env.globals["role_name"] = users.role_name
+    """The pages name each audit entry's action and details (`audit_action`, `audit_details`, see audit_log.py) and
+    each role (`role_name`: the top bar, the accounts pages) in the visitor's language."""
+    audit_words.register(state.app)
+    state.app.jinja_env.globals["role_name"] = role_label
 
 
 @bp.get("")
@@ -85,7 +83,12 @@ def switch_environment() -> ResponseReturnValue:
         flash(_("%(environment)s is already the active environment; nothing changed.", environment=target.name), "info")
         return redirect(url_for(".environment"), 303)
     registry.set_active(target.name)
-    audit.record("environment_switched", environment=target.name, detail=f"from {previous.name} to {target.name}")
+    audit.record(
+        AuditAction.ENVIRONMENT_SWITCHED,
+        environment=target.name,
+        detail=AuditDetail.SWITCHED_FROM,
+        previous=previous.name,
+    )
     flash(_("Everyone is now served from %(environment)s.", environment=target.name), "success")
     return redirect(url_for(".environment"), 303)
 
@@ -100,7 +103,7 @@ def preview_environment() -> ResponseReturnValue:
     chosen = environments().get(form.environment.data)
     if chosen is None:
         set_preview(None)
-        audit.record("preview_changed", detail="cleared")
+        audit.record(AuditAction.PREVIEW_CHANGED, detail=AuditDetail.PREVIEW_CLEARED)
         active = environments().active().name
         flash(_("Preview cleared: you see the active environment, %(environment)s.", environment=active), "info")
     elif not chosen.configured:
@@ -110,7 +113,7 @@ def preview_environment() -> ResponseReturnValue:
         return _environment_page(_switch_form(), form, 400)
     else:
         set_preview(chosen)
-        audit.record("preview_changed", environment=chosen.name, detail=chosen.name)
+        audit.record(AuditAction.PREVIEW_CHANGED, environment=chosen.name)
         seen = _(
             "You alone now see %(environment)s. Everyone else still sees %(active)s.",
             environment=chosen.name,
@@ -123,21 +126,36 @@ def preview_environment() -> ResponseReturnValue:
 @bp.get("/audit")
 @audit_readers
 def audit_log() -> ResponseReturnValue:
-    """Who did what, when: newest first, a page at a time."""
+    """Who did what, when, as the filter in the URL chooses: newest first, a page at a time."""
+    form = AuditFilterForm(formdata=request.args)
+    if not form.validate():
+        return render_template("admin/audit.html", form=form, entries=None, kept={}), 400
+    # Any page number is a page: one that is not a whole number is the first, one past the end shows nothing.
+    page = whole_number(request.args.get("page", "")) or 1
     entries = db.paginate(
-        audit.newest_first(),
-        page=min(max(request.args.get("page", 1, type=int), 1), LAST_AUDIT_PAGE),
+        audit.matching(form.chosen()),
+        page=min(max(page, 1), LAST_AUDIT_PAGE),
         per_page=AUDIT_PAGE_SIZE,
         error_out=False,
     )
-    return render_template("admin/audit.html", entries=entries)
+    return render_template("admin/audit.html", form=form, entries=entries, kept=form.kept())
 
 
 @bp.get("/audit.csv")
 @audit_readers
-def audit_log_csv() -> Response:
-    """The whole audit log as a CSV download: newest first, the page's columns."""
-    return csv_download("audit-log.csv", AUDIT_COLUMNS, map(_audit_cells, audit.read_newest_first()))
+def audit_log_csv() -> ResponseReturnValue:
+    """The entries the audit page shows for the same filter, all of them, as a CSV download: newest first, the
+    page's columns."""
+    form = AuditFilterForm(formdata=request.args)
+    if not form.validate():
+        problems = " ".join(
+            _("%(field)s: %(error)s", field=field.label.text, error=error) for field in form for error in field.errors
+        )
+        return render_error(
+            400, _("The audit log cannot be downloaded for this filter. %(problems)s", problems=problems)
+        )
+    entries = audit.read_newest_first(form.chosen())
+    return csv_download("audit-log.csv", audit_words.COLUMNS, audit_words.file_cells(entries))
 
 
 @bp.get("/status")
@@ -152,12 +170,6 @@ def status() -> ResponseReturnValue:
         in_words=in_words,
         stability_in_words=stability_in_words,
     )
-
-
-def _audit_cells(entry: Row[Any]) -> tuple[Cell, ...]:
-    """An entry as the audit page shows it."""
-    when, what = entry.at.strftime(AUDIT_TIME), entry.action.replace("_", " ")
-    return (when, entry.actor, what, entry.target, entry.environment, audit.details(entry), entry.remote_addr)
 
 
 def _switch_form() -> SwitchEnvironmentForm:

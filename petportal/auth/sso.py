@@ -30,7 +30,7 @@ from werkzeug.wrappers import Response
 from .. import audit, security
 from ..clock import now
 from ..extensions import db
-from ..models import User
+from ..models import AuditAction, AuditDetail, User
 from . import logins
 from .accounts import USERNAME_MAX_LENGTH
 
@@ -203,10 +203,11 @@ def logged_out(logout_token: str) -> None:
     ended = len(logins.open_logins(user.id))
     logins.end_all(user.id)
     audit.record(
-        "sessions_ended",
+        AuditAction.SESSIONS_ENDED,
         actor=user.username,
         target=user.username,
-        detail=f"single sign-on: the provider's back-channel logout, {ended} open",
+        detail=AuditDetail.SIGN_ON_LOGOUT,
+        count=ended,
     )
 
 
@@ -278,7 +279,7 @@ def _account(claims: Any, role: str | None) -> User:
     user = db.session.scalar(select(User).filter_by(sso_issuer=issuer, sso_subject=subject))
     name = user.username if user is not None else _username(claims)
     if role is None:
-        audit.record("login_refused", actor=name, detail="single sign-on: no admin or staff value in the role claim")
+        audit.record(AuditAction.LOGIN_REFUSED, actor=name, detail=AuditDetail.NO_ROLE_CLAIM)
         raise SignInRefused(
             _("Your account at the company's sign-in gives you no access to this portal. Ask an admin.")
         )
@@ -286,13 +287,22 @@ def _account(claims: Any, role: str | None) -> User:
         user = User(username=name, role=role, password_hash=None, sso_issuer=issuer, sso_subject=subject)
         db.session.add(user)
         db.session.flush()
-        audit.record("user_created", actor=name, target=name, detail=f"single sign-on, {role}")
+        audit.record(
+            AuditAction.USER_CREATED, actor=name, target=name, detail=AuditDetail.CREATED_BY_SIGN_ON, role=role
+        )
         return user
     if not user.enabled:
-        audit.record("login_refused", actor=name, detail="the account is disabled")
+        audit.record(AuditAction.LOGIN_REFUSED, actor=name, detail=AuditDetail.ACCOUNT_DISABLED)
         raise SignInRefused(_("This account is disabled. Ask an admin to enable it."))
     if user.role != role:
-        audit.record("role_changed", actor=name, target=name, detail=f"single sign-on: {user.role} to {role}")
+        audit.record(
+            AuditAction.ROLE_CHANGED,
+            actor=name,
+            target=name,
+            detail=AuditDetail.ROLE_CHANGED_BY_SIGN_ON,
+            previous=user.role,
+            role=role,
+        )
         user.role = role
     return user
 

@@ -11,7 +11,7 @@ from flask_login import current_user
 from .. import audit, metrics
 from ..extensions import csrf, db
 from ..forms import ButtonForm
-from ..models import User
+from ..models import AuditAction, AuditDetail, User
 from ..reading import json_object
 from . import logins, mfa, passkeys, passwords, sessions, sso, throttle
 from .access import require_own_password, safe_next
@@ -32,19 +32,21 @@ def login() -> ResponseReturnValue:
     if (limit := throttle.attempt(form.username.data)) is not None:
         metrics.LOGINS.labels("limited").inc()
         # Refused for its address alone: counted for the address, whatever names it tries (audit.COUNTED).
-        audit.record("login_limited", actor=audit.ANONYMOUS if limit == throttle.Limit.ADDRESS else form.username.data)
+        audit.record(
+            AuditAction.LOGIN_LIMITED, actor=audit.ANONYMOUS if limit == throttle.Limit.ADDRESS else form.username.data
+        )
         return _too_many_attempts()
     user = db.session.scalar(db.select(User).filter_by(username=form.username.data))
     # One hash checked whatever the name: unknown, with a password, or of the company's sign-in (auth.passwords).
     if not passwords.matches(user.password_hash if user else None, form.password.data) or user is None:
         metrics.LOGINS.labels("failure").inc()
-        audit.record("login_failed", actor=form.username.data)
+        audit.record(AuditAction.LOGIN_FAILED, actor=form.username.data)
         form.form_errors.append(_("Unknown user name or wrong password."))
         return _login_page(form, 401)
     throttle.succeeded(form.username.data)
     if not user.enabled:
         metrics.LOGINS.labels("failure").inc()
-        audit.record("login_refused", actor=user.username, detail="the account is disabled")
+        audit.record(AuditAction.LOGIN_REFUSED, actor=user.username, detail=AuditDetail.ACCOUNT_DISABLED)
         form.form_errors.append(_("This account is disabled. Ask an admin to enable it."))
         return _login_page(form, 403)
     if passkeys.has_second_factor(user):
@@ -80,20 +82,20 @@ def second_factor() -> ResponseReturnValue:
     if not form.validate_on_submit():
         return _second_factor_page(form, user, 400 if form.is_submitted() else 200)
     if throttle.attempt(user.username, "mfa") is not None:
-        audit.record("mfa_limited", actor=user.username)
+        audit.record(AuditAction.MFA_LIMITED, actor=user.username)
         return _too_many_attempts()
     accepted = mfa.verify(user, form.code.data)
     if accepted is None:
         metrics.LOGINS.labels("failure").inc()
-        audit.record("mfa_failed", actor=user.username)
+        audit.record(AuditAction.MFA_FAILED, actor=user.username)
         form.code.errors.append(_("That code is wrong or has been used already. Wait for the next one and try again."))
         return _second_factor_page(form, user, 401)
     throttle.succeeded(user.username, "mfa")
     if accepted == "totp":
-        audit.record("mfa_succeeded", actor=user.username)
+        audit.record(AuditAction.MFA_SUCCEEDED, actor=user.username)
         return _logged_in(user, waiting.remember, waiting.destination, second_factor="totp")
     left = mfa.recovery_codes_left(user)
-    audit.record("recovery_code_used", actor=user.username, detail=f"{left} left")
+    audit.record(AuditAction.RECOVERY_CODE_USED, actor=user.username, detail=AuditDetail.CODES_LEFT, count=left)
     response = _logged_in(user, waiting.remember, waiting.destination, second_factor="recovery")
     used = ngettext(
         "You used a recovery code; %(num)d is left. Set up your app again under Your account.",
@@ -188,11 +190,11 @@ def passkey_login() -> ResponseReturnValue:
         metrics.LOGINS.labels("failure").inc()
         account = error.account or (waiting.user.username if waiting else None)
         if account is not None:  # an answer that names no account is not audited: anyone could send thousands
-            audit.record("passkey_refused", actor=account)
+            audit.record(AuditAction.PASSKEY_REFUSED, actor=account)
         return jsonify(error=str(error)), 401
     user = db.session.get(User, passkey.user_id)
     assert user is not None  # authenticate found its owner
-    audit.record("passkey_used", actor=user.username, detail=passkey.name)
+    audit.record(AuditAction.PASSKEY_USED, actor=user.username, detail=AuditDetail.PASSKEY, name=passkey.name)
     if waiting:
         destination, remember = waiting.destination, waiting.remember
     else:
@@ -206,7 +208,7 @@ def logout() -> ResponseReturnValue:
     """Log out (a POST with a CSRF token, so no other site can do it for the user): the login ends for good."""
     form = ButtonForm()
     if form.validate_on_submit() and current_user.is_authenticated:
-        audit.record("logout")
+        audit.record(AuditAction.LOGOUT)
         logins.end()
         flash(_("Logged out."), "info")
     return redirect(url_for("catalog.list_animals"), 303)
@@ -220,7 +222,7 @@ def _logged_in(user: User, remember: bool, destination: str, second_factor: str 
 def _log_in(user: User, remember: bool, second_factor: str | None = None) -> None:
     logins.start(user, remember_me=remember, second_factor=second_factor)
     metrics.LOGINS.labels("success").inc()
-    audit.record("login", actor=user.username)
+    audit.record(AuditAction.LOGIN, actor=user.username)
     flash(_("Logged in as %(username)s.", username=user.username), "success")
 
 

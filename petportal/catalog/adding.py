@@ -32,7 +32,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from .. import audit, page_cache
 from ..clock import now
 from ..extensions import db
-from ..models import BulkImport, ImportRow, Reason, RowReason, SubmissionToken, TicketState
+from ..models import AuditAction, AuditDetail, BulkImport, ImportRow, Reason, RowReason, SubmissionToken, TicketState
 from ..petstore import Busy, InvalidRequest, OutcomeUnknown, PetStoreClient, Unauthorized, Unavailable
 from ..unit_of_work import after_commit
 from . import additions
@@ -108,8 +108,8 @@ class Ticket(Protocol):
     def environment(self) -> str: ...
 
     @property
-    def source(self) -> str:
-        """Where the animal came from, for its audit entry ("" for the add form)."""
+    def source(self) -> dict[str, audit.Value]:
+        """Where the animal came from, for its audit entry: its import's id and line (nothing for the add form)."""
         ...
 
     def settle(self, state: TicketState, pet_id: int | None, reason: Reason | None) -> None:
@@ -168,16 +168,31 @@ def _settle(ticket: Ticket, outcome: Outcome) -> None:
         case Created(pet_id=pet_id):
             ticket.settle(TicketState.CREATED, pet_id, None)
             additions.record(ticket.user_id, ticket.environment, pet_id, ticket.animal.name)
-            detail = f"id {pet_id}: {ticket.animal.name}{ticket.source}"
-            audit.record("animal_added", actor=ticket.username, environment=ticket.environment, detail=detail)
+            audit.record(
+                AuditAction.ANIMAL_ADDED,
+                actor=ticket.username,
+                target=None,
+                environment=ticket.environment,
+                detail=AuditDetail.ANIMAL_ADDED_BY_IMPORT if ticket.source else AuditDetail.ANIMAL_ADDED,
+                pet_id=pet_id,
+                name=ticket.animal.name,
+                **ticket.source,
+            )
             environment = ticket.environment
             after_commit(lambda: page_cache.invalidate(environment))
         case Refused(message=message):
             ticket.settle(TicketState.REFUSED, None, {"code": RowReason.REFUSED, "message": message})
         case Unknown(reason=reason):
             ticket.settle(TicketState.UNKNOWN, None, {"code": reason})
-            detail = f"{ticket.animal.name}{ticket.source}: the pet store may or may not have added it"
-            audit.record("animal_outcome_unknown", actor=ticket.username, environment=ticket.environment, detail=detail)
+            audit.record(
+                AuditAction.ANIMAL_OUTCOME_UNKNOWN,
+                actor=ticket.username,
+                target=None,
+                environment=ticket.environment,
+                detail=AuditDetail.OUTCOME_UNKNOWN_IN_IMPORT if ticket.source else AuditDetail.OUTCOME_UNKNOWN,
+                name=ticket.animal.name,
+                **ticket.source,
+            )
         case NotSent():
             ticket.settle(TicketState.ISSUED, None, None)
 
@@ -217,7 +232,10 @@ class FormTicket:
     username: str
     environment: str
     animal: NewAnimal
-    source: str = ""
+
+    @property
+    def source(self) -> dict[str, audit.Value]:
+        return {}
 
     def settle(self, state: TicketState, pet_id: int | None, reason: Reason | None) -> None:
         """The token's outcome (a form has no reason to keep: the page shows it)."""
@@ -306,8 +324,8 @@ class RowTicket:
     animal: NewAnimal
 
     @property
-    def source(self) -> str:
-        return f" (bulk import {self.import_id}, line {self.line})"
+    def source(self) -> dict[str, audit.Value]:
+        return {"import_id": self.import_id, "line": self.line}
 
     def settle(self, state: TicketState, pet_id: int | None, reason: Reason | None) -> None:
         """The row's outcome. A row marked unknown by a runner that took over may still learn it was created."""

@@ -14,7 +14,7 @@ from sqlalchemy import select
 
 from .. import audit, page_cache
 from ..extensions import DATABASE_OUTAGES, db
-from ..models import CategoryLabel
+from ..models import AuditAction, AuditDetail, CategoryLabel
 from ..unit_of_work import after_commit
 from .browse import folded
 
@@ -68,15 +68,17 @@ def name(environment_name: str, category_id: int, label: str, actor: str | None 
     key = folded(label)
     if row is None:
         db.session.add(CategoryLabel(environment=environment_name, category_id=category_id, label=label, label_key=key))
-        detail = f"category {category_id} labelled {label!r}"
+        detail, previous = AuditDetail.CATEGORY_LABELLED, {}
     elif row.label == label:
         return
     else:
-        detail = f"category {category_id} renamed from {row.label!r} to {label!r}"
+        detail, previous = AuditDetail.CATEGORY_RENAMED, {"previous": row.label}
         row.label, row.label_key = label, key
     # A second admin giving another category the same label at this moment fails here, on the unique key: 409.
     db.session.flush()
-    _changed(environment_name, "category_labelled", detail, actor)
+    _changed(
+        environment_name, AuditAction.CATEGORY_LABELLED, actor, detail, category=category_id, label=label, **previous
+    )
 
 
 def remove(environment_name: str, category_id: int) -> bool:
@@ -86,13 +88,26 @@ def remove(environment_name: str, category_id: int) -> bool:
         return False
     db.session.delete(row)
     db.session.flush()
-    _changed(environment_name, "category_unlabelled", f"category {category_id} was {row.label!r}")
+    _changed(
+        environment_name,
+        AuditAction.CATEGORY_UNLABELLED,
+        detail=AuditDetail.CATEGORY_UNLABELLED,
+        category=category_id,
+        label=row.label,
+    )
     return True
 
 
-def _changed(environment_name: str, action: str, detail: str, actor: str | None = None) -> None:
-    """Audit a label change; once it is committed, forget this process's labels and the cached pages."""
-    audit.record(action, actor=actor, environment=environment_name, detail=detail)
+def _changed(
+    environment_name: str,
+    action: AuditAction,
+    actor: str | None = None,
+    detail: AuditDetail | None = None,
+    **values: audit.Value,
+) -> None:
+    """Audit a label change (see audit.record); once it is committed, forget this process's labels and the cached
+    pages."""
+    audit.record(action, actor=actor, target=None, environment=environment_name, detail=detail, **values)
     known: LabelsRead = current_app.extensions.get(_READ, {})
 
     def forget() -> None:

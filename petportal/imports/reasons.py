@@ -14,12 +14,10 @@ from flask.sansio.app import App
 from flask_babel import force_locale
 from flask_babel import gettext as _
 
+from ..downloads import FILE_LANGUAGE
 from ..errors import store_words
 from ..models import BulkImport, ImportRow, RowReason, StopReason
 from . import files
-
-# The language of results.csv.
-FILE_LANGUAGE = "en"
 
 
 def row_reason(row: ImportRow) -> str | None:

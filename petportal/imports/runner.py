@@ -33,7 +33,17 @@ from ..catalog.adding import NotSentReason, held_by
 from ..clock import now
 from ..environments import environments
 from ..extensions import db
-from ..models import BulkImport, ImportRow, ImportState, Reason, RowReason, StopReason, TicketState
+from ..models import (
+    AuditAction,
+    AuditDetail,
+    BulkImport,
+    ImportRow,
+    ImportState,
+    Reason,
+    RowReason,
+    StopReason,
+    TicketState,
+)
 from .batches import FAILED_STATES, RUNNABLE, change, counts
 
 log = logging.getLogger(__name__)
@@ -174,11 +184,18 @@ def _finish(batch: Sending, runner: str, pause: StopReason | None, stop: Reason 
     if ended and state == ImportState.DONE:
         found = counts(batch.id)
         failed = sum(found[name] for name in FAILED_STATES)
-        detail = (
-            f"import {batch.id} of {batch.filename!r}: {found['created']} created, {failed} refused, "
-            f"{found['unknown']} unknown, of {batch.total} rows"
+        audit.record(
+            AuditAction.ANIMALS_IMPORTED,
+            actor=batch.username,
+            environment=batch.environment,
+            detail=AuditDetail.ANIMALS_IMPORTED,
+            import_id=batch.id,
+            filename=batch.filename,
+            created=found["created"],
+            refused=failed,
+            unknown=found["unknown"],
+            total=batch.total,
         )
-        audit.record("animals_imported", actor=batch.username, environment=batch.environment, detail=detail)
     db.session.commit()  # the finishing step: the import's end and its audit entry together
 
 

@@ -21,7 +21,7 @@ from ..environments import environments
 from ..errors import ErrorPage, render_error
 from ..forms import ECHO_CHARS, ButtonForm
 from ..lazy_text import lazy_gettext as _l
-from ..models import BulkImport, ImportRow, ImportState, TicketState
+from ..models import AuditAction, AuditDetail, BulkImport, ImportRow, ImportState, TicketState
 from ..serving import serving
 from . import batches, engines, files, reasons
 from .forms import UploadForm
@@ -115,6 +115,7 @@ def start(import_id: str) -> ResponseReturnValue:
     return _send(
         import_id,
         batches.start,
+        AuditDetail.IMPORT_STARTED,
         lambda batch, count: _(
             "Sending the animals to %(environment)s. You can leave this page and come back.",
             environment=batch.environment,
@@ -130,6 +131,7 @@ def retry(import_id: str) -> ResponseReturnValue:
     return _send(
         import_id,
         batches.retry_refused,
+        AuditDetail.IMPORT_RETRIED,
         lambda batch, count: ngettext(
             "Sending the %(num)d refused row again.", "Sending the %(num)d refused rows again.", count
         ),
@@ -150,8 +152,14 @@ def discard(import_id: str) -> ResponseReturnValue:
         if not batches.still_there(import_id):
             return render_error(404, str(DISCARDED))
         return _page(batch, _("This import was already started, so it is kept with its results.")), 409
-    detail = f"import {import_id} of {filename!r} ({owner}'s): preview discarded, nothing sent"
-    audit.record("import_discarded", environment=environment, detail=detail)
+    audit.record(
+        AuditAction.IMPORT_DISCARDED,
+        environment=environment,
+        detail=AuditDetail.IMPORT_DISCARDED,
+        import_id=import_id,
+        filename=filename,
+        owner=owner,
+    )
     flash(_("Discarded the preview of %(filename)s. Nothing was sent.", filename=filename), "success")
     return redirect(url_for(".upload"), 303)
 
@@ -168,11 +176,13 @@ def _find(import_id: str) -> BulkImport:
 def _send(
     import_id: str,
     queue: Callable[[BulkImport, str], int],
+    pressed: AuditDetail,
     sending: Callable[[BulkImport, int], str],
     nothing: str,
 ) -> ResponseReturnValue:
     """Queue rows of the import with `queue` (batches.start or .retry_refused) and have them sent, if the
-    import is for the environment served; flash `sending(batch, count)`, or `nothing` when none were queued."""
+    import is for the environment served, audited as `pressed` (the button: started or retried); flash
+    `sending(batch, count)`, or `nothing` when none were queued."""
     batch = _find(import_id)
     refused = _refuse_unbound(batch)
     if refused:
@@ -180,9 +190,14 @@ def _send(
     count = queue(batch, environments().active().name)
     if count:
         # Who pressed the button: the entries of the animals it adds name the import's owner.
-        button = (request.endpoint or "").rsplit(".", 1)[-1]  # start or retry: a view always has an endpoint
-        detail = f"import {batch.id} of {batch.filename!r} ({batch.username}'s), {button}"
-        audit.record("import_started", environment=batch.environment, detail=detail)
+        audit.record(
+            AuditAction.IMPORT_STARTED,
+            environment=batch.environment,
+            detail=pressed,
+            import_id=batch.id,
+            filename=batch.filename,
+            owner=batch.username,
+        )
         engines.dispatch(batch.id)
         flash(sending(batch, count), "success")
     elif not batches.still_there(batch.id):

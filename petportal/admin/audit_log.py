@@ -1,0 +1,227 @@
+"""The audit log as admins read it: each entry's action and details in words, and its row on the page and in the
+download.
+
+The log keeps codes (audit.py, `AuditAction`, `AuditDetail`); this is the one place they become words: in the
+reader's language on the page, in the language of the portal's files (downloads.FILE_LANGUAGE) in the download,
+as the results of an import are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from flask.sansio.app import App
+from flask_babel import force_locale, ngettext
+from flask_babel import gettext as _
+
+from ..downloads import FILE_LANGUAGE, Cell
+from ..i18n import environment_label, number, role_label
+from ..lazy_text import lazy_gettext as _l
+from ..models import AuditAction, AuditDetail
+
+# The audit page's columns (templates/admin/audit.html), in its order and words: the download's header.
+COLUMNS = ("When (UTC)", "Who", "What", "Account", "Environment", "Details", "From")
+TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
+# Each action as the audit page names it, in the reader's language: every member of AuditAction has its words.
+ACTIONS = {
+    AuditAction.LOGIN: _l("login"),
+    AuditAction.LOGIN_FAILED: _l("login failed"),
+    AuditAction.LOGIN_LIMITED: _l("login limited"),
+    AuditAction.LOGIN_REFUSED: _l("login refused"),
+    AuditAction.LOGOUT: _l("logout"),
+    AuditAction.MFA_SUCCEEDED: _l("mfa succeeded"),
+    AuditAction.MFA_FAILED: _l("mfa failed"),
+    AuditAction.MFA_LIMITED: _l("mfa limited"),
+    AuditAction.MFA_ENROLLED: _l("mfa enrolled"),
+    AuditAction.MFA_RESET: _l("mfa reset"),
+    AuditAction.RECOVERY_CODE_USED: _l("recovery code used"),
+    AuditAction.PASSKEY_ADDED: _l("passkey added"),
+    AuditAction.PASSKEY_USED: _l("passkey used"),
+    AuditAction.PASSKEY_REFUSED: _l("passkey refused"),
+    AuditAction.PASSKEY_REMOVED: _l("passkey removed"),
+    AuditAction.PASSWORD_CHANGED: _l("password changed"),
+    AuditAction.PASSWORD_CHANGE_FAILED: _l("password change failed"),
+    AuditAction.PASSWORD_RESET: _l("password reset"),
+    AuditAction.OTHER_SESSIONS_ENDED: _l("other sessions ended"),
+    AuditAction.SESSIONS_ENDED: _l("sessions ended"),
+    AuditAction.USER_CREATED: _l("user created"),
+    AuditAction.USER_DISABLED: _l("user disabled"),
+    AuditAction.USER_ENABLED: _l("user enabled"),
+    AuditAction.ROLE_CHANGED: _l("role changed"),
+    AuditAction.ENVIRONMENT_SWITCHED: _l("environment switched"),
+    AuditAction.PREVIEW_CHANGED: _l("preview changed"),
+    AuditAction.CATEGORY_LABELLED: _l("category labelled"),
+    AuditAction.CATEGORY_UNLABELLED: _l("category unlabelled"),
+    AuditAction.ANIMAL_ADDED: _l("animal added"),
+    AuditAction.ANIMAL_OUTCOME_UNKNOWN: _l("animal outcome unknown"),
+    AuditAction.ANIMALS_IMPORTED: _l("animals imported"),
+    AuditAction.IMPORT_STARTED: _l("import started"),
+    AuditAction.IMPORT_DISCARDED: _l("import discarded"),
+}
+
+
+def action_label(action: AuditAction) -> str:
+    """An entry's action as the audit page names it, in the request's language."""
+    return str(ACTIONS[action])
+
+
+def details(entry: Any) -> str:
+    """An entry's details in the reader's language, as the audit page and its download show them, with how many
+    attempts it counts. The one place an entry's details are put into words."""
+    said = _described(entry)
+    if entry.count <= 1:
+        return said
+    attempts = ngettext("%(num)d attempt", "%(num)d attempts", entry.count)
+    return f"{said}; {attempts}" if said else attempts
+
+
+def _described(entry: Any) -> str:
+    """What an entry's `details` say, in words: its code chooses them, its values fill them in."""
+    found: dict[str, Any] = entry.details or {}
+    environment = environment_label(entry.environment) if entry.environment else ""
+    match found.get("code"):
+        case AuditDetail.CATEGORY_LABELLED:
+            return _("category %(category)s labelled “%(label)s”", category=found["category"], label=found["label"])
+        case AuditDetail.CATEGORY_RENAMED:
+            return _(
+                "category %(category)s renamed from “%(previous)s” to “%(label)s”",
+                category=found["category"],
+                previous=found["previous"],
+                label=found["label"],
+            )
+        case AuditDetail.CATEGORY_UNLABELLED:
+            return _("category %(category)s was “%(label)s”", category=found["category"], label=found["label"])
+        case AuditDetail.ANIMAL_ADDED:
+            return _("id %(id)s: %(name)s", id=found["pet_id"], name=found["name"])
+        case AuditDetail.ANIMAL_ADDED_BY_IMPORT:
+            return _(
+                "id %(id)s: %(name)s (bulk import %(import_id)s, line %(line)s)",
+                id=found["pet_id"],
+                name=found["name"],
+                import_id=found["import_id"],
+                line=found["line"],
+            )
+        case AuditDetail.OUTCOME_UNKNOWN:
+            return _("%(name)s: the pet store may or may not have added it", name=found["name"])
+        case AuditDetail.OUTCOME_UNKNOWN_IN_IMPORT:
+            return _(
+                "%(name)s (bulk import %(import_id)s, line %(line)s): the pet store may or may not have added it",
+                name=found["name"],
+                import_id=found["import_id"],
+                line=found["line"],
+            )
+        case AuditDetail.IMPORT_STARTED:
+            return _(
+                "import %(import_id)s of “%(filename)s” (uploaded by %(owner)s): started",
+                import_id=found["import_id"],
+                filename=found["filename"],
+                owner=found["owner"],
+            )
+        case AuditDetail.IMPORT_RETRIED:
+            return _(
+                "import %(import_id)s of “%(filename)s” (uploaded by %(owner)s): its refused rows sent again",
+                import_id=found["import_id"],
+                filename=found["filename"],
+                owner=found["owner"],
+            )
+        case AuditDetail.IMPORT_DISCARDED:
+            return _(
+                "import %(import_id)s of “%(filename)s” (uploaded by %(owner)s): preview discarded, nothing sent",
+                import_id=found["import_id"],
+                filename=found["filename"],
+                owner=found["owner"],
+            )
+        case AuditDetail.ANIMALS_IMPORTED:
+            return _(
+                "import %(import_id)s of “%(filename)s”: %(created)s created, %(refused)s refused, %(unknown)s "
+                "unknown, of %(total)s rows",
+                import_id=found["import_id"],
+                filename=found["filename"],
+                created=number(found["created"]),
+                refused=number(found["refused"]),
+                unknown=number(found["unknown"]),
+                total=number(found["total"]),
+            )
+        case AuditDetail.CREATED_BY_ADMIN:
+            return _("role %(role)s; must change the password", role=role_label(found["role"]))
+        case AuditDetail.CREATED_FROM_COMMAND_LINE:
+            return _("role %(role)s; from the command line", role=role_label(found["role"]))
+        case AuditDetail.CREATED_BY_SIGN_ON:
+            return _("role %(role)s; by single sign-on", role=role_label(found["role"]))
+        case AuditDetail.ROLE_CHANGED:
+            return _(
+                "from %(previous)s to %(role)s", previous=role_label(found["previous"]), role=role_label(found["role"])
+            )
+        case AuditDetail.ROLE_CHANGED_BY_SIGN_ON:
+            return _(
+                "single sign-on: from %(previous)s to %(role)s",
+                previous=role_label(found["previous"]),
+                role=role_label(found["role"]),
+            )
+        case AuditDetail.SESSIONS_ENDED:
+            return ngettext("%(num)d was open", "%(num)d were open", found["count"])
+        case AuditDetail.SIGN_ON_LOGOUT:
+            return ngettext(
+                "single sign-on: the provider's back-channel logout, %(num)d was open",
+                "single sign-on: the provider's back-channel logout, %(num)d were open",
+                found["count"],
+            )
+        case AuditDetail.EVERY_SESSION_ENDED:
+            return _("every session ended")
+        case AuditDetail.PASSWORD_RESET:
+            return _("every session ended; must change it at next login")
+        case AuditDetail.WRONG_PASSWORD:
+            return _("wrong current password")
+        case AuditDetail.OTHER_SESSIONS_ENDED:
+            return _("other sessions ended")
+        case AuditDetail.NEW_DEVICE:
+            return _("new device")
+        case AuditDetail.ACCOUNT_DISABLED:
+            return _("the account is disabled")
+        case AuditDetail.NO_ROLE_CLAIM:
+            return _("single sign-on: no admin or staff value in the role claim")
+        case AuditDetail.FROM_COMMAND_LINE:
+            return _("from the command line")
+        case AuditDetail.CODES_LEFT:
+            return ngettext("%(num)d recovery code left", "%(num)d recovery codes left", found["count"])
+        case AuditDetail.PASSKEY:
+            return _("passkey “%(name)s”", name=found["name"])
+        case AuditDetail.SWITCHED_FROM:
+            return _(
+                "from %(previous)s to %(environment)s",
+                previous=environment_label(found["previous"]),
+                environment=environment,
+            )
+        case AuditDetail.PREVIEW_CLEARED:
+            return _("cleared")
+        case AuditDetail.RECORDED:
+            return str(found.get("text", ""))
+    return ""
+
+
+def file_cells(entries: Iterable[Any]) -> Iterator[tuple[Cell, ...]]:
+    """Each of `entries` as the audit page's row, in words of the downloads' language (FILE_LANGUAGE)."""
+    with force_locale(FILE_LANGUAGE):
+        for entry in entries:
+            yield _row(entry)
+
+
+def _row(entry: Any) -> tuple[Cell, ...]:
+    """An entry as the audit page shows it, column by column (COLUMNS), in the request's language."""
+    return (
+        entry.at.strftime(TIME_FORMAT),
+        entry.actor,
+        action_label(entry.action),
+        entry.target,
+        environment_label(entry.environment) if entry.environment else None,
+        details(entry) or None,
+        entry.remote_addr,
+    )
+
+
+def register(app: App) -> None:
+    """Let the templates name an entry's action and say its details: `{{ audit_action(entry.action) }}`,
+    `{{ audit_details(entry) }}`."""
+    app.jinja_env.globals["audit_action"] = action_label
+    app.jinja_env.globals["audit_details"] = details
