@@ -842,3 +842,11 @@ def test_an_imports_buttons_pressed_at_once_each_get_an_answer(importing, produc
 def test_metrics_behind_a_proxy_with_a_forwarded_address_that_is_none(staff, forwarded):
     """GET /metrics with an X-Forwarded-For whose last entry is not an address (no digits, no colon): no 500."""
     send(staff.client, staff.log, "GET", "/metrics", "", {"X-Forwarded-For": forwarded})
+
+
+def test_the_generated_query_strings_reach_the_audit_logs_filters(make_portal, auth_for):
+    """The walks draw query parameter names from the GET forms the survey finds: the audit log's filters are among
+    them, so the generated requests try them with every kind of value."""
+    app = make_portal()
+    site = survey(app, {"admin": auth_for(app, "admin")})
+    assert {"actor", "action", "environment", "since", "until"} <= site.query_names

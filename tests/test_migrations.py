@@ -8,8 +8,9 @@ from werkzeug.security import generate_password_hash
 
 from bench.portal import FLASK_PORTAL, PROJECT_ROOT, portal_environment, prepare_portal
 from petportal import create_app
+from petportal.admin import audit_log
 from petportal.extensions import db
-from petportal.models import BulkImport, ImportRow
+from petportal.models import AuditEntry, BulkImport, ImportRow
 
 from helpers import PASSWORDS, AuthActions, portal_config
 from servers import run_init_db
@@ -204,3 +205,54 @@ def test_the_import_messages_of_0006_become_reason_codes_and_come_back_on_downgr
     assert stopped == switched
     assert kept == [rows[0][1], "Refused by the portal's checks.", *[message for _, message in rows[2:]]]
     app.extensions["petportal.environments"].close()
+
+
+def test_the_audit_sentences_of_0010_become_detail_codes_and_come_back_on_downgrade(tmp_path, database_url):
+    """A database of 0010 whose audit entries kept English sentences: the portal's own are read back into codes
+    and values (so a German admin reads them in German), anything else is kept as it was recorded."""
+    app = create_app(
+        portal_config(tmp_path, "http://127.0.0.1:9/v1", "http://127.0.0.1:9/v1", SQLALCHEMY_DATABASE_URI=database_url)
+    )
+    written = [
+        ("environment_switched", "staging", "from production to staging"),
+        ("category_labelled", "production", "category 3 renamed from 'Fish' to \"Fish 'n' chips\""),
+        ("animal_added", "production", "id 12: Rex (bulk import Ab-_9, line 4)"),
+        ("role_changed", None, "single sign-on: staff to admin"),
+        ("preview_changed", "staging", "staging"),
+        ("login", None, ""),
+        ("login_refused", None, "Something an operator wrote by hand"),
+    ]
+    with app.app_context():
+        flask_migrate.upgrade(revision="0010")
+        with db.engine.begin() as connection:
+            for action, environment, detail in written:
+                connection.execute(
+                    sqlalchemy.text(
+                        "INSERT INTO audit_log (at, actor, action, environment, detail, count) "
+                        "VALUES (CURRENT_TIMESTAMP, 'admin', :action, :environment, :detail, 1)"
+                    ),
+                    {"action": action, "environment": environment, "detail": detail},
+                )
+        flask_migrate.upgrade()
+        with db.engine.connect() as connection:
+            details = connection.execute(sqlalchemy.select(AuditEntry.details).order_by(AuditEntry.id)).scalars()
+            details = list(details)
+        flask_migrate.downgrade(revision="0010")
+        with db.engine.connect() as connection:
+            kept = connection.execute(sqlalchemy.text("SELECT detail FROM audit_log ORDER BY id")).scalars()
+            kept = list(kept)
+        db.engine.dispose()
+    app.extensions["petportal.environments"].close()
+    assert details == [
+        {"code": "switched_from", "previous": "production"},
+        {"code": "category_renamed", "category": 3, "previous": "Fish", "label": "Fish 'n' chips"},
+        {"code": "animal_added_by_import", "pet_id": 12, "name": "Rex", "import_id": "Ab-_9", "line": 4},
+        {"code": "role_changed_by_sign_on", "previous": "staff", "role": "admin"},
+        None,
+        None,
+        {"code": "recorded", "text": "Something an operator wrote by hand"},
+    ]
+    assert kept == [detail for _, _, detail in written]
+    with app.test_request_context(headers={"Accept-Language": "de"}):
+        entry = AuditEntry(environment="staging", details=details[0], count=1)
+        assert audit_log.details(entry) == "von Produktion zu Staging"
