@@ -54,6 +54,17 @@ logconfig_dict = server_logging(os.environ.get("PETPORTAL_LOG_FORMAT", "").strip
 fewer_malloc_arenas()
 
 
+def when_ready(server):
+    """Once the app is loaded and the server listens: one line if the portal's database has no tables yet."""
+    from petportal import commands
+
+    if not server.cfg.preload_app:
+        return  # the workers load the app; the master has none to ask
+    app = server.app.wsgi()
+    if "LOG_FORMAT" in getattr(app, "config", {}):  # the portal (this file also serves the reference store)
+        commands.warn_before_init_db(app)
+
+
 def post_worker_init(worker):
     """Without Redis each worker sends bulk imports itself, and watches for those a killed worker left; each
     writes its access lines in batches (as under `flask serve`)."""

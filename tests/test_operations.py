@@ -184,14 +184,18 @@ ENTRY_POINTS = {
 }
 MISTAKES = {
     "no /v1": (
-        {"PETSTORE_PRODUCTION_URL": "http://127.0.0.1:9/api", "PETPORTAL_SECRET_KEY": "x"},
+        {"PETSTORE_PRODUCTION_URL": "http://127.0.0.1:9/api", "PETSTORE_PRODUCTION_KEY": "k"},
         "PETSTORE_PRODUCTION_URL",
     ),
-    "no secret": ({"PETSTORE_PRODUCTION_URL": "http://127.0.0.1:9/v1"}, "PETPORTAL_SECRET_KEY"),
+    "no secret": (
+        {"PETSTORE_PRODUCTION_URL": "http://127.0.0.1:9/v1", "PETSTORE_PRODUCTION_KEY": "k"},
+        "PETPORTAL_SECRET_KEY",
+    ),
     "bad number": (
         {
             "PETSTORE_PRODUCTION_URL": "http://127.0.0.1:9/v1",
-            "PETPORTAL_SECRET_KEY": "x",
+            "PETSTORE_PRODUCTION_KEY": "k",
+            "PETPORTAL_SECRET_KEY": "x" * 32,
             "PETPORTAL_UPSTREAM_TIMEOUT": "soon",
         },
         "PETPORTAL_UPSTREAM_TIMEOUT",
