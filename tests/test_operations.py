@@ -20,7 +20,7 @@ from petportal.logs import RequestContextFilter
 from petportal.processes import stop, wait_for_port
 from petportal.store import create_app as create_store
 
-from helpers import PRODUCTION_KEY, SECRET_KEY, AuthActions, metric
+from helpers import PRODUCTION_KEY, SECRET_KEY, AuthActions, metric, production_variables
 from servers import free_port, portal_processes
 
 FLASK = [sys.executable, "-m", "flask"]
@@ -30,8 +30,9 @@ FLASK = [sys.executable, "-m", "flask"]
 
 
 @pytest.mark.slow
-def test_a_built_wheel_serves_pages_and_stylesheet_from_another_directory(tmp_path):
-    """Build the wheel, install it (alone) into a fresh venv, and serve the demo from an empty folder."""
+def test_a_built_wheel_serves_pages_and_stylesheet_from_another_directory(tmp_path, production_store):
+    """Build the wheel, install it (alone) into a fresh venv, and serve a store from an empty folder: refused
+    until one is configured (an installed portal never runs the demo)."""
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(tmp_path / "dist"), str(PROJECT_ROOT)],
         check=True,
@@ -56,7 +57,21 @@ def test_a_built_wheel_serves_pages_and_stylesheet_from_another_directory(tmp_pa
     )
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    env = {key: value for key, value in portal_environment().items() if key not in ("PYTHONPATH",)}
+    configured = production_variables(tmp_path, production_store.url)
+    env = {key: value for key, value in configured.items() if key not in ("PYTHONPATH",)}
+    unconfigured = {key: value for key, value in portal_environment().items() if key not in ("PYTHONPATH",)}
+    refused = subprocess.run(
+        [str(python), "-m", "flask", "--app", "petportal", "run", "--port", str(free_port())],
+        cwd=elsewhere,
+        env=unconfigured,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert refused.returncode != 0 and "PETSTORE_PRODUCTION_URL" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    subprocess.run([str(python), "-m", "flask", "--app", "petportal", "init-db"], cwd=elsewhere, env=env, check=True)
     where = subprocess.run(
         [str(python), "-c", "import petportal; print(petportal.__file__)"],
         cwd=elsewhere,
