@@ -26,7 +26,8 @@ keepalive = 5
 timeout = 30
 # On SIGHUP or SIGTERM, requests under way get this long to finish.
 graceful_timeout = 30
-# Load the app once in the master: workers share its memory, and demo mode starts one pair of stores.
+# Load the app once in the master: workers share its memory, and a configuration it refuses (no pet store, say)
+# stops the master with the portal's one line, before any worker starts. (gunicorn never runs the demo.)
 preload_app = True
 # gunicorn itself believes no forwarded header from anyone (its default trusts 127.0.0.1, and so a
 # local proxy's clients): the portal reads them through PETPORTAL_TRUSTED_PROXIES alone.

@@ -156,7 +156,7 @@ def fresh_portal_database(instance_path: str) -> str:
 
 def _remove(folder: str, owner: int) -> None:
     if os.getpid() != owner:
-        return  # a forked server worker exiting (gunicorn's preload): the database is still the others'
+        return  # a process forked from the demo's exiting: the database is still the demo's
     shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -192,15 +192,12 @@ def create_accounts(stores: Mapping[str, Mapping[str, str]]) -> None:
 
 def _stop(processes: Iterable[subprocess.Popen[bytes]], owner: int) -> None:
     if os.getpid() != owner:
-        return  # a forked server worker exiting; the stores belong to the process that started them
+        return  # a forked process exiting; the stores belong to the process that started them
     stop(processes, seconds=5)
 
 
 def _exit_cleanly_on(*signals: signal.Signals) -> None:
-    """Turn these signals into a normal exit, so the atexit hook stops the stores (SIGINT already is one).
-
-    gunicorn installs its own handlers afterwards in its master, and stops the stores at its own exit.
-    """
+    """Turn these signals into a normal exit, so the atexit hook stops the stores (SIGINT already is one)."""
     if threading.current_thread() is not threading.main_thread():
         return
     for number in signals:

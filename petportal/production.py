@@ -5,8 +5,9 @@ granian (a Rust HTTP server running the portal as a WSGI app) was chosen over gu
 floor (a constant page) several times gunicorn's. `gunicorn -c gunicorn.conf.py app:app` keeps working,
 and both servers get the same things done for the portal:
 
-- the app is built once, in the first process, and every worker is forked from it (demo mode starts
-  its stores once; the workers share the memory of what was loaded);
+- the app is built once, in the first process, and every worker is forked from it (the workers share the
+  memory of what was loaded); neither ever runs the demo: without a pet store configured, the build refuses
+  with one line (`config.check`), as does a port in use (`--bind`);
 - each worker starts its own import runner (`worker_started`);
 - metrics add up over the workers (`PROMETHEUS_MULTIPROC_DIR`, a fresh folder per server, removed at its
   stop); a dead worker's live gauges are dropped when the figures are read (`metrics.forget_dead_workers`);
@@ -248,7 +249,7 @@ def _remove_metrics_folder() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """What `flask serve` runs, in a fresh interpreter. Not a click command: the app is built outside any
-    command, as a server builds it (demo mode then knows it serves)."""
+    command, as a server builds it."""
     parser = argparse.ArgumentParser(prog="python -m petportal.production", description=main.__doc__)
     parser.add_argument("--app", dest="app_import_path", default=None)
     parser.add_argument("--bind", default=DEFAULT_BIND)
