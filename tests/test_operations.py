@@ -53,13 +53,25 @@ def test_a_built_wheel_serves_pages_and_stylesheet_from_another_directory(tmp_pa
         sysconfig.get_paths()["purelib"] + "\n"
     )
     subprocess.run(
-        [str(python), "-m", "pip", "install", "--no-deps", "--quiet", str(wheel)], check=True, capture_output=True
+        # --force-reinstall: the environment whose packages it borrows may hold the checkout, installed editable.
+        [str(python), "-m", "pip", "install", "--no-deps", "--force-reinstall", "--quiet", str(wheel)],
+        check=True,
+        capture_output=True,
     )
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     configured = production_variables(tmp_path, production_store.url)
     env = {key: value for key, value in configured.items() if key not in ("PYTHONPATH",)}
     unconfigured = {key: value for key, value in portal_environment().items() if key not in ("PYTHONPATH",)}
+    where = subprocess.run(
+        [str(python), "-c", "import petportal; print(petportal.__file__)"],
+        cwd=elsewhere,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    assert str(venv) in where and str(PROJECT_ROOT) not in where
     refused = subprocess.run(
         [str(python), "-m", "flask", "--app", "petportal", "run", "--port", str(free_port())],
         cwd=elsewhere,
@@ -72,15 +84,6 @@ def test_a_built_wheel_serves_pages_and_stylesheet_from_another_directory(tmp_pa
     assert refused.returncode != 0 and "PETSTORE_PRODUCTION_URL" in refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
     subprocess.run([str(python), "-m", "flask", "--app", "petportal", "init-db"], cwd=elsewhere, env=env, check=True)
-    where = subprocess.run(
-        [str(python), "-c", "import petportal; print(petportal.__file__)"],
-        cwd=elsewhere,
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    assert str(venv) in where and str(PROJECT_ROOT) not in where
     port = free_port()
     portal = subprocess.Popen(
         [str(python), "-m", "flask", "--app", "petportal", "run", "--port", str(port)],
