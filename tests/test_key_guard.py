@@ -15,8 +15,11 @@ from dataclasses import dataclass
 
 import pytest
 import requests
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bench.portal import csrf_token
+from petportal.petstore.errors import MESSAGE_CHARS, WITHHELD, clean, quotes_secret
 from petportal.petstore.records import WITHHELD_NAME
 
 from helpers import (
@@ -284,3 +287,34 @@ def test_a_key_split_across_rows_withholds_the_list_and_its_download(hostile_por
     honest = visitor.get("/animals?status=sold")
     assert honest.status_code == 200
     assert names_shown(honest.text) == HONEST["sold"]
+
+
+# Ways to write one character of the key that a person still reads as that character.
+ONE_CHARACTER = {
+    "as it is": lambda char: char,
+    "in Cyrillic": lambda char: char.translate(CYRILLIC),
+    "accented": lambda char: f"{char}\u0301",
+    "full-width": lambda char: chr(ord(char) + 0xFEE0),
+    "in the other case": str.swapcase,
+    "then a zero-width space": lambda char: f"{char}\u200b",
+    "then a space": lambda char: f"{char} ",
+    "percent-escaped": lambda char: f"%{ord(char):02X}",
+}
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    key=st.text(alphabet=KEY_LETTERS, min_size=1, max_size=40),
+    ways=st.lists(st.sampled_from(list(ONE_CHARACTER)), min_size=40, max_size=40),
+)
+def test_the_key_written_any_mix_of_these_ways_is_caught(key, ways):
+    disguised = "".join(ONE_CHARACTER[way](char) for char, way in zip(key, ways, strict=False))
+    assert quotes_secret(f"Rex {disguised} the dog", [key])
+    assert clean(f"name refused: {disguised}", [key]) == WITHHELD
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(), key=st.text(min_size=1))
+def test_the_guard_answers_any_text(text, key):
+    assert quotes_secret(text, [key]) in (True, False)
+    assert len(clean(text, [key])) <= MESSAGE_CHARS
