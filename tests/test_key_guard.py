@@ -156,8 +156,9 @@ def plainly_quoted(text, key):
 
 
 def split_across_rows(key):
-    """The key cut into names each too short to quote it alone: 7 characters, or 2 of a key shorter than 8."""
-    size = 7 if len(key) >= 8 else 2
+    """The key cut into names each too short to quote it alone: 3 characters (at most 6 as read, where each "M"
+    reads as "rn"), or 2 of a key shorter than 8."""
+    size = 3 if len(key) >= 8 else 2
     return [key[i : i + size] for i in range(0, len(key), size)]
 
 
@@ -295,6 +296,7 @@ ONE_CHARACTER = {
     "in Cyrillic": lambda char: char.translate(CYRILLIC),
     "accented": lambda char: f"{char}\u0301",
     "full-width": lambda char: chr(ord(char) + 0xFEE0),
+    "as a small capital": lambda char: unicodedata.lookup(f"LATIN LETTER SMALL CAPITAL {char.upper()}"),
     "in the other case": str.swapcase,
     "then a zero-width space": lambda char: f"{char}\u200b",
     "then a space": lambda char: f"{char} ",

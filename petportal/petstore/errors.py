@@ -47,6 +47,8 @@ _TAG_CHARACTERS = {_TAG_OFFSET + code: chr(code) for code in range(0x20, 0x7F)}
 _TAGGED = re.compile("[\U000e0020-\U000e007e]")
 # Format characters and combining marks: what nobody reads.
 _UNREAD = ("Cf", "Mn", "Me")
+# "LATIN LETTER SMALL CAPITAL P": a letter a person reads as "p".
+_SMALL_CAPITAL = re.compile("LATIN LETTER SMALL CAPITAL ([A-Z])")
 # How confusables.json keeps right-to-left glyphs: between left-to-right marks, which are no part of them.
 _DIRECTION_MARKS = str.maketrans("", "", "\u200e\u200f")
 
@@ -189,13 +191,15 @@ def _folding() -> _Folding:
         # ASCII punctuation ("|", "%") stays a separator, as a person reads it.
         if not (glyph.isascii() and not glyph.isalnum()):
             lookalikes[ord(glyph)] = partner
+    # Small capitals, which the table keeps apart, read as their letters. Nobody reads format characters (zero-width
+    # ones, tags) or combining marks: dropped in the same step, which is also faster than leaving them to the end.
+    for code in (*range(0x80, 0x10000), *range(_TAG_OFFSET, _TAG_OFFSET + 0x80)):
+        if found := _SMALL_CAPITAL.fullmatch(unicodedata.name(chr(code), "")):
+            lookalikes[code] = found[1].lower()
+        elif code not in lookalikes and unicodedata.category(chr(code)) in _UNREAD:
+            lookalikes[code] = ""
     for code, prototype in lookalikes.items():
         lookalikes[code] = prototype.translate(lookalikes)  # a prototype's own characters fold too
-    # Nobody reads format characters (zero-width ones, tags) or combining marks: dropped in the same step, which is
-    # also faster than leaving them to the end.
-    for code in (*range(0x80, 0x10000), *range(_TAG_OFFSET, _TAG_OFFSET + 0x80)):
-        if code not in lookalikes and unicodedata.category(chr(code)) in _UNREAD:
-            lookalikes[code] = ""
     settled: dict[int, str] = {}
     for code in range(128):
         text = chr(code)
