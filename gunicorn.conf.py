@@ -44,10 +44,11 @@ if "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="petportal-metrics-")
 
 # Imported only now: importing petportal imports prometheus_client, which must find the folder above.
-from petportal.logs import server_logging  # noqa: E402
+from petportal.logs import server_logging, uncaught_exceptions_logged  # noqa: E402
 from petportal.processes import fewer_malloc_arenas  # noqa: E402
 
 logconfig_dict = server_logging(os.environ.get("PETPORTAL_LOG_FORMAT", "").strip().lower() or "text")
+uncaught_exceptions_logged()  # so they pass the egress guard, as every log line does
 
 # Before the app is loaded and the workers are forked: their threads share two malloc arenas, so a worker's
 # memory stays flat under load instead of creeping up (see fewer_malloc_arenas).
@@ -64,6 +65,17 @@ def post_worker_init(worker):
         engines.watch(worker.wsgi)
     if "LOG_FORMAT" in getattr(worker.wsgi, "config", {}):  # the portal (this file also serves the reference store)
         logs.batch_access_lines(worker.wsgi.config["LOG_FORMAT"])
+
+
+def pre_request(worker, req):
+    """A body over the portal's limit is refused unread (413): the answer closes the connection, as the portal's
+    `Connection: close` asks (gunicorn writes that header itself, and would say keep-alive)."""
+    from petportal import front_door
+
+    headers = dict(req.headers)
+    limit = getattr(worker.wsgi, "config", {}).get("MAX_CONTENT_LENGTH")
+    if limit and front_door.too_large(headers.get("CONTENT-TYPE", ""), headers.get("CONTENT-LENGTH", ""), limit):
+        req.force_close()
 
 
 def on_exit(server):

@@ -17,7 +17,7 @@ user_commands = AppGroup("user", help="Manage staff and admin accounts.")
 # The first migration: the schema 0.1.0's init-db made with create_all, before there were migrations.
 BASELINE_REVISION = "0001"
 # The audit log's actor for changes made with these commands.
-COMMAND_LINE = "command line"
+COMMAND_LINE = audit.COMMAND_LINE
 
 
 @click.command("init-db")
@@ -54,6 +54,8 @@ def create_user(name: str, role: str, password_stdin: bool) -> None:
     """Add an account called NAME, ready to use."""
     if accounts.find(name.strip()) is not None:
         raise click.ClickException(f"An account called {name.strip()!r} already exists.")
+    if audit.is_reserved(name):  # before asking for a password that could not be used
+        raise click.ClickException(f"{name.strip()!r} is a name the audit log uses for itself; choose another.")
     if password_stdin:
         password = sys.stdin.readline().rstrip("\r\n")
     else:

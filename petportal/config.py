@@ -26,8 +26,9 @@ GENERATION_SECONDS = 30 * 24 * 3600
 # A login's server-side session ends after this long unused, and after the absolute limit in any case.
 SESSION_IDLE_LIMIT = timedelta(minutes=30)
 SESSION_ABSOLUTE_LIMIT = timedelta(hours=12)
-# The largest request is the CSV upload of the bulk add (1 MB) with its form around it.
-MAX_REQUEST_BYTES = 1024 * 1024 + 64 * 1024
+# A request body over 1 MB gets 413; the CSV upload of the bulk add (1 MB) has room for its form around it
+# (front_door.body_limit).
+MAX_REQUEST_BYTES = 1024 * 1024
 # gunicorn.conf.py's threads per worker: every thread can hold its own keep-alive connection upstream.
 DEFAULT_POOL_SIZE = 8
 # Where the demo is reached (`python app.py`): single sign-on's way back and the passkeys' origin.
@@ -95,7 +96,8 @@ def derived(settings: Mapping[str, Any]) -> dict[str, Any]:
         "SESSION_COOKIE_SECURE": settings["HTTPS"],
         # The server-side session lives as long as it is used within the idle limit.
         "PERMANENT_SESSION_LIFETIME": SESSION_IDLE_LIMIT,
-        "THROTTLE_STORAGE_URI": redis_url or "memory://",
+        # The login counters: in Redis when there is one, else (None) in the portal's database (auth/throttle.py).
+        "THROTTLE_STORAGE_URI": redis_url,
         # Bulk imports run on RQ workers where there is a Redis, else on threads of the portal's own process.
         "IMPORT_RUNNER": "rq" if redis_url else "embedded",
         # The micro-cache: off at 0 seconds, shared through Redis when there is one.
@@ -185,6 +187,8 @@ def from_environment(environ: Mapping[str, str], read_dotenv: bool = True) -> di
         "METRICS_TOKEN": environ.get("PETPORTAL_METRICS_TOKEN", "").strip() or None,
         "LOG_FORMAT": environ.get("PETPORTAL_LOG_FORMAT", "").strip().lower() or "text",
         "TRACING": tracing.wanted(environ),
+        # An incoming traceparent is continued only from a proxy or mesh the operator runs (tracing.register).
+        "TRUST_TRACE_HEADERS": _flag(environ, "PETPORTAL_TRUST_TRACE_HEADERS", False),
         "PUBLIC_URL": (environ.get("PETPORTAL_PUBLIC_URL", "").strip() or (DEMO_PUBLIC_URL if demo else "")).rstrip("/")
         or None,
         "OIDC": _single_sign_on(environ),
@@ -213,7 +217,13 @@ def _single_sign_on(environ: Mapping[str, str]) -> dict[str, Any] | None:
         "role_claim": environ.get("PETPORTAL_OIDC_ROLE_CLAIM", "").strip() or "groups",
         "admin_values": values("PETPORTAL_OIDC_ADMIN_VALUES"),
         "staff_values": values("PETPORTAL_OIDC_STAFF_VALUES"),
+        # How long a login made through the provider lasts at most (None: the 12 hours every login has).
+        "session_max_age": _seconds(_number(environ, "PETPORTAL_OIDC_SESSION_MAX_AGE", None, int, minimum=60)),
     }
+
+
+def _seconds(seconds: int | None) -> timedelta | None:
+    return None if seconds is None else timedelta(seconds=seconds)
 
 
 def secret_variables(environ: Mapping[str, str]) -> list[str]:
@@ -233,6 +243,14 @@ def secret_variables(environ: Mapping[str, str]) -> list[str]:
         "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
     }
     return sorted(name for name in environ if name in secrets_read)
+
+
+def secret_values(config: Mapping[str, Any]) -> tuple[str, ...]:
+    """The secrets among `config`'s settings, which no log line or span may quote (`egress`): the pet store keys,
+    the session key, the single sign-on client secret and the metrics token."""
+    values = [settings["key"] for settings in config["PETSTORE_ENVIRONMENTS"].values()]
+    values += [config.get("SECRET_KEY"), (config.get("OIDC") or {}).get("client_secret"), config.get("METRICS_TOKEN")]
+    return tuple(value for value in values if isinstance(value, str) and value)
 
 
 def check(config: Mapping[str, Any]) -> None:

@@ -13,14 +13,16 @@ from __future__ import annotations
 
 import csv
 import re
+import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 
 from flask import Response, stream_with_context
 
 # A spreadsheet runs a cell that starts with one of these as a formula (OWASP, "CSV Injection").
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-# Where a spreadsheet may start a cell inside a text, just before a formula's first character.
-EMBEDDED_START = re.compile(r"([;,\t\r\n])(?=[ ]*[=+\-@])")
+# Where a spreadsheet may start a cell inside a text: German and Spanish spreadsheets split a CSV line on `;` (and
+# some on tabs), ignoring the quotes, and a name may hold a line break.
+CELL_BREAKS = re.compile(r"([;,\t\r\n])")
 # Excel reads a CSV file as UTF-8 only when it starts with a byte order mark.
 BOM = "\ufeff"
 # A cell as a view hands it over: a text, a number, or nothing (an empty cell).
@@ -30,13 +32,28 @@ Cell = str | int | None
 def spreadsheet_safe(cell: Cell) -> Cell:
     """`cell` as a download writes it: a text that a spreadsheet would run as a formula starts with `'`, so it shows
     as the text it is; a number stays a number (a negative id is no formula). So does each part of a text that a
-    spreadsheet could read as a cell of its own: German and Spanish spreadsheets split a CSV line on `;` (and
-    some on tabs), ignoring the quotes, and a name may hold a line break."""
+    spreadsheet could read as a cell of its own (after a `CELL_BREAKS` character)."""
     if not isinstance(cell, str):
         return cell
-    if cell.startswith(FORMULA_STARTS):
-        cell = "'" + cell
-    return EMBEDDED_START.sub(r"\1'", cell)
+    parts = CELL_BREAKS.split(cell)  # the texts between breaks at even places, each break at the odd place between
+    for place in range(2, len(parts), 2):
+        if _runs(parts[place]):
+            parts[place] = "'" + parts[place]
+    text = "".join(parts)
+    return "'" + text if cell.startswith(("\t", "\r")) or _runs(parts[0]) else text
+
+
+def _runs(part: str) -> bool:
+    """Whether a spreadsheet runs `part` as a formula: its first character that is not a space (of any width) or a
+    zero-width or other format character (a byte order mark is one), read in its NFKC form (so the full-width equals
+    sign U+FF1D is `=`), is one of `FORMULA_STARTS`."""
+    for char in part:
+        folded = unicodedata.normalize("NFKC", char)
+        if folded.startswith(FORMULA_STARTS):
+            return True
+        if not (folded.isspace() or unicodedata.category(char) == "Cf"):
+            return False
+    return False
 
 
 def csv_download(filename: str, header: Sequence[str], rows: Iterable[Sequence[Cell]]) -> Response:

@@ -11,6 +11,9 @@ otherwise keep the bytes as `%FF` text.
 Request bodies are read whole by `BodyGate`, in front of everything, and only by a few threads of a process
 at once: a client that sends its body a byte at a time holds one of those places, never every thread, so
 pages and health checks keep being served while forms wait (or get the 503 page when the places are full).
+A body over its limit (`body_limit`) gets the 413 page before anything reads it. A body left unread (too large,
+or no place free) is answered with `Connection: close`: its bytes are still on the way, and the server ends
+the connection after the answer, so the client opens a new one for its next request instead of losing it.
 """
 
 from __future__ import annotations
@@ -19,11 +22,11 @@ import io
 import os
 import threading
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_to_bytes
 
 from flask import Flask, g, request
-from werkzeug.exceptions import BadHost, BadRequest, ServiceUnavailable
+from werkzeug.exceptions import BadHost, BadRequest, RequestEntityTooLarge, ServiceUnavailable
 
 from .lazy_text import lazy_gettext as _l
 
@@ -31,6 +34,9 @@ if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
 
 FORM_BODY = "application/x-www-form-urlencoded"
+UPLOAD_BODY = "multipart/form-data"
+# An upload's body may be larger than MAX_CONTENT_LENGTH by this much: the form around a file of the largest size.
+UPLOAD_ROOM = 64 * 1024
 NOT_UTF8 = _l("This is not text the portal can read: it is not UTF-8.")
 # Where `unreadable` keeps its answer in the WSGI environ.
 UNREADABLE = "petportal.unreadable"
@@ -110,10 +116,22 @@ def unreadable_fields(body: bytes) -> set[str]:
     return found
 
 
+def body_limit(content_type: str, limit: int) -> int:
+    """The most bytes a request body of `content_type` may have, where MAX_CONTENT_LENGTH is `limit`: that, and for
+    an upload (a file of up to `limit` bytes in a form), `UPLOAD_ROOM` more. Over it, the body gets 413 unread."""
+    return limit + UPLOAD_ROOM if content_type.partition(";")[0].strip().lower() == UPLOAD_BODY else limit
+
+
+def too_large(content_type: str, content_length: str, limit: int) -> bool:
+    """Whether a body declared `content_length` bytes long (a Content-Length header's text) is over its limit."""
+    return content_length.isdigit() and int(content_length) > body_limit(content_type, limit)
+
+
 class BodyGate:
     """WSGI layer that reads each request body whole before the portal sees it, with at most `places` threads of
     this process waiting on bodies at once; a request finding every place taken is not read, and Flask answers
-    it with the 503 page. A body larger than `limit` is left for Flask to refuse (413) unread."""
+    it with the 503 page. A body over its limit (`body_limit`) is left for Flask to refuse (413) unread. The
+    answer to a request whose body is left unread says `Connection: close`."""
 
     def __init__(self, wsgi_app: WSGIApplication, places: int, limit: int) -> None:
         self.wsgi_app = wsgi_app
@@ -123,20 +141,35 @@ class BodyGate:
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         declared = environ.get("CONTENT_LENGTH", "")
         chunked = "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower()
-        if not chunked and (not declared.isdigit() or int(declared) == 0 or int(declared) > self.limit):
-            return self.wsgi_app(environ, start_response)  # no body, or one Flask refuses unread
+        content_type = environ.get("CONTENT_TYPE", "")
+        if not chunked and (not declared.isdigit() or int(declared) == 0):
+            return self.wsgi_app(environ, start_response)  # no body
+        if not chunked and too_large(content_type, declared, self.limit):
+            return self.wsgi_app(environ, _closing(start_response))  # refused unread by Flask (413)
         if not self.places.acquire(blocking=False):
             environ[BODIES_BUSY] = True
-            return self.wsgi_app(environ, start_response)
+            return self.wsgi_app(environ, _closing(start_response))
         try:
-            body = environ["wsgi.input"].read(int(declared) if not chunked else self.limit + 1)
+            wanted = int(declared) if not chunked else body_limit(content_type, self.limit) + 1
+            body = environ["wsgi.input"].read(wanted)
         finally:
             self.places.release()
         environ["wsgi.input"] = io.BytesIO(body)
         environ["CONTENT_LENGTH"] = str(len(body))  # a chunked body past the limit is then refused (413)
         environ.pop("HTTP_TRANSFER_ENCODING", None)
         environ["wsgi.input_terminated"] = False
+        if too_large(content_type, environ["CONTENT_LENGTH"], self.limit):
+            return self.wsgi_app(environ, _closing(start_response))  # the rest of the chunked body is unread
         return self.wsgi_app(environ, start_response)
+
+
+def _closing(start_response: StartResponse) -> StartResponse:
+    """`start_response`, with `Connection: close` added to the answer's headers."""
+
+    def start(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+        return start_response(status, [*headers, ("Connection", "close")], exc_info)
+
+    return start
 
 
 def gate_bodies(app: Flask) -> None:
@@ -145,10 +178,15 @@ def gate_bodies(app: Flask) -> None:
 
 
 def register(app: Flask) -> None:
-    """Answer an unreadable request with the 400 page; note a form's unreadable fields for its form."""
+    """Answer an unreadable request with the 400 page, and a body over its limit with the 413 page; note a form's
+    unreadable fields for its form."""
+    limit = app.config["MAX_CONTENT_LENGTH"]
 
     @app.before_request
     def read_the_request() -> None:
+        if too_large(request.environ.get("CONTENT_TYPE", ""), request.environ.get("CONTENT_LENGTH", ""), limit):
+            raise RequestEntityTooLarge  # before anything reads the form (CSRF would, and answer 400)
+        request.max_content_length = body_limit(request.environ.get("CONTENT_TYPE", ""), limit)
         if request.environ.get(BODIES_BUSY):
             raise ServiceUnavailable(str(BUSY))
         # The host first: a refused host has its own 400 page, the only one that needs no URL of this site.

@@ -27,6 +27,7 @@ from werkzeug.wrappers import Response
 
 from . import template_text
 from .auth.access import safe_next
+from .lazy_text import lazy_gettext as _l
 from .lazy_text import translations
 
 if TYPE_CHECKING:
@@ -144,6 +145,15 @@ def status_label(status: str) -> str:
     return status_names()[status]
 
 
+# The environments' names as people read them; the value (in URLs, forms and the database) stays the English word.
+ENVIRONMENT_LABELS = {"production": _l("production"), "staging": _l("staging")}
+
+
+def environment_label(name: str) -> str:
+    """An environment's name in the visitor's language (an unknown name reads as it is)."""
+    return str(ENVIRONMENT_LABELS[name]) if name in ENVIRONMENT_LABELS else name
+
+
 def number(value: int) -> str:
     """A whole number as the visitor's language writes it. Below a thousand, English, German and Spanish all
     write the plain digits, which is what nearly every count on a page is, so Babel is asked only above."""
@@ -172,6 +182,7 @@ def register(app: Flask) -> None:
         language_back=language_back,
     )
     app.jinja_env.filters["number"] = number
+    app.jinja_env.filters["environment"] = environment_label
 
     @app.after_request
     def vary_by_language(response: Response) -> Response:

@@ -1,5 +1,6 @@
 """A request id on every request, in the response and every log line; one access line per request; logs as
-text or one JSON object a line, the server's own lines included (`server_logging`)."""
+text or one JSON object a line, the server's own lines included (`server_logging`); no line of any logger quoting
+a secret (`egress`: the log-record factory, and a filter on every handler set up here)."""
 
 from __future__ import annotations
 
@@ -9,16 +10,19 @@ import multiprocessing.util
 import os
 import random
 import select
+import sys
 import threading
 import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from flask import Flask, Response, g, has_request_context, request
+from pythonjsonlogger.core import RESERVED_ATTRS
 from pythonjsonlogger.json import JsonFormatter
 from werkzeug.wsgi import ClosingIterator
 
-from . import tracing
+from . import egress, tracing
+from .config import secret_values
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
@@ -87,13 +91,16 @@ def formatter(log_format: str) -> logging.Formatter:
     """The one formatter of every line: the portal's, its access lines' and, through `server_logging`, the
     server's."""
     if log_format == "json":
-        return JsonLines(JSON_FIELDS, rename_fields=JSON_NAMES)
+        # Every attribute of a record not in `reserved_attrs` becomes a field: the guard's mark is not one.
+        return JsonLines(JSON_FIELDS, rename_fields=JSON_NAMES, reserved_attrs=[*RESERVED_ATTRS, egress.CHECKED])
     return EachSecondOnce(TEXT_FORMAT)
 
 
 def configure(log_format: str) -> None:
     """Send the portal's logs to standard error, as text or as JSON (`PETPORTAL_LOG_FORMAT`). With JSON, the
-    development server's lines (`flask run`, `python app.py`) go the same way."""
+    development server's lines (`flask run`, `python app.py`) go the same way. Every record of every logger passes
+    the egress guard (`egress.guard_every_record`)."""
+    egress.guard_every_record()
     # No line shows the source file or the thread, so no record looks them up (the logging HOWTO's
     # optimisations): an access line is written for every request, cached pages included. The process id
     # stays: gunicorn's own text lines show it.
@@ -109,6 +116,7 @@ def configure(log_format: str) -> None:
         handler = logging.StreamHandler()
         handler.setFormatter(formatter(log_format))
         handler.addFilter(RequestContextFilter())
+        handler.addFilter(egress.EgressFilter())  # after the context: its fields are checked too
         logger.addHandler(handler)
         logger.setLevel(logging.INFO if name in ("petportal", "werkzeug") else logging.WARNING)
         logger.propagate = name != "werkzeug"  # on to the tests' capture; a server's root handler skips them
@@ -116,6 +124,24 @@ def configure(log_format: str) -> None:
     werkzeug = logging.getLogger("werkzeug")
     if not any(isinstance(f, DevelopmentServerRequests) for f in werkzeug.filters):
         werkzeug.addFilter(DevelopmentServerRequests())
+
+
+def uncaught_exceptions_logged() -> None:
+    """In a server's processes: an exception no code caught (in any thread) and a Python warning become log records,
+    so they pass the egress guard like every line, instead of being printed to standard error by Python itself."""
+    logging.captureWarnings(True)
+    log = logging.getLogger("petportal")
+
+    def thread_failed(args: threading.ExceptHookArgs) -> None:
+        if args.exc_type is not SystemExit:  # as Python's own hook: a thread may end that way
+            name = args.thread.name if args.thread is not None else "?"
+            log.error("uncaught exception in thread %s", name, exc_info=args.exc_value)
+
+    def process_failed(kind: type[BaseException], value: BaseException, trace: Any) -> None:
+        log.critical("uncaught exception", exc_info=value)
+
+    threading.excepthook = thread_failed
+    sys.excepthook = process_failed
 
 
 def server_logging(log_format: str) -> dict[str, Any]:
@@ -127,13 +153,17 @@ def server_logging(log_format: str) -> dict[str, Any]:
     return {
         "version": 1,
         "disable_existing_loggers": False,
-        "filters": {"context": {"()": RequestContextFilter}, "not_the_portals": {"()": NotThePortals}},
+        "filters": {
+            "context": {"()": RequestContextFilter},
+            "not_the_portals": {"()": NotThePortals},
+            "egress": {"()": egress.EgressFilter},
+        },
         "formatters": {"portal": {"()": formatter, "log_format": log_format}},
         "handlers": {
             "others": {
                 "class": "logging.StreamHandler",
                 "formatter": "portal",
-                "filters": ["context", "not_the_portals"],
+                "filters": ["context", "not_the_portals", "egress"],
             },
         },
         "root": {"level": "INFO", "handlers": ["others"]},
@@ -250,9 +280,14 @@ class AccessLines:
             )
             self._model = (os.getpid(), record.__dict__)
         model = self._model[1]
+        # What a client chose is all a line can quote a secret with: the rest is the portal's own (the ids, the
+        # status, the time). Checked here, once and only that, as every access line is.
+        if egress.quotes_secret(f"{event.method} {event.path}"):
+            event = event._replace(method="-", path=egress.WITHHELD_VALUE)
         record = logging.LogRecord.__new__(logging.LogRecord)
         record.__dict__.update(model)
         record.__dict__.update(event._asdict())
+        record.__dict__[egress.CHECKED] = True
         record.args = (event.method, event.path, event.status, event.duration_ms)
         record.msecs = int((event.created - int(event.created)) * 1000) + 0.0
         record.relativeCreated = model["relativeCreated"] + (event.created - model["created"]) * 1000
@@ -367,7 +402,9 @@ def request_id(incoming: str) -> str:
 
 def register(app: Flask) -> None:
     """Give every request an id, return it as X-Request-ID, and log with it. (`register_access` puts the
-    access lines in front, once every other WSGI layer is in place.)"""
+    access lines in front, once every other WSGI layer is in place.) No log line or span of the process may quote
+    one of the app's secrets (`egress.protect`)."""
+    egress.protect(secret_values(app.config))
     configure(app.config["LOG_FORMAT"])
 
     @app.before_request

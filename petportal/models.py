@@ -24,7 +24,6 @@ from sqlalchemy import false as sa_false
 from sqlalchemy import true as sa_true
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Mapped, mapped_column
-from werkzeug.security import check_password_hash, generate_password_hash
 
 from .clock import now
 from .extensions import db
@@ -158,12 +157,16 @@ class User(UserMixin, db.Model):
     __table_args__ = (UniqueConstraint("sso_issuer", "sso_subject", name="uq_users_sso"),)
 
     def set_password(self, password: str) -> None:
-        """Store a salted scrypt hash of `password` (werkzeug's default)."""
-        self.password_hash = generate_password_hash(password)
+        """Store a salted hash of `password` (auth.passwords)."""
+        from .auth import passwords  # the auth package imports this module
+
+        self.password_hash = passwords.hashed(password)
 
     def check_password(self, password: str) -> bool:
-        """Whether `password` is this user's password."""
-        return self.password_hash is not None and check_password_hash(self.password_hash, password)
+        """Whether `password` is this user's password; as slow for an account without one (auth.passwords)."""
+        from .auth import passwords
+
+        return passwords.matches(self.password_hash, password)
 
     def has_role(self, role: str) -> bool:
         """Admins may do everything staff may do."""
@@ -247,6 +250,24 @@ class AuditEntry(db.Model):
     environment: Mapped[str | None] = mapped_column(String(32))
     detail: Mapped[str] = mapped_column(Text, default="")
     remote_addr: Mapped[str | None] = mapped_column(String(64))
+    # How many attempts this entry stands for: failed and refused logins are counted on one entry per account,
+    # address and window (audit.COUNTED), not written an entry each.
+    count: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
+
+
+class LoginCounter(db.Model):
+    """One login (or code) counter of one window, kept in the portal's database when there is no Redis, so every
+    worker and instance counts on the same rows (auth/throttle.py).
+
+    `key` names the counter, its limit and whom it counts ("login_limit_per_address/20/1/minute/192.0.2.7");
+    `hits` are the attempts counted in the window that ends at `expires_at`. An expired row starts again at its
+    next attempt, and is deleted when no attempt comes."""
+
+    __tablename__ = "login_counters"
+
+    key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    hits: Mapped[int] = mapped_column(Integer)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
 
 
 class SubmissionToken(db.Model):

@@ -25,7 +25,9 @@ and both servers get the same things done for the portal:
   that a library reads from the environment again later (libpq's PGPASSWORD) stays, and so is better kept in the
   URL the portal reads;
 - the server's own lines take the portal's log format (`logs.server_logging`), and the access lines are
-  the portal's own (`logs.AccessLog`).
+  the portal's own (`logs.AccessLog`); an exception no code caught and a Python warning are logged, not printed
+  (`logs.uncaught_exceptions_logged`), so every line, the server's and every library's included, passes the
+  egress guard (`egress`).
 
 `flask serve` is a Flask CLI plugin command (an entry point of the package), so it runs without building
 the app in the CLI's process: it prepares the variables the workers need before anything reads them, then
@@ -120,9 +122,11 @@ def run(app_import_path: str | None, bind: str, workers: int) -> None:
     """Build the app once, then serve it from `workers` forked granian workers until stopped."""
     from flask.cli import ScriptInfo
 
+    from .logs import uncaught_exceptions_logged
     from .processes import fewer_malloc_arenas
 
     host, port = parse_bind(bind)
+    uncaught_exceptions_logged()  # the workers are forked from here: theirs too
     fewer_malloc_arenas()  # before the app is loaded and the workers forked (see fewer_malloc_arenas)
     app = ScriptInfo(app_import_path=app_import_path).load_app()
     forget_secret_variables()

@@ -6,7 +6,8 @@
 - A job step of the import runner commits itself, once per step (imports/runner.py).
 - A few protocol steps must be durable before the next thing happens, so they commit on their own:
   claiming and settling an add's ticket around its createPet call (adding.py), replacing a remember-me
-  token, and saving a server-side session. Each says so where it does it.
+  token, counting a login attempt in the database before its password is checked (auth/throttle.py), and
+  saving a server-side session. Each says so where it does it.
 
 Work that must follow a commit (waking an import runner, clearing cached pages) is handed to
 `after_commit`, so nothing outside the database runs ahead of a change that is then rolled back.

@@ -7,6 +7,11 @@
 // can change someone's groups between two sign-ins. The sign-in page stands in for the company's own: a form
 // that takes whose sign-in it is (`login`, a sub) and how they proved it (`amr`, comma-separated), then gives
 // consent for the scopes asked for. Prints "listening" once it accepts connections.
+//
+// Back-Channel Logout is on. `POST /backchannel-logout` (form: `sub`, `to`, and `client_id`, the portal's by
+// default) makes the provider send that client the logout token for `sub`, as it does when the person's session
+// ends, to the address `to` (the client's `backchannel_logout_uri`, named per test since the portal's port is);
+// it answers 204 when the client answered 200, else 502 with the error.
 import fs from 'node:fs';
 import http from 'node:http';
 
@@ -24,9 +29,12 @@ const provider = new Provider(`http://127.0.0.1:${port}`, {
   },
   claims: { openid: ['sub', 'amr', 'auth_time'], profile: ['preferred_username', 'name', 'groups'], email: ['email'] },
   pkce: { required: () => true },
-  features: { devInteractions: { enabled: false } },
+  features: { devInteractions: { enabled: false }, backchannelLogout: { enabled: true } },
   interactions: { url: (ctx, interaction) => `/interaction/${interaction.uid}` },
   cookies: { keys: ['petportal-test-provider'] },
+  // Its guard against requests to special-use addresses (SSRF) is left out: the portal it calls back listens on
+  // 127.0.0.1 in the tests.
+  fetch: (url, { dispatcher, ...options }) => globalThis.fetch(url, options),
 });
 
 function body(request) {
@@ -55,12 +63,28 @@ async function interaction(request, response) {
   await provider.interactionFinished(request, response, { login: { accountId, amr }, consent: { grantId } });
 }
 
+async function backchannelLogout(request, response) {
+  const form = await body(request);
+  const client = await provider.Client.find(form.get('client_id') || 'portal');
+  client.backchannelLogoutUri = form.get('to');
+  await client.backchannelLogout(form.get('sub'), undefined);
+  response.writeHead(204);
+  response.end();
+}
+
 const callback = provider.callback();
 http.createServer((request, response) => {
   if (request.url.startsWith('/interaction/')) {
     interaction(request, response).catch((error) => {
       response.writeHead(400, { 'content-type': 'text/plain' });
       response.end(String(error));
+    });
+    return;
+  }
+  if (request.url === '/backchannel-logout' && request.method === 'POST') {
+    backchannelLogout(request, response).catch((error) => {
+      response.writeHead(502, { 'content-type': 'text/plain' });
+      response.end(`${error}${error.cause ? ` (${error.cause})` : ''}`);
     });
     return;
   }

@@ -7,6 +7,8 @@ import shutil
 import subprocess
 from contextlib import contextmanager
 
+import requests
+
 from bench.portal import PROJECT_ROOT
 from petportal.processes import stop, wait_for_port
 
@@ -16,6 +18,7 @@ PROVIDER_SCRIPT = PROJECT_ROOT / "tests" / "oidc_provider.mjs"
 PROVIDER_PACKAGE = PROJECT_ROOT / "tests" / "node_modules" / "oidc-provider"
 PORTAL = "http://localhost"
 CALLBACK = f"{PORTAL}/login/sso/callback"
+BACKCHANNEL_LOGOUT = "/login/sso/backchannel-logout"
 CLIENT = {"client_id": "portal", "client_secret": "portal-secret", "redirect_uris": [CALLBACK]}
 # Another application of the same company: its codes and tokens are not the portal's.
 OTHER_CLIENT = {"client_id": "wiki", "client_secret": "wiki-secret", "redirect_uris": [CALLBACK]}
@@ -44,6 +47,18 @@ class Provider:
     def set_groups(self, sub, groups):
         self.people[sub]["groups"] = groups
         self.save()
+
+    def remove(self, sub, portal, client_id=CLIENT["client_id"]):
+        """Remove `sub` from the provider's people, and have the provider send the client `client_id` their logout
+        token (Back-Channel Logout) at the portal served at `portal`; the provider's answer (204: the portal took
+        it)."""
+        self.people.pop(sub, None)
+        self.save()
+        return requests.post(
+            f"{self.issuer}/backchannel-logout",
+            data={"sub": sub, "to": f"{portal}{BACKCHANNEL_LOGOUT}", "client_id": client_id},
+            timeout=10,
+        )
 
 
 def available():
@@ -80,5 +95,6 @@ def sign_in_settings(provider):
         "role_claim": "groups",
         "admin_values": frozenset({"pet-admins"}),
         "staff_values": frozenset({"pet-staff"}),
+        "session_max_age": None,
     }
     return {"PUBLIC_URL": PORTAL, "OIDC": oidc}

@@ -17,8 +17,10 @@ import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import quote
 
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from werkzeug.serving import make_server
 
 from bench.portal import FLASK_PORTAL, PROJECT_ROOT, prepare_portal
@@ -388,3 +390,75 @@ def running(command, env, output):
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+class Receiver(ThreadingHTTPServer):
+    """An OTLP/HTTP trace receiver: keeps every span posted to /v1/traces, decoded, and every body as it came."""
+
+    def __init__(self):
+        super().__init__(("127.0.0.1", 0), ReceiverHandler)
+        self.spans = []
+        self.paths = []
+        self.bodies = []
+
+    @property
+    def endpoint(self):
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+    def wait_for(self, predicate, seconds=15):
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            found = [span for span in list(self.spans) if predicate(span)]
+            if found:
+                return found
+            time.sleep(0.1)
+        names = [span["name"] for span in self.spans]
+        raise AssertionError(f"no such span arrived; received: {names}")
+
+    def __enter__(self):
+        threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc_info):
+        self.shutdown()
+        self.server_close()
+
+
+class ReceiverHandler(BaseHTTPRequestHandler):
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        self.server.paths.append(self.path)
+        self.server.bodies.append(body)
+        export = ExportTraceServiceRequest()
+        export.ParseFromString(body)
+        for resource_spans in export.resource_spans:
+            service = {a.key: a.value.string_value for a in resource_spans.resource.attributes}.get("service.name")
+            for scope_spans in resource_spans.scope_spans:
+                for span in scope_spans.spans:
+                    self.server.spans.append(
+                        {
+                            "service": service,
+                            "name": span.name,
+                            "trace_id": span.trace_id.hex(),
+                            "span_id": span.span_id.hex(),
+                            "parent_id": span.parent_span_id.hex(),
+                            "attributes": _attributes(span.attributes),
+                            "events": [(event.name, _attributes(event.attributes)) for event in span.events],
+                            "status": span.status.message,
+                        }
+                    )
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def _attributes(attributes):
+    return {a.key: _value(a.value) for a in attributes}
+
+
+def _value(value):
+    return getattr(value, value.WhichOneof("value")) if value.WhichOneof("value") else None

@@ -1,14 +1,20 @@
-"""Every visitor in a real browser: each language, light and dark, on a phone and a desktop.
+"""Every visitor in a real browser: each language, light and dark, from a small phone to a desktop.
 
-Each page is checked with axe (no violation at any impact), for sideways scrolling at 375 and 1280 px, and
-its HTML, as the server sent it, with the Nu Html Checker: one Java run per language for all its pages.
+Each page, with the longest name, label and user name the portal takes, is checked with axe (no violation at any
+impact) and for sideways scrolling at 320, 375, 768 and 1280 px, the top bar for one line at 1280 px, and its HTML,
+as the server sent it, with the Nu Html Checker: one Java run per language for all its pages.
 """
 
 import json
 import subprocess
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
+
+from petportal.auth import accounts
+from petportal.catalog import categories
+from petportal.extensions import db
 
 from browsers import SCREENSHOTS, sideways_scroll
 from helpers import PASSWORDS
@@ -18,9 +24,15 @@ pytestmark = pytest.mark.slow
 
 # Installed by .ci/run (`npm ci --prefix tests`); run with Java.
 VNU_JAR = Path(__file__).parent / "node_modules" / "vnu-jar" / "build" / "dist" / "vnu.jar"
-WIDTHS = (375, 1280)
+WIDTHS = (320, 375, 768, 1280)
 # The README's pictures of languages and themes: (language, theme, page) -> file name.
 PICTURES = {("de", "dark", "list"): "list-de-dark", ("es", "light", "add-errors"): "add-es"}
+# The longest data each field takes, with no space to break at: every page must wrap or cut it, never widen.
+LONG_NAME = "Bartholomew" * 9 + "X"  # 100 characters, the add form's most
+LONG_LABEL = "Cephalopods" * 5 + "Lobsters!"  # 64, cut to the labels' 60 below
+LONG_USER = "a" * 36 + "-verylongaccountname-" + "z" * 23  # 80 characters, the most a user name has
+# How tall the top bar's row of links may be at 1280 px: one line of them (two lines are about 80 px).
+ONE_LINE_PX = 48
 
 
 def violations(page):
@@ -31,6 +43,15 @@ def violations(page):
     return [f"{v['id']} ({v['impact']}): {[node['target'] for node in v['nodes']][:5]}" for v in found]
 
 
+def top_bar_height(page):
+    """From the highest to the lowest bottom of the top bar's visible links, buttons and name (px)."""
+    return page.evaluate(
+        "(() => { const boxes = [...document.querySelectorAll('.navbar .navbar-brand, .navbar .nav-link,"
+        " .navbar .btn')].filter((e) => e.offsetParent !== null).map((e) => e.getBoundingClientRect());"
+        " return Math.max(...boxes.map((b) => b.bottom)) - Math.min(...boxes.map((b) => b.top)); })()"
+    )
+
+
 def log_in_as_admin(page, origin):
     page.goto(f"{origin}/login")
     page.fill("#username", "admin")
@@ -39,10 +60,18 @@ def log_in_as_admin(page, origin):
     page.wait_for_selector("form[action$='/logout']")
 
 
+def with_long_data(app):
+    """A category label and an account of the longest the portal takes (the animal comes through the form)."""
+    with app.app_context():
+        categories.name("production", 7, LONG_LABEL[: categories.LABEL_MAX_LENGTH], actor="admin")
+        accounts.create(LONG_USER, "staff", PASSWORDS["staff"], must_change_password=False)
+        db.session.commit()
+
+
 def visit(page, origin, production_store):
-    """Each page of the issue, in the order a visitor meets them: yields (name, the HTML the server sent)."""
+    """Each page, in the order a visitor meets them: yields (name, the HTML the server sent)."""
     rex = production_store.animals()[0]["id"]
-    for name, path in (("login", "/login"), ("list", "/animals"), ("animal", f"/animals/{rex}")):
+    for name, path in (("login", "/login"), ("list", "/animals"), ("animal", f"/animals/{rex}"), ("404", "/nowhere")):
         response = page.goto(origin + path)
         yield name, response.text()
     log_in_as_admin(page, origin)
@@ -51,16 +80,40 @@ def visit(page, origin, production_store):
         page.click("button[data-submit-once]")
     page.wait_for_selector(".invalid-feedback")
     yield "add-errors", posted.value.text()
+    page.fill("#name", LONG_NAME)
+    page.fill("#category_id", "7")
+    with page.expect_navigation():
+        page.click("button[data-submit-once]")
+    yield "long-animal", page.content()
+    page.goto(f"{origin}/animals/import")
+    page.set_input_files(
+        "#file", files=[{"name": "x" * 60 + ".csv", "mimeType": "text/csv", "buffer": IMPORTED.encode()}]
+    )
+    with page.expect_navigation():
+        page.click("form[enctype] button[type=submit]")
+    yield "import-preview", page.content()
+    user = quote(LONG_USER)
     for name, path in (
+        ("list-long", "/animals?sort=name"),
         ("import", "/animals/import"),
         ("additions", "/animals/mine"),
         ("sessions", "/account/sessions"),
+        ("password", "/account/password"),
+        ("mfa", "/account/mfa"),
+        ("passkeys", "/account/passkeys"),
         ("environment", "/admin/environment"),
+        ("status", "/admin/status"),
         ("accounts", "/admin/users"),
+        ("account", f"/admin/users/{user}"),
+        ("new-account", "/admin/users/new"),
+        ("categories", "/admin/categories"),
         ("audit", "/admin/audit"),
     ):
         response = page.goto(origin + path)
         yield name, response.text()
+
+
+IMPORTED = f"name,categoryId,status\n{LONG_NAME},7,available\n{LONG_NAME}{LONG_NAME},7,\nTom,{LONG_LABEL},sold\n"
 
 
 @pytest.mark.parametrize("theme", ["light", "dark"])
@@ -68,6 +121,9 @@ def visit(page, origin, production_store):
 def test_every_page_in_every_language_and_theme_is_accessible_valid_and_fits(
     browser, portal_app, production_store, tmp_path, language, theme
 ):
+    """Every page with the longest data, at 320, 375, 768 and 1280 px: axe finds nothing, nothing scrolls
+    sideways, and the top bar is one line at 1280 px."""
+    with_long_data(portal_app)
     problems, saved = [], []
     with serve(portal_app) as origin:
         context = browser.new_context(locale=language, color_scheme=theme, viewport={"width": 1280, "height": 900})
@@ -81,6 +137,8 @@ def test_every_page_in_every_language_and_theme_is_accessible_valid_and_fits(
                 problems += [f"{name} at {width}px: {v}" for v in violations(page)]
                 if sideways_scroll(page) > 0:
                     problems.append(f"{name} scrolls sideways at {width}px")
+                if width == 1280 and top_bar_height(page) > ONE_LINE_PX:
+                    problems.append(f"{name}: the top bar takes more than one line at 1280px")
                 if (language, theme, name) in PICTURES:
                     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
                     picture = f"{PICTURES[language, theme, name]}-{width}.png"

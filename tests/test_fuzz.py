@@ -106,6 +106,18 @@ HEADER_NAMES = [
     "If-Modified-Since",
     "Authorization",
 ]
+# The fields of the routes a server calls, which no page has a form for: values of the shape it sends (the identity
+# provider's logout token is a JWT), beside the generated ones.
+SERVER_FORMS = {
+    "auth.sso_backchannel_logout": {
+        "logout_token": [
+            "eyJhbGciOiJub25lIn0.eyJzdWIiOiJraW0tMDAwMSJ9.",
+            "eyJhbGciOiJSUzI1NiIsImtpZCI6IngifQ.eyJzdWIiOiJraW0tMDAwMSJ9.c2ln",
+            "a.b.c",
+            "...",
+        ]
+    }
+}
 # Who the browser is, for Flask-Login: a walk draws them once, for its login and every request after it.
 IDENTITY_HEADERS = ["User-Agent", "X-Forwarded-For"]
 REQUEST_HEADERS = [name for name in HEADER_NAMES if name not in IDENTITY_HEADERS]
@@ -497,7 +509,7 @@ class Visitor:
 
     def form_for(self, endpoint, path):
         """The form that sends `endpoint`, fresh from its page when the page writes one-time values into it."""
-        form = self.site.forms.get(endpoint) or Form("", path, "POST", multipart=False)
+        form = self.site.forms.get(endpoint) or Form("", path, "POST", False, SERVER_FORMS.get(endpoint, {}))
         if form.one_time:
             page = self.client.get(form.page)
             if page.status_code == 200:

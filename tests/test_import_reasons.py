@@ -72,10 +72,10 @@ def test_the_rows_keep_codes_and_each_visitor_reads_the_reasons_in_their_languag
     rows = stored_rows(app)
     assert [row.reason for row in rows] == [
         None,
-        {"code": "invalid", "values": 3},
-        {"code": "invalid", "values": 3},
-        {"code": "invalid", "values": 4},
-        {"code": "invalid", "values": 3},
+        {"code": "invalid", "values": 3, "columns": 3},
+        {"code": "invalid", "values": 3, "columns": 3},
+        {"code": "invalid", "values": 4, "columns": 3},
+        {"code": "invalid", "values": 3, "columns": 3},
     ]
     assert reasons_in(app, rows, "en") == [
         None,

@@ -178,11 +178,11 @@ def spreadsheet_formula_is_text(value):
 
 def test_a_name_a_spreadsheet_would_run_is_written_as_text_in_the_results(portal_app, auth_for, production_store):
     staff = auth_for(portal_app, "staff")
-    path = upload(staff, 'name,categoryId,status\n=HYPERLINK("x"),-3,\n').headers["Location"]
+    path = upload(staff, 'name,categoryId,status\n=HYPERLINK("x"),3,\n').headers["Location"]
     press(staff, path, "start")
     finished(staff, path)
     [row] = list(csv.DictReader(io.StringIO(staff.get(f"{path}/results.csv").get_data(as_text=True).lstrip(BOM))))
-    assert spreadsheet_formula_is_text(row["name"]) and row["categoryId"] == "-3"
+    assert spreadsheet_formula_is_text(row["name"]) and row["categoryId"] == "3"
     assert creates(production_store)[0]["name"] == '=HYPERLINK("x")'
 
 
@@ -519,3 +519,57 @@ def test_the_upload_pages_own_example_is_accepted_with_the_demos_labels(portal_a
     assert response.status_code == 303
     summary = staff.get(f"{response.headers['Location']}.json").get_json()
     assert summary["total"] >= 2 and summary["failed"] == 0, summary
+
+
+def test_the_lists_own_export_of_staging_imports_into_production_once_each(
+    portal_app, auth_for, production_store, staging_store
+):
+    """The round trip an admin with two environments tries first: download staging's list as CSV, then upload
+    that very file as an import for production."""
+    for name, category_id, status in (("Nimbus", 3, "pending"), ('Ada "the, quick"', 2, None)):
+        staging_store.add(name, category_id, status)
+    admin = auth_for(portal_app, "admin")
+    page = admin.get("/admin/environment")
+    fields = {"csrf_token": csrf_token(page.text), "environment": "staging"}
+    assert admin.post("/admin/environment/preview", data=fields).status_code in (302, 303)
+    exported = admin.get("/animals.csv?limit=100")
+    assert exported.status_code == 200 and exported.text.lstrip(BOM).startswith("id,name,categoryId,category,status")
+    fields["environment"] = ""
+    admin.post("/admin/environment/preview", data=fields)  # back to production, the active environment
+    before = production_store.animals()
+
+    path = upload(admin, exported.get_data()).headers["Location"]
+    assert press(admin, path, "start").status_code == 303
+    assert finished(admin, path)["created"] == 3
+
+    def kept(animals):
+        return sorted((pet["name"], pet["categoryId"], pet.get("status")) for pet in animals)
+
+    added = production_store.animals()[len(before) :]
+    assert kept(added) == kept(staging_store.animals())  # name, category and status, each once
+    assert len(production_store.animals()) == len(before) + 3
+
+
+def test_an_export_line_with_a_value_missing_is_refused_with_the_exports_columns(portal_app, auth_for):
+    staff = auth_for(portal_app, "staff")
+    path = upload(staff, "id,name,categoryId,category,status\n7,Rex,1,Dogs\n8,Mia,2,,available\n").headers["Location"]
+    page = html.unescape(staff.get(path).text)
+    assert "This line has 4 values; each animal of the list's export needs 5" in page
+    assert "1 animal will be added to production" in page
+
+
+def test_the_import_page_offers_an_example_file_that_imports(portal_app, auth_for, production_store):
+    staff = auth_for(portal_app, "staff")
+    page = staff.get("/animals/import").text
+    [href] = re.findall(r'href="([^"]*import-example\.csv[^"]*)" download', page)
+    example = staff.get(href)
+    assert example.status_code == 200
+    path = upload(staff, example.get_data()).headers["Location"]
+    press(staff, path, "start")
+    assert finished(staff, path) | {"state": None} == {
+        "state": None,
+        "total": 3,
+        "created": 3,
+        "failed": 0,
+        "unknown": 0,
+    }

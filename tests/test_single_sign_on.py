@@ -2,19 +2,26 @@
 real port. The portal's Authlib client reads its discovery document, exchanges codes at its token endpoint and
 checks its ID tokens; nothing of the protocol is mocked."""
 
+import base64
+import json
+import time
+from datetime import UTC, datetime, timedelta
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import requests
 from authenticator import Authenticator
-from openid_provider import CALLBACK, MISSING, PORTAL, sign_in_settings
+from joserfc import jwt
+from joserfc.jwk import RSAKey
+from openid_provider import BACKCHANNEL_LOGOUT, CALLBACK, MISSING, PEOPLE, PORTAL, sign_in_settings
 
 from petportal.auth import sso
+from petportal.config import ConfigurationError, from_environment
 from petportal.extensions import db
 from petportal.models import AuditEntry, LoginSession, User
 
 from helpers import PASSWORDS, AuthActions, csrf_token, enrol_mfa, post_form, totp
-from servers import free_port
+from servers import RecordingMiddleware, free_port, serve
 
 
 @pytest.fixture(scope="module")
@@ -192,6 +199,19 @@ def test_a_provider_name_never_becomes_another_account(sso_portal):
     assert client.get("/admin/users").status_code == 403
 
 
+@pytest.mark.parametrize("name", ["anonymous", "System", "demo"])
+def test_a_provider_name_the_audit_log_uses_for_itself_gets_a_name_of_its_own(make_portal, provider, name):
+    app = sso_app(make_portal, provider)
+    provider.people["anon-0005"] = {"preferred_username": name, "groups": ["pet-staff"]}
+    provider.save()
+    client = app.test_client()
+    assert sign_in(client, "anon-0005").status_code == 303
+    person = account(app, "anon-0005")
+    assert person.username.lower().startswith(f"{name.lower()}-") and person.role == "staff"
+    assert ("user_created", person.username) in audit_actions(app)
+    assert all(actor.lower() != name.lower() for _action, actor in audit_actions(app))
+
+
 @pytest.mark.parametrize("state", ["wrong", "", None])
 def test_a_wrong_or_missing_state_is_400_and_nobody_is_logged_in(sso_portal, state):
     client = sso_portal.test_client()
@@ -263,6 +283,7 @@ def test_an_unreachable_provider_gets_the_503_page(make_portal):
             "role_claim": "groups",
             "admin_values": frozenset({"a"}),
             "staff_values": frozenset(),
+            "session_max_age": None,
         },
     )
     answer = app.test_client().get("/login/sso")
@@ -385,3 +406,151 @@ def test_a_browser_keeps_only_its_latest_sign_ins(sso_portal):
     latest = at_provider(start(client), "kim-0001")
     assert client.get(oldest).status_code == 400
     assert client.get(latest).status_code == 303
+
+
+def test_after_an_error_answer_the_same_state_never_completes(sso_portal, provider):
+    """The provider's own `error` answer (here `login_required`, asked for with prompt=none) uses the sign-in up:
+    the code a later sign-in at the provider brings back with the same state is refused."""
+    client = sso_portal.test_client()
+    url = start(client)
+    refused = requests.get(f"{url}&prompt=none", allow_redirects=False, timeout=10)
+    back = refused.headers["Location"]
+    assert back.startswith(CALLBACK) and "error=login_required" in back, back
+    assert client.get(back[len(PORTAL) :]).status_code == 400
+    answer = client.get(at_provider(url, "kim-0001"))
+    assert answer.status_code == 400
+    assert "expired or was used already" in answer.text
+    assert client.get("/animals/new").status_code == 302
+    assert account(sso_portal, "kim-0001") is None
+
+
+@pytest.mark.parametrize("iss", ["http://127.0.0.1:1", "", None, "issuer with a trailing slash"])
+def test_an_answer_that_names_another_issuer_or_none_is_refused_and_uses_the_sign_in_up(sso_portal, provider, iss):
+    """RFC 9207: the provider says it sends `iss`, so the answer must carry its issuer, exactly."""
+    client = sso_portal.test_client()
+    back = at_provider(start(client), "kim-0001")
+    query = {name: values[0] for name, values in parse_qs(urlsplit(back).query).items()}
+    assert query["iss"] == provider.issuer
+    if iss is None:
+        query.pop("iss")
+    else:
+        query["iss"] = provider.issuer + "/" if iss == "issuer with a trailing slash" else iss
+    assert client.get("/login/sso/callback", query_string=query).status_code == 400
+    assert client.get("/animals/new").status_code == 302
+    assert client.get(back).status_code == 400  # the state was used by the refused answer
+    assert account(sso_portal, "kim-0001") is None
+
+
+def test_the_maximum_age_of_single_sign_on_sessions_comes_from_the_environment():
+    issuer = {"PETPORTAL_OIDC_ISSUER": "https://id.example"}
+    assert from_environment(issuer, read_dotenv=False)["OIDC"]["session_max_age"] is None
+    config = from_environment({**issuer, "PETPORTAL_OIDC_SESSION_MAX_AGE": "900"}, read_dotenv=False)
+    assert config["OIDC"]["session_max_age"] == timedelta(minutes=15)
+    with pytest.raises(ConfigurationError, match="PETPORTAL_OIDC_SESSION_MAX_AGE must be at least 60"):
+        from_environment({**issuer, "PETPORTAL_OIDC_SESSION_MAX_AGE": "5"}, read_dotenv=False)
+
+
+def test_a_single_sign_on_session_ends_at_its_maximum_age_and_the_person_signs_in_again(
+    make_portal, provider, clock, auth_for
+):
+    """In use all along, the login through the provider ends after the operator's maximum age; a password login of
+    the same moment goes on (its limit is 12 hours), and signing in again opens a new one."""
+    settings = sign_in_settings(provider)
+    settings["OIDC"] = {**settings["OIDC"], "session_max_age": timedelta(minutes=10)}
+    app = make_portal(**settings, CLOCK=clock)
+    client, staff = app.test_client(), auth_for(app, "staff")
+    assert sign_in(client, "kim-0001").status_code == 303
+    for _ in range(2):
+        clock.advance(minutes=5)
+        assert client.get("/animals/new").status_code == 200
+    clock.advance(seconds=1)
+    ended = client.get("/animals/new")
+    assert ended.status_code == 302 and ended.headers["Location"].startswith("/login")
+    assert "Your session has ended. Please log in again." in client.get("/login").text
+    assert staff.get("/animals/new").status_code == 200
+    with app.app_context():
+        kim = db.session.scalar(db.select(User).filter_by(sso_subject="kim-0001"))
+        assert db.session.scalar(db.select(LoginSession).filter_by(user_id=kim.id)).ended_at is not None
+    assert sign_in(client, "kim-0001").status_code == 303
+    assert client.get("/animals/new").status_code == 200
+
+
+def open_logins_of(app, sub):
+    with app.app_context():
+        user = db.session.scalar(db.select(User).filter_by(sso_subject=sub))
+        return db.session.scalar(
+            db.select(db.func.count()).select_from(LoginSession).filter_by(user_id=user.id, ended_at=None)
+        )
+
+
+def test_a_person_the_provider_removes_is_logged_out_of_every_browser_by_back_channel_logout(sso_portal, provider):
+    """The provider sends its signed logout token to the portal over a real socket; every open login of that account
+    ends (they are rows of the portal's database, checked by every process of every instance on each request), and
+    nobody else's."""
+    assert requests.get(f"{provider.issuer}/.well-known/openid-configuration", timeout=10).json()[
+        "backchannel_logout_supported"
+    ]
+    browsers = [sso_portal.test_client(), sso_portal.test_client()]
+    for browser in browsers:
+        assert sign_in(browser, "kim-0001").status_code == 303
+    other = sso_portal.test_client()
+    sign_in(other, "ada-0002")
+    recorder = RecordingMiddleware(sso_portal)
+    with serve(recorder) as origin:
+        assert provider.remove("kim-0001", origin).status_code == 204
+    [delivered] = recorder.received
+    assert delivered.method == "POST" and delivered.target == BACKCHANNEL_LOGOUT
+    for browser in browsers:
+        assert browser.get("/animals/new").status_code == 302
+    assert open_logins_of(sso_portal, "kim-0001") == 0
+    assert other.get("/animals/new").status_code == 200
+    assert ("sessions_ended", "kim") in audit_actions(sso_portal)
+    # Removed at the provider, kim cannot sign in again either.
+    assert sso_portal.test_client().get("/login/sso").status_code == 302
+
+
+def test_a_logout_token_the_checks_refuse_ends_nothing(make_portal, provider, clock, caplog):
+    """Another client's token (its `aud`), one signed with a key not the provider's, one without a signature, and
+    the provider's own token once it is too old: each 400, and the login stays open."""
+    clock.now = datetime.now(UTC)
+    app = sso_app(make_portal, provider, CLOCK=clock)
+    browser = app.test_client()
+    sign_in(browser, "kim-0001")
+    recorder = RecordingMiddleware(app)
+    with serve(recorder) as origin:
+        refused = provider.remove("kim-0001", origin, client_id="wiki")
+        assert refused.status_code == 502 and "400" in refused.text
+        provider.people = json.loads(json.dumps(PEOPLE))
+        provider.save()
+        [wiki_token] = [request.body for request in recorder.received]
+        assert b"logout_token=" in wiki_token
+        claims = {
+            "iss": provider.issuer,
+            "aud": "portal",
+            "iat": int(time.time()),
+            "jti": "x",
+            "sub": "kim-0001",
+            "events": {sso.BACKCHANNEL_LOGOUT_EVENT: {}},
+        }
+        forged = jwt.encode({"alg": "RS256"}, claims, RSAKey.generate_key(2048))
+        parts = ({"alg": "none"}, claims)
+        unsigned = ".".join(base64.urlsafe_b64encode(json.dumps(part).encode()).decode().rstrip("=") for part in parts)
+        unsigned += "."
+        for token in (forged, unsigned, "", "not.a.token"):
+            answer = requests.post(f"{origin}{BACKCHANNEL_LOGOUT}", data={"logout_token": token}, timeout=10)
+            assert answer.status_code == 400, token
+            assert answer.json()["error"] == "invalid_request"
+        assert browser.get("/animals/new").status_code == 200
+        clock.advance(minutes=6)
+        late = provider.remove("kim-0001", origin)
+        assert late.status_code == 502 and "400" in late.text
+        assert open_logins_of(app, "kim-0001") == 1
+        refusals = [record.getMessage() for record in caplog.records if "back-channel logout refused" in record.message]
+        assert [refusal.rsplit(": ", 1)[1] for refusal in refusals] == ["aud", *["signature"] * 4, "iat"]
+        clock.now = datetime.now(UTC)
+        assert provider.remove("kim-0001", origin).status_code == 204
+    assert browser.get("/animals/new").status_code == 302
+
+
+def test_back_channel_logout_needs_no_csrf_token_and_is_404_without_single_sign_on(client):
+    assert client.post(BACKCHANNEL_LOGOUT, data={"logout_token": "x"}).status_code == 404

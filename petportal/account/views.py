@@ -49,7 +49,7 @@ def password() -> ResponseReturnValue:
     user = current_user._get_current_object()
     if user.is_sso or not form.validate_on_submit():  # the company's sign-in: the page says there is no password
         return _password_page(form, 400 if form.is_submitted() else 200)
-    if not throttle.attempt(user.username):
+    if throttle.attempt(user.username) is not None:
         abort(429)
     if not user.check_password(form.current_password.data):
         audit.record("password_change_failed", target=user.username, detail="wrong current password")

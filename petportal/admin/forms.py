@@ -14,6 +14,7 @@ from ..auth.forms import new_password_field
 from ..catalog.categories import LABEL_MAX_LENGTH
 from ..catalog.forms import Readable, category_id_field, stripped
 from ..forms import PortalForm
+from ..i18n import environment_label
 from ..lazy_text import lazy_gettext as _l
 
 if TYPE_CHECKING:
@@ -29,11 +30,8 @@ def environment_choices(environments: Iterable[Environment], empty_label: str | 
     """Every environment as a choice, in the request's language; unconfigured ones are shown but disabled."""
     choices = [SelectChoice("", empty_label)] if empty_label else []
     for environment in environments:
-        label = (
-            environment.name
-            if environment.configured
-            else _("%(environment)s (not configured)", environment=environment.name)
-        )
+        name = environment_label(environment.name)
+        label = name if environment.configured else _("%(environment)s (not configured)", environment=name)
         choices.append(SelectChoice(environment.name, label, {"disabled": True} if not environment.configured else {}))
     return choices
 

@@ -157,7 +157,7 @@ def status() -> ResponseReturnValue:
 def _audit_cells(entry: Row[Any]) -> tuple[Cell, ...]:
     """An entry as the audit page shows it."""
     when, what = entry.at.strftime(AUDIT_TIME), entry.action.replace("_", " ")
-    return (when, entry.actor, what, entry.target, entry.environment, entry.detail, entry.remote_addr)
+    return (when, entry.actor, what, entry.target, entry.environment, audit.details(entry), entry.remote_addr)
 
 
 def _switch_form() -> SwitchEnvironmentForm:

@@ -15,6 +15,7 @@ from flask_babel import gettext as _
 from sqlalchemy import CursorResult, exists, func, or_, select, update
 from sqlalchemy.orm import aliased
 
+from .. import audit
 from ..extensions import db
 from ..models import ROLES, User
 from . import logins, mfa, passkeys, passwords
@@ -43,6 +44,10 @@ def create(username: str, role: str, password: str, must_change_password: bool) 
     if not USERNAME_PATTERN.fullmatch(username):
         raise AccountError(
             _("A user name starts with a letter or digit and has only letters, digits and . _ @ - in it.")
+        )
+    if audit.is_reserved(username):
+        raise AccountError(
+            _("%(username)s is a name the audit log uses for itself; choose another.", username=repr(username))
         )
     if role not in ROLES:
         raise AccountError(_("A role is one of %(roles)s.", roles=", ".join(ROLES)))

@@ -7,13 +7,19 @@ repeats, keyboard walks, common words with substitutions): no composition rules.
 
 zxcvbn and its lists (13 MB) load with the first password set, not in every worker at start-up: most
 requests never set one.
+
+Every check runs one real hash, whatever the account: an unknown name, and an account of the company's sign-in
+(no password here), are checked against a stand-in hash made the same way, so how long a wrong password takes
+tells nobody which kind of name it was tried on.
 """
 
 from __future__ import annotations
 
+import secrets
 from functools import cache
 
 from flask_babel import gettext as _
+from werkzeug.security import check_password_hash, generate_password_hash
 
 MIN_LENGTH = 12
 MAX_LENGTH = 128
@@ -44,3 +50,23 @@ def _common() -> frozenset[str]:
     from zxcvbn.frequency_lists import FREQUENCY_LISTS
 
     return frozenset(FREQUENCY_LISTS["passwords"])
+
+
+def hashed(password: str) -> str:
+    """A salted hash of `password` to store (werkzeug's default, scrypt)."""
+    return generate_password_hash(password)
+
+
+def matches(stored: str | None, password: str) -> bool:
+    """Whether `password` is the one `stored` was made from; with no stored hash (no such account, or one without
+    a password) the same work is done against a stand-in, and the answer is no."""
+    if stored is None:
+        check_password_hash(_stand_in(), password)
+        return False
+    return check_password_hash(stored, password)
+
+
+@cache
+def _stand_in() -> str:
+    """A hash of a password nobody knows, made as `hashed` makes every stored one, so it costs as much to check."""
+    return hashed(secrets.token_urlsafe(32))

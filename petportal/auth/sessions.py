@@ -1,7 +1,8 @@
 """The checks every request makes of its login, through Flask-Login's user and request loaders.
 
 The user loader accepts the login the browser's session names only while its row is open: not ended
-(logout, an admin), within the absolute limit (12 h) and used within the idle limit (30 min). A login
+(logout, an admin, the identity provider's back-channel logout), within the absolute limit (12 h, or
+PETPORTAL_OIDC_SESSION_MAX_AGE for a login through single sign-on) and used within the idle limit (30 min). A login
 that idled out is restored by its remember token, if it has one, as a login that is not fresh. When the
 portal's session store or database is down, nobody is logged in and pages that need a login answer 503,
 while customers browse on.
@@ -50,7 +51,7 @@ def _check_login(user_id: str) -> User | None:
         # The session belonged to that login alone (a login starts with an empty one): nothing in it is kept.
         session.clear()
         return None
-    if _past_absolute_limit(row):
+    if _past_limit(row, user):
         session.clear()
         _end_at_limit(row)
         return None
@@ -83,13 +84,13 @@ def _restore(login_id: str, token: str) -> User | None:
     if row is None or row.ended_at is not None:
         remember.forget()
         return None
-    if _past_absolute_limit(row):
+    user = db.session.get(User, row.user_id)
+    if user is not None and _past_limit(row, user):
         _end_at_limit(row)
         return None
     if not remember.matches(row, token):
         remember.forget()
         return None
-    user = db.session.get(User, row.user_id)
     if user is None or not user.enabled:
         remember.forget()
         return None
@@ -126,8 +127,14 @@ def register(app: Flask) -> None:
     remember.register(app)
 
 
-def _past_absolute_limit(row: LoginSession) -> bool:
-    return now() - row.started_at > SESSION_ABSOLUTE_LIMIT
+def _past_limit(row: LoginSession, user: User) -> bool:
+    """Whether login `row` of `user` is older than a login may be: 12 hours, or for an account of single sign-on
+    the provider's sessions' maximum age where the operator set a shorter one (PETPORTAL_OIDC_SESSION_MAX_AGE)."""
+    limit = SESSION_ABSOLUTE_LIMIT
+    settings = current_app.config["OIDC"]
+    if user.sso_subject is not None and settings is not None and settings["session_max_age"] is not None:
+        limit = min(limit, settings["session_max_age"])
+    return now() - row.started_at > limit
 
 
 def _end_at_limit(row: LoginSession) -> None:

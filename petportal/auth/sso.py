@@ -1,9 +1,10 @@
 """Single sign-on through the company's OpenID Connect provider, with Authlib's Flask client.
 
 Authlib does the protocol: the provider's discovery document, the authorization code flow with PKCE (S256),
-`state` and `nonce` kept in the server-side session and used once, and the ID token's signature, issuer,
-audience, expiry and nonce. This module decides what a checked sign-in means here (`signed_in`): the account
-is the one keyed by the issuer and the ID token's `sub`, never by a name, and is made at the first sign-in;
+`state` and `nonce` kept in the server-side session, and the ID token's signature, issuer, audience, expiry and
+nonce. This module adds that a `state` is used once whatever the answer (Authlib keeps it after an `error`), and
+that the answer's `iss` is the provider's (RFC 9207). It decides what a checked sign-in means here (`signed_in`): the
+account is the one keyed by the issuer and the ID token's `sub`, never by a name, and is made at the first sign-in;
 its role is read again from the configured claim at every sign-in; a person with no mapped value, and a
 disabled account, are refused.
 
@@ -18,16 +19,19 @@ import hashlib
 import re
 import secrets
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
-from flask import Flask, abort, current_app, session, url_for
+from flask import Flask, abort, current_app, request, session, url_for
 from flask_babel import gettext as _
 from sqlalchemy import func, select
 from werkzeug.wrappers import Response
 
 from .. import audit, security
+from ..clock import now
 from ..extensions import db
 from ..models import User
+from . import logins
 from .accounts import USERNAME_MAX_LENGTH
 
 PROVIDER = "company"
@@ -38,6 +42,11 @@ SECOND_FACTOR_METHODS = frozenset({"mfa", "otp", "hwk", "swk", "sms"})
 SCOPE = "openid profile email"
 # Sign-ins started in one browser and not finished that are kept (another tab's may still finish).
 SIGN_INS_KEPT = 5
+# The event a logout token carries (OpenID Connect Back-Channel Logout 1.0, 2.4).
+BACKCHANNEL_LOGOUT_EVENT = "http://schemas.openid.net/event/backchannel-logout"
+# How long after it was issued a logout token is still taken, and how far the provider's clock may be ahead of ours.
+LOGOUT_TOKEN_AGE = timedelta(minutes=5)
+TOKEN_LEEWAY = timedelta(minutes=2)
 # The longest issuer or `sub` kept (users.sso_issuer, users.sso_subject).
 IDENTIFIER_MAX_LENGTH = 255
 # What a user name made from the provider's claims may hold (accounts.USERNAME_PATTERN's characters).
@@ -51,6 +60,11 @@ class SignInFailed(Exception):
 
 class SignInRefused(Exception):
     """The provider signed the person in, but the portal will not (no mapped role, a disabled account): 403."""
+
+
+class LogoutRefused(Exception):
+    """A back-channel logout whose token the checks refuse: 400, nothing ended. The message is the code of the first
+    check that failed (`signature`, `iss`, `aud`, `iat`, `exp`, `events`, `sub_or_sid`, `sub`, `nonce`, `no_sub`)."""
 
 
 class ProviderUnreachable(Exception):
@@ -127,8 +141,12 @@ def signed_in() -> SignedIn:
     from authlib.integrations.base_client.errors import MismatchingStateError, OAuthError
     from joserfc.errors import JoseError
 
-    _metadata(client)
+    metadata = _metadata(client)
+    state = request.args.get("state")
     try:
+        if not _from_the_issuer(metadata):
+            current_app.logger.warning("single sign-on refused: the answer names another issuer")
+            raise SignInFailed(_("The sign-in could not be completed. Start again from the login page."))
         token = client.authorize_access_token()
     except MismatchingStateError as error:
         raise SignInFailed(
@@ -141,6 +159,9 @@ def signed_in() -> SignedIn:
         raise SignInFailed(_("The sign-in could not be completed. Start again from the login page.")) from error
     except requests.RequestException as error:
         raise ProviderUnreachable from error
+    finally:
+        # Used once whatever the answer: Authlib keeps the state when the provider answers with an `error`.
+        client.framework.clear_state_data(session, state)
     claims = token.get("userinfo")
     if not claims or not _fits(claims.get("sub")) or not _fits(claims.get("iss")):
         raise SignInFailed(_("The sign-in could not be completed. Start again from the login page."))
@@ -152,6 +173,89 @@ def signed_in() -> SignedIn:
     return SignedIn(
         user, second_factor, destination if isinstance(destination, str) else url_for("catalog.list_animals")
     )
+
+
+def _from_the_issuer(metadata: dict[str, Any]) -> bool:
+    """Whether the answer came from this provider (RFC 9207): its `iss` parameter, required where the provider says
+    it sends one and checked wherever there is one, is the issuer of its discovery document, character for
+    character. Without it, a provider mixed up with another could have this sign-in finish with its code."""
+    answered = request.args.get("iss")
+    if answered is None:
+        return metadata.get("authorization_response_iss_parameter_supported") is not True
+    return answered == metadata.get("issuer")
+
+
+def logged_out(logout_token: str) -> None:
+    """OpenID Connect Back-Channel Logout 1.0: the provider says a person's session with it ended (they logged out
+    there, or were removed). Every open login of their account here ends, in every process and instance (the logins
+    are rows in the portal's database), audited. Raises LogoutRefused for a token the checks refuse (400), and
+    ProviderUnreachable when the provider's keys cannot be read (503)."""
+    client = _client()  # first: without single sign-on, a 404 that loads nothing
+    metadata = _metadata(client)
+    claims = _logout_claims(client, metadata, logout_token)
+    subject = claims.get("sub")
+    if subject is None:
+        # The portal keeps no provider session ids (`sid`), only the account's: a token naming no `sub` ends nothing.
+        raise LogoutRefused("no_sub")
+    user = db.session.scalar(select(User).filter_by(sso_issuer=str(metadata["issuer"]), sso_subject=subject))
+    if user is None:
+        return  # nobody here: nothing to end, and the provider is told it is done
+    ended = len(logins.open_logins(user.id))
+    logins.end_all(user.id)
+    audit.record(
+        "sessions_ended",
+        actor=user.username,
+        target=user.username,
+        detail=f"single sign-on: the provider's back-channel logout, {ended} open",
+    )
+
+
+def _logout_claims(client: Any, metadata: dict[str, Any], logout_token: str) -> dict[str, Any]:
+    """The claims of a logout token, once every check of the specification (2.6) holds: signed with a key of the
+    provider's JWKS by an algorithm it names (never `none`); `iss` the issuer, `aud` this client, `iat` present
+    and recent, `exp` (if any) not past; `events` holding the back-channel logout event as an object; a `sub` or
+    a `sid`; no `nonce` (so an ID token is never taken for one)."""
+    import requests
+    from joserfc import jwt
+    from joserfc.errors import InvalidKeyIdError, JoseError
+    from joserfc.jwk import KeySet
+    from joserfc.jws import JWSRegistry
+
+    algorithms = [name for name in metadata.get("id_token_signing_alg_values_supported", ["RS256"]) if name != "none"]
+    registry = JWSRegistry(algorithms=algorithms or ["RS256"], strict_check_header=False)
+    try:
+        try:
+            token = jwt.decode(logout_token, KeySet.import_key_set(client.fetch_jwk_set()), registry=registry)
+        except InvalidKeyIdError:  # the provider may have rotated its keys since they were read
+            token = jwt.decode(logout_token, KeySet.import_key_set(client.fetch_jwk_set(force=True)), registry=registry)
+    except requests.RequestException as error:
+        raise ProviderUnreachable from error
+    except (JoseError, ValueError, TypeError) as error:
+        raise LogoutRefused("signature") from error
+    claims: dict[str, Any] = dict(token.claims)
+    audience = claims.get("aud")
+    audiences = audience if isinstance(audience, list) else [audience]
+    issued = claims.get("iat")
+    expires = claims.get("exp")
+    at = now().timestamp()
+    events = claims.get("events")
+    failed = {
+        "iss": claims.get("iss") != metadata.get("issuer"),
+        "aud": current_app.config["OIDC"]["client_id"] not in audiences,
+        "iat": not isinstance(issued, int | float)
+        or issued > at + TOKEN_LEEWAY.total_seconds()
+        or issued < at - LOGOUT_TOKEN_AGE.total_seconds(),
+        "exp": expires is not None
+        and (not isinstance(expires, int | float) or expires < at - TOKEN_LEEWAY.total_seconds()),
+        "events": not isinstance(events, dict) or not isinstance(events.get(BACKCHANNEL_LOGOUT_EVENT), dict),
+        "sub_or_sid": not (_fits(claims.get("sub")) or _fits(claims.get("sid"))),
+        "sub": "sub" in claims and not _fits(claims["sub"]),
+        "nonce": "nonce" in claims,
+    }
+    refused = [check for check, fails in failed.items() if fails]
+    if refused:
+        raise LogoutRefused(refused[0])
+    return claims
 
 
 def role_for(values: Any) -> str | None:
@@ -212,7 +316,10 @@ def _username(claims: Any) -> str:
     digest = hashlib.sha256(f"{claims['iss']} {claims['sub']}".encode()).hexdigest()
     # The suffixes can be worked out by anyone who knows the `sub`, and so taken first: the last one is random.
     for name in (base, f"{base}-{digest[:8]}", f"{base[:50]}-{digest[:24]}", f"sso-{secrets.token_hex(12)}"):
-        if db.session.scalar(select(User.id).where(func.lower(User.username) == name.lower())) is None:
+        if (
+            not audit.is_reserved(name)
+            and db.session.scalar(select(User.id).where(func.lower(User.username) == name.lower())) is None
+        ):
             return name
     raise SignInFailed(_("The sign-in could not be completed. Start again from the login page."))
 

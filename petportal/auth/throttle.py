@@ -1,8 +1,7 @@
 """Login attempts, counted before the password (or the second factor's code) is checked, so a burst
 cannot slip past the limit.
 
-Three counters for passwords, kept by the `limits` library (Redis when configured, else this process's
-memory):
+Three counters for passwords:
 - one account from one address: stops guessing from one place without locking the account for others;
 - one address, whatever the account: stops one place trying many accounts;
 - one account, from anywhere: a higher ceiling, against a flood from many addresses.
@@ -11,16 +10,29 @@ refused by a limit, so a refused flood from one address cannot fill the account'
 
 Second-factor codes have one counter, per account from anywhere: whoever has the password is
 guessing, from as many addresses as they like.
+
+The counts are the instance's, whatever the number of its workers and processes: in Redis when one is
+configured (the `limits` library), else in the portal's own database (`LoginCounter`), where each attempt is
+counted by one INSERT ... ON CONFLICT DO UPDATE ... RETURNING per counter, so two workers counting at once
+never both see the last free attempt (PostgreSQL locks the row until the count commits; SQLite has one
+writer). The count commits on its own, at once, before the password is checked: it is a protocol step of its
+own (see unit_of_work), and so comes before the request writes anything.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
+from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from flask import Flask, abort, current_app, request
+from sqlalchemy import case, delete, select, update
 
+from ..clock import now
+from ..extensions import db
+from ..models import LoginCounter
 from .sessions import LOGINS_UNAVAILABLE
 
 if TYPE_CHECKING:
@@ -28,68 +40,172 @@ if TYPE_CHECKING:
     from limits.strategies import FixedWindowRateLimiter
 
 EXTENSION = "petportal.throttle"
+# Expired windows deleted by one attempt at most, so no attempt pays for a long quiet spell's leftovers at once.
+CLEANUP_BATCH = 100
 
-COUNTERS: dict[str, tuple[tuple[str, Callable[[str], str]], ...]] = {
+
+class Limit(StrEnum):
+    """A counter, named as its setting is (lower case): the limit that refused an attempt."""
+
+    ACCOUNT_ADDRESS = "login_limit_per_account_address"
+    ADDRESS = "login_limit_per_address"
+    ACCOUNT = "login_limit_per_account"
+    CODES = "mfa_limit_per_account"
+
+
+COUNTERS: dict[str, tuple[tuple[Limit, Callable[[str], str]], ...]] = {
     "login": (
-        ("LOGIN_LIMIT_PER_ACCOUNT_ADDRESS", lambda account: f"{account}|{request.remote_addr}"),
-        ("LOGIN_LIMIT_PER_ADDRESS", lambda account: request.remote_addr or "-"),
-        ("LOGIN_LIMIT_PER_ACCOUNT", lambda account: account),
+        (Limit.ACCOUNT_ADDRESS, lambda account: f"{account}|{_address()}"),
+        (Limit.ADDRESS, lambda account: _address()),
+        (Limit.ACCOUNT, lambda account: account),
     ),
-    "mfa": (("MFA_LIMIT_PER_ACCOUNT", lambda account: account),),
+    "mfa": ((Limit.CODES, lambda account: account),),
 }
 
 
+class Counted:
+    """One counter of one attempt: its limit and window (`item`), whom it counts, and the key naming all three."""
+
+    __slots__ = ("amount", "item", "key", "limit", "whom", "window")
+
+    def __init__(self, limit: Limit, item: RateLimitItem, whom: str) -> None:
+        self.limit, self.item, self.whom = limit, item, whom
+        self.key = item.key_for(limit.value, whom)
+        self.amount = item.amount
+        self.window = timedelta(seconds=item.get_expiry())
+
+
 def register(app: Flask) -> None:
-    """Only the login pages count anything, so no other request pays for the counters: their store is opened by a
-    process's first attempt (`_strategy`), and `limits` (with the Redis client it loads, about 7 MB) is imported
+    """Only the login pages count anything, so no other request pays for the counters: Redis's store is opened by
+    a process's first attempt (`_redis`), and `limits` (with the Redis client it loads, about 7 MB) is imported
     then, not by every worker at start-up."""
     app.extensions[EXTENSION] = None
 
 
-def attempt(account: str, kind: str = "login") -> bool:
-    """Count one attempt of `kind` (a password, or "mfa" for a code) for `account`; False when a limit is used up.
+def attempt(account: str, kind: str = "login") -> Limit | None:
+    """Count one attempt of `kind` (a password, or "mfa" for a code) for `account`: None when it may be checked,
+    else the limit that is used up (and the attempt is counted nowhere).
 
-    The counters are taken in order and an attempt refused by one is given back to those before it,
-    so attempts already refused from one address never use up the account's own ceiling.
-    Without its store (Redis down) nothing can be counted, so nobody logs in: a 503, never a 500.
+    Without its store (Redis or the database down) nothing can be counted, so nobody logs in: a 503, never a 500.
     """
-    counted: list[tuple[RateLimitItem, tuple[str, str]]] = []
+    counters = _counters(account, kind)
     try:
-        for item, key in _counters(account, kind):
-            if not _strategy().hit(item, *key):
-                _strategy().hit(item, *key, cost=-1)
-                for earlier, earlier_key in counted:
-                    _strategy().hit(earlier, *earlier_key, cost=-1)
-                return False
-            counted.append((item, key))
+        if current_app.config.get("THROTTLE_STORAGE_URI"):
+            return _count_in_redis(counters)
+        return _count_in_database(counters)
     except Exception as error:  # noqa: BLE001 - any failure of the rate-limit store
+        db.session.rollback()
         current_app.logger.error("the login rate-limit store is unavailable: %s", type(error).__name__)
         abort(503, str(LOGINS_UNAVAILABLE))
-    return True
 
 
 def succeeded(account: str, kind: str = "login") -> None:
-    """Give back the attempt of a login (or a code) that succeeded."""
-    for item, key in _counters(account, kind):
-        _strategy().hit(item, *key, cost=-1)
+    """Give back the attempt of a login (or a code) that succeeded; in the database, with the request's own work."""
+    counters = _counters(account, kind)
+    if current_app.config.get("THROTTLE_STORAGE_URI"):
+        for counter in counters:
+            _redis().hit(counter.item, counter.limit.value, counter.whom, cost=-1)
+    else:
+        _give_back(counters, now())
 
 
-def _counters(account: str, kind: str) -> Iterator[tuple[RateLimitItem, tuple[str, str]]]:
-    """(limit, key) for each counter of `kind`; the key names its counter, so an account called like an
+def _counters(account: str, kind: str) -> list[Counted]:
+    """Each counter of `kind` for this attempt; each key names its counter, so an account called like an
     address ("10.0.0.7") never counts against that address."""
     from limits import parse_many
 
     account = account.strip().lower()[:80]
-    for setting, key in COUNTERS[kind]:
-        for item in parse_many(current_app.config[setting]):
-            yield item, (setting.lower(), key(account))
+    return [
+        Counted(limit, item, whom(account))
+        for limit, whom in COUNTERS[kind]
+        for item in parse_many(current_app.config[limit.value.upper()])
+    ]
+
+
+def _address() -> str:
+    return (request.remote_addr or "-")[:64]
+
+
+def _count_in_database(counters: Sequence[Counted]) -> Limit | None:
+    """Count the attempt on each counter's row, in the order of their keys (so two attempts that share rows
+    take them in the same order and never wait for each other in a circle); when one is used up, give every count
+    back. Then delete a few windows that have expired, and commit, at once."""
+    at = now()
+    used_up = set()
+    for counter in sorted(counters, key=lambda counter: counter.key):
+        if _hit(counter, at) > counter.amount:
+            used_up.add(counter.key)
+    refused = next((counter.limit for counter in counters if counter.key in used_up), None)
+    if refused is not None:
+        _give_back(counters, at)
+    _forget_expired(at)
+    # Durable at once: a worker counting next sees this attempt, whatever this request does afterwards.
+    db.session.commit()
+    return refused
+
+
+def _hit(counter: Counted, at: datetime) -> int:
+    """Add one attempt to `counter`'s row (a new window when it has none, or its window has ended); the hits
+    of its window, this one included."""
+    from sqlalchemy.dialects import postgresql, sqlite
+
+    insert = postgresql.insert if db.session.get_bind().dialect.name == "postgresql" else sqlite.insert
+    new = insert(LoginCounter).values(key=counter.key, hits=1, expires_at=at + counter.window)
+    ended = LoginCounter.expires_at <= at
+    statement = new.on_conflict_do_update(
+        index_elements=[LoginCounter.key],
+        set_={
+            "hits": case((ended, 1), else_=LoginCounter.hits + 1),
+            "expires_at": case((ended, new.excluded.expires_at), else_=LoginCounter.expires_at),
+        },
+    ).returning(LoginCounter.hits)
+    hits: int = db.session.execute(statement).scalar_one()
+    return hits
+
+
+def _give_back(counters: Sequence[Counted], at: datetime) -> None:
+    keys = [counter.key for counter in counters]
+    db.session.execute(
+        update(LoginCounter)
+        .where(LoginCounter.key.in_(keys), LoginCounter.expires_at > at, LoginCounter.hits > 0)
+        .values(hits=LoginCounter.hits - 1),
+        execution_options={"synchronize_session": False},
+    )
+
+
+def _forget_expired(at: datetime) -> None:
+    """Delete windows that have ended. Rows another attempt holds are skipped (PostgreSQL), never waited for."""
+    expired = (
+        select(LoginCounter.key)
+        .where(LoginCounter.expires_at <= at)
+        .limit(CLEANUP_BATCH)
+        .with_for_update(skip_locked=True)
+    )
+    db.session.execute(
+        delete(LoginCounter).where(LoginCounter.key.in_(expired)), execution_options={"synchronize_session": False}
+    )
+
+
+def _count_in_redis(counters: Sequence[Counted]) -> Limit | None:
+    """The counters are taken in order and an attempt refused by one is given back to those before it,
+    so attempts already refused from one address never use up the account's own ceiling."""
+    strategy = _redis()
+    counted: list[Counted] = []
+    for counter in counters:
+        if not strategy.hit(counter.item, counter.limit.value, counter.whom):
+            strategy.hit(counter.item, counter.limit.value, counter.whom, cost=-1)
+            for earlier in counted:
+                strategy.hit(earlier.item, earlier.limit.value, earlier.whom, cost=-1)
+            return counter.limit
+        counted.append(counter)
+    return None
 
 
 # One store per app and process, however many threads ask for it first at once.
 _OPENING = threading.Lock()
 
 
-def _strategy() -> FixedWindowRateLimiter:
+def _redis() -> FixedWindowRateLimiter:
     strategy: FixedWindowRateLimiter | None = current_app.extensions[EXTENSION]
     if strategy is None:
         with _OPENING:

@@ -9,19 +9,16 @@ from flask_babel import ngettext
 from flask_login import current_user
 
 from .. import audit, metrics
-from ..extensions import db
+from ..extensions import csrf, db
 from ..forms import ButtonForm
 from ..models import User
 from ..reading import json_object
-from . import logins, mfa, passkeys, sessions, sso, throttle
+from . import logins, mfa, passkeys, passwords, sessions, sso, throttle
 from .access import require_own_password, safe_next
 from .forms import CodeForm, LoginForm
 
 bp = Blueprint("auth", __name__)
 bp.before_app_request(require_own_password)
-
-# Checked when the user name is unknown, so a wrong name costs as long as a wrong password.
-_UNKNOWN_USER = User(password_hash="scrypt:32768:8:1$8mCbKZTmYr8g3X7S$" + "0" * 128)
 
 
 @bp.route("/login", methods=["GET", "POST"])
@@ -32,12 +29,14 @@ def login() -> ResponseReturnValue:
     destination = safe_next(request.args.get("next"), url_for("catalog.list_animals"))
     if not form.validate_on_submit():
         return _login_page(form, 400 if form.is_submitted() else 200)
-    if not throttle.attempt(form.username.data):
+    if (limit := throttle.attempt(form.username.data)) is not None:
         metrics.LOGINS.labels("limited").inc()
-        audit.record("login_limited", actor=form.username.data)
+        # Refused for its address alone: counted for the address, whatever names it tries (audit.COUNTED).
+        audit.record("login_limited", actor=audit.ANONYMOUS if limit == throttle.Limit.ADDRESS else form.username.data)
         return _too_many_attempts()
     user = db.session.scalar(db.select(User).filter_by(username=form.username.data))
-    if not (user or _UNKNOWN_USER).check_password(form.password.data) or user is None:
+    # One hash checked whatever the name: unknown, with a password, or of the company's sign-in (auth.passwords).
+    if not passwords.matches(user.password_hash if user else None, form.password.data) or user is None:
         metrics.LOGINS.labels("failure").inc()
         audit.record("login_failed", actor=form.username.data)
         form.form_errors.append(_("Unknown user name or wrong password."))
@@ -80,7 +79,7 @@ def second_factor() -> ResponseReturnValue:
     user = waiting.user
     if not form.validate_on_submit():
         return _second_factor_page(form, user, 400 if form.is_submitted() else 200)
-    if not throttle.attempt(user.username, "mfa"):
+    if throttle.attempt(user.username, "mfa") is not None:
         audit.record("mfa_limited", actor=user.username)
         return _too_many_attempts()
     accepted = mfa.verify(user, form.code.data)
@@ -140,6 +139,27 @@ def sso_callback() -> ResponseReturnValue:
         logins.await_second_factor(user, False, signed_in.destination)
         return redirect(url_for(".second_factor"), 303)
     return _logged_in(user, False, signed_in.destination)
+
+
+@bp.post("/login/sso/backchannel-logout")
+@csrf.exempt  # the provider's server calls it, with a signed logout token instead of a browser's session
+def sso_backchannel_logout() -> ResponseReturnValue:
+    """The identity provider ends a person's sessions here (OpenID Connect Back-Channel Logout; 404 without single
+    sign-on): 200 when the logout token holds, 400 with the failed check's code when it does not."""
+    token = request.form.get("logout_token", "")
+    try:
+        sso.logged_out(token)
+    except sso.LogoutRefused as refused:
+        current_app.logger.warning("back-channel logout refused: %s", refused)
+        answer = jsonify(error="invalid_request", error_description=str(refused))
+        answer.status_code = 400
+    except sso.ProviderUnreachable:
+        answer = jsonify(error="temporarily_unavailable")
+        answer.status_code = 503
+    else:
+        answer = Response(status=200)
+    answer.headers["Cache-Control"] = "no-store"
+    return answer
 
 
 @bp.post("/login/passkey/options")

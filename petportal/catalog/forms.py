@@ -19,7 +19,6 @@ from ..front_door import NOT_UTF8
 from ..lazy_text import lazy_gettext as _l
 from ..petstore import (
     INT64_MAX,
-    INT64_MIN,
     LIMIT_DEFAULT,
     LIMIT_MAX,
     LIMIT_MIN,
@@ -84,12 +83,15 @@ class Readable:
 
 
 def category_id_field(**options: Any) -> WholeNumberField:
-    """A category id as the API takes it: any 64-bit whole number (the add form, the labels page, import rows)."""
+    """A category id as people write it: 0 up to the API's 64-bit limit (the add form, the labels page, import rows)."""
     return WholeNumberField(
         _l("Category id"),
         validators=[
             InputRequired(_l("Enter the category id, a whole number.")),
-            WholeNumberRange(INT64_MIN, INT64_MAX, _l("The category id must be a 64-bit whole number.")),
+            # Ids are ASCII digits everywhere in the portal: the API would take a negative one, no person means it.
+            WholeNumberRange(
+                0, INT64_MAX, _l("The category id must be a whole number from 0 to %(max)s.", max=INT64_MAX)
+            ),
         ],
         **options,
     )

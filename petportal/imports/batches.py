@@ -69,7 +69,9 @@ def create(user: Any, environment_name: str, filename: str, raw: bytes, rows: li
                 "state": TicketState.INVALID if row.problems else TicketState.ISSUED,
                 # Its reasons are worked out again when shown (imports/reasons.py): only what the row does not
                 # keep is kept here.
-                "reason": {"code": RowReason.INVALID, "values": row.values} if row.problems else None,
+                "reason": {"code": RowReason.INVALID, "values": row.values, "columns": row.columns}
+                if row.problems
+                else None,
                 "updated_at": updated_at,
             }
             for position, row in enumerate(rows, start=1)

@@ -24,6 +24,10 @@ from ..reading import ASCII_SPACE, WHOLE_NUMBER
 FILE_MAX_BYTES = 1024 * 1024
 ROWS_MAX = 1000
 HEADER = ("name", "categoryId", "status")
+# The list's own export (`/animals.csv`), taken as it is: its `id` and `category` (the label) are not read.
+EXPORT_HEADER = ("id", "name", "categoryId", "category", "status")
+# Where each layout keeps the name, the category id and the status.
+LAYOUTS = {HEADER: (0, 1, 2), EXPORT_HEADER: (1, 2, 4)}
 
 
 class FileRefused(ValueError):
@@ -41,7 +45,7 @@ class RowForm(AnimalForm):
 @dataclass(frozen=True)
 class Row:
     """One animal read from the file: what it said, what the add form made of it, how many values its line
-    held (3 when it has each column), and why it is refused."""
+    held and how many its header named (`columns`), and why it is refused."""
 
     line: int
     name: str
@@ -49,6 +53,7 @@ class Row:
     category_id: int | None
     status: str | None
     values: int
+    columns: int
     problems: tuple[str, ...]
 
 
@@ -57,14 +62,13 @@ def read(raw: bytes, labels: dict[str, int]) -> list[Row]:
     text = _text(raw)
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     rows: list[Row] = []
-    header_seen = False
+    header: tuple[str, ...] | None = None
     try:
         for cells in reader:
             if not any(cell.strip() for cell in cells):
                 continue  # a blank line
-            if not header_seen:
-                _check_header(cells)
-                header_seen = True
+            if header is None:
+                header = _header(cells)
                 continue
             if len(rows) == ROWS_MAX:
                 raise FileRefused(
@@ -73,12 +77,12 @@ def read(raw: bytes, labels: dict[str, int]) -> list[Row]:
                         count=format_number(ROWS_MAX),
                     )
                 )
-            rows.append(_row(reader.line_num, cells, labels))
+            rows.append(_row(reader.line_num, cells, labels, header))
     except csv.Error as error:
         # Python's own words for what is wrong with the line: kept as they are.
         message = _("Line %(line)s cannot be read as CSV (%(error)s).", line=reader.line_num, error=str(error))
         raise FileRefused(message) from None
-    if not header_seen:
+    if header is None:
         raise FileRefused(_("The file is empty. Its first line must be the header name,categoryId,status."))
     if not rows:
         raise FileRefused(_("The file has a header but no animals."))
@@ -109,40 +113,56 @@ def _text(raw: bytes) -> str:
         raise FileRefused(message) from None
 
 
-def _check_header(cells: list[str]) -> None:
+def _header(cells: list[str]) -> tuple[str, ...]:
+    """The file's layout: the import's own header, or the list's export."""
     found = tuple(cell.strip().lstrip("\ufeff") for cell in cells)  # a second BOM, left by a bad export
-    if found != HEADER:
+    if found not in LAYOUTS:
         shown = ",".join(found)[:80]
         raise FileRefused(_("The first line must be the header name,categoryId,status, not “%(found)s”.", found=shown))
+    return found
 
 
-def _row(line: int, cells: list[str], labels: dict[str, int]) -> Row:
-    if len(cells) != len(HEADER):
+def _row(line: int, cells: list[str], labels: dict[str, int], header: tuple[str, ...]) -> Row:
+    columns = len(header)
+    if len(cells) != columns:
         name, category = cells[0].strip() if cells else "", ",".join(cells[1:]).strip()
-        return Row(
-            line, name, category, None, None, len(cells), tuple(refusals(name, category, None, None, len(cells)))
-        )
+        refused = tuple(refusals(name, category, None, None, len(cells), columns))
+        return Row(line, name, category, None, None, len(cells), columns, refused)
     # ASCII padding only, as the number reader takes it: "\u00a05" is no category id here either.
-    name, category, status = (cell.strip(ASCII_SPACE) for cell in cells)
+    name, category, status = (cells[position].strip(ASCII_SPACE) for position in LAYOUTS[header])
     status = status.lower()
     labelled = None if WHOLE_NUMBER.fullmatch(category) else labels.get(folded(category))
     form = _checked(name, category, labelled, status)
     if not form.name.errors:  # a name that passes is kept as the form read it: what was checked is what is sent
         name = form.name.data
     category_id = form.category_id.data if not form.category_id.errors else None
-    return Row(line, name, category, category_id, status or None, len(cells), tuple(_problems(form, category, status)))
+    problems = tuple(_problems(form, category, status))
+    return Row(line, name, category, category_id, status or None, len(HEADER), columns, problems)
 
 
-def refusals(name: str, category: str, category_id: int | None, status: str | None, values: int) -> list[str]:
+def refusals(
+    name: str, category: str, category_id: int | None, status: str | None, values: int, columns: int = len(HEADER)
+) -> list[str]:
     """Why the portal refuses a row, in the request's language (nothing when it passes): the add form's checks of
     its values, as `read` made them. `category_id` is the id its category was read as (a label is looked up once,
-    when the file is read), `values` how many values its line held. The import's page asks again for a refused row,
-    with what the row kept, so the same check gives the same reasons in each visitor's language."""
-    if values != len(HEADER):
+    when the file is read), `values` how many values its line held and `columns` how many its header named. The
+    import's page asks again for a refused row, with what the row kept, so the same check gives the same reasons in
+    each visitor's language."""
+    if values != columns == len(HEADER):
         return [
             ngettext(
                 "This line has %(num)d value; each animal needs 3: name, categoryId, status.",
                 "This line has %(num)d values; each animal needs 3: name, categoryId, status.",
+                values,
+            )
+        ]
+    if values != columns:
+        return [
+            ngettext(
+                "This line has %(num)d value; each animal of the list's export needs 5: id, name, categoryId, "
+                "category, status.",
+                "This line has %(num)d values; each animal of the list's export needs 5: id, name, categoryId, "
+                "category, status.",
                 values,
             )
         ]

@@ -27,8 +27,9 @@ def row_reason(row: ImportRow) -> str | None:
     reason = row.reason or {}
     match reason.get("code"):
         case RowReason.INVALID:
-            values = reason.get("values", len(files.HEADER))
-            return " ".join(files.refusals(row.name, row.category, row.category_id, row.status, values)) or None
+            values, columns = reason.get("values", len(files.HEADER)), reason.get("columns", len(files.HEADER))
+            problems = files.refusals(row.name, row.category, row.category_id, row.status, values, columns)
+            return " ".join(problems) or None
         case RowReason.REFUSED:
             return _("The pet store refused it: %(message)s", message=store_words(str(reason.get("message", ""))))
         case RowReason.NO_ANSWER:

@@ -1,0 +1,232 @@
+"""Logins under attack (issue 40): limits that hold for the whole instance without Redis, the same work for every
+kind of name, an audit log a flood cannot fill, and the audit log's own names kept from accounts."""
+
+import statistics
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import redis
+import requests
+import sqlalchemy
+
+from bench.portal import csrf_token
+from petportal.extensions import db
+from petportal.models import AuditEntry, LoginCounter, User
+
+from helpers import NEW_PASSWORDS, REDIS_URL, AuthActions, post_form, production_variables
+from servers import running
+
+# Attempts enough for the timing test: no limit gets in its way.
+NO_LIMITS = {name: "1000 per minute" for name in ("ACCOUNT_ADDRESS", "ADDRESS", "ACCOUNT")}
+
+
+def no_limits():
+    return {f"LOGIN_LIMIT_PER_{name}": value for name, value in NO_LIMITS.items()}
+
+
+def wrong_password(client, username, address="127.0.0.1", token=None):
+    """One wrong password for `username` from `address`; its status."""
+    token = token or csrf_token(client.get("/login").text)
+    data = {"username": username, "password": "not the password", "csrf_token": token}
+    return client.post("/login", data=data, environ_base={"REMOTE_ADDR": address}).status_code
+
+
+def audit_rows(app, *actions):
+    """(action, actor, remote address, count) of every entry of `actions`, oldest first."""
+    with app.app_context():
+        query = db.select(AuditEntry.action, AuditEntry.actor, AuditEntry.remote_addr, AuditEntry.count)
+        query = query.where(AuditEntry.action.in_(actions)).order_by(AuditEntry.id)
+        return [tuple(row) for row in db.session.execute(query)]
+
+
+# --- limits that hold for the instance -----------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_twelve_wrong_passwords_under_two_workers_without_redis_get_at_most_five_checks(tmp_path, production_store):
+    env = production_variables(tmp_path, production_store.url)
+    assert "PETPORTAL_REDIS_URL" not in env
+    with running("flask serve", env, tmp_path / "out.log") as (origin, _process):
+        statuses = []
+        for _ in range(12):
+            # A new browser and connection each time, so the two workers share the attempts between them.
+            browser = requests.Session()
+            token = csrf_token(browser.get(f"{origin}/login", headers={"Connection": "close"}, timeout=10).text)
+            data = {"username": "kim", "password": "wrong", "csrf_token": token}
+            answer = browser.post(f"{origin}/login", data=data, headers={"Connection": "close"}, timeout=10)
+            statuses.append(answer.status_code)
+    assert statuses == [401] * 5 + [429] * 7
+    engine = sqlalchemy.create_engine(f"sqlite:///{tmp_path / 'portal.sqlite'}")
+    with engine.connect() as connection:
+        checked = connection.execute(
+            sqlalchemy.text("SELECT sum(count) FROM audit_log WHERE action = 'login_failed' AND actor = 'kim'")
+        ).scalar()
+    engine.dispose()
+    assert checked == 5
+
+
+@pytest.mark.parametrize("kind", ["login", "mfa"])
+def test_simultaneous_attempts_are_counted_once_each_on_either_database(make_portal, database_url, kind):
+    """Two limits of the same attempts (5 a minute): 16 threads at once get exactly 5 through, on SQLite and on
+    PostgreSQL (each counts on its own unit of work, with the row locked or the one writer)."""
+    from petportal.auth import throttle
+
+    app = make_portal(SQLALCHEMY_DATABASE_URI=database_url)
+    barrier = threading.Barrier(16)
+
+    def attempt(_number):
+        with app.test_request_context("/login", environ_base={"REMOTE_ADDR": "198.51.100.7"}):
+            barrier.wait()
+            limit = throttle.attempt("Kim", kind)
+            db.session.remove()
+            return limit
+
+    with ThreadPoolExecutor(16) as pool:
+        limits = list(pool.map(attempt, range(16)))
+    expected = throttle.Limit.ACCOUNT_ADDRESS if kind == "login" else throttle.Limit.CODES
+    assert limits.count(None) == 5 and limits.count(expected) == 11
+
+
+def test_a_limit_starts_again_with_its_next_window_and_ended_windows_are_deleted(make_portal, clock):
+    app = make_portal(CLOCK=clock)
+    client = app.test_client()
+    token = csrf_token(client.get("/login").text)
+    assert [wrong_password(client, "kim", token=token) for _ in range(6)] == [401] * 5 + [429]
+    clock.advance(seconds=61)
+    assert wrong_password(client, "kim", token=token) == 401, "a new minute"
+    with app.app_context():
+        assert db.session.scalar(db.select(db.func.count()).select_from(LoginCounter)) == 6  # 3 counters, 2 windows
+    clock.advance(hours=2)
+    assert wrong_password(client, "lee") == 401  # with a new form: the session idled out
+    with app.app_context():
+        keys = db.session.scalars(db.select(LoginCounter.key)).all()
+    assert len(keys) == 6 and all("lee" in key or "127.0.0.1" in key for key in keys), keys
+    assert not any("kim" in key for key in keys), "kim's ended windows are deleted"
+
+
+def test_with_redis_the_counters_stay_in_redis(make_portal):
+    if not REDIS_URL:
+        pytest.skip("PETPORTAL_TEST_REDIS_URL is not set: no Redis to count in")
+    with redis.Redis.from_url(REDIS_URL) as server:
+        server.flushdb()
+    app = make_portal(REDIS_URL=REDIS_URL)
+    client = app.test_client()
+    token = csrf_token(client.get("/login").text)
+    assert [wrong_password(client, "kim", token=token) for _ in range(6)] == [401] * 5 + [429]
+    with app.app_context():
+        assert db.session.scalar(db.select(db.func.count()).select_from(LoginCounter)) == 0
+    with redis.Redis.from_url(REDIS_URL) as server:
+        assert any(b"kim" in key for key in server.keys("*"))
+
+
+# --- the same work for every kind of name --------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_wrong_password_takes_as_long_for_an_unknown_a_password_and_a_single_sign_on_name(make_portal):
+    """The real hash cost (scrypt, as in production): the medians of 20 attempts each, taken in turns so the
+    machine's load falls on all three alike, are within 20% of each other."""
+    app = make_portal(**no_limits())
+    with app.app_context():
+        db.session.add(User(username="sam", role="staff", sso_issuer="https://sign-in.example", sso_subject="sam-1"))
+        db.session.commit()
+    client = app.test_client()
+    token = csrf_token(client.get("/login").text)
+    names = {"unknown": "nobody-here", "password": "staff", "single sign-on": "sam"}
+    wrong_password(client, "nobody-here", token=token)  # the stand-in hash is made once, by a process's first need
+    took = {kind: [] for kind in names}
+    for _ in range(20):
+        for kind, name in names.items():
+            started = time.perf_counter()
+            assert wrong_password(client, name, token=token) == 401
+            took[kind].append(time.perf_counter() - started)
+    medians = {kind: statistics.median(times) for kind, times in took.items()}
+    assert max(medians.values()) <= 1.2 * min(medians.values()), medians
+
+
+def test_an_account_without_a_password_is_checked_against_a_real_hash():
+    from petportal.auth import passwords
+
+    assert passwords.matches(None, "anything") is False
+    stand_in = passwords._stand_in()
+    assert stand_in.split("$")[0] == passwords.hashed("x").split("$")[0], "made as stored hashes are"
+
+
+# --- an audit log a flood cannot fill ------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_four_hundred_refused_logins_add_a_handful_of_audit_entries(make_portal, database_url):
+    """Sent 4 at a time, as a flood comes: two requests may open a window's entry at the same moment, so a few
+    entries, and every attempt counted on one of them."""
+    app = make_portal(SQLALCHEMY_DATABASE_URI=database_url)
+    name = "x" * 80
+
+    def hundred_attempts(_browser):
+        client = app.test_client()
+        token = csrf_token(client.get("/login").text)
+        return [wrong_password(client, name, address="203.0.113.5", token=token) for _ in range(100)]
+
+    with ThreadPoolExecutor(4) as pool:
+        statuses = [status for browser in pool.map(hundred_attempts, range(4)) for status in browser]
+    assert statuses.count(401) == 5 and statuses.count(429) == 395
+    rows = audit_rows(app, "login_failed", "login_limited")
+    assert len(rows) <= 4, rows
+    assert {(action, actor, address) for action, actor, address, _ in rows} == {
+        ("login_failed", name, "203.0.113.5"),
+        ("login_limited", name, "203.0.113.5"),
+    }
+    counts = {action: sum(count for entry, _, _, count in rows if entry == action) for action, _, _, _ in rows}
+    assert counts == {"login_failed": 5, "login_limited": 395}
+    admin = app.test_client()
+    AuthActions(admin).login("admin")
+    page = admin.get("/admin/audit").text
+    assert " attempts</td>" in page
+    assert " attempts" in admin.get("/admin/audit.csv").text
+
+
+def test_a_new_name_for_every_attempt_adds_no_entry_once_the_address_is_refused(make_portal):
+    app = make_portal(LOGIN_LIMIT_PER_ADDRESS="5 per minute")
+    client = app.test_client()
+    token = csrf_token(client.get("/login").text)
+    statuses = [wrong_password(client, f"guess-{number}", token=token) for number in range(100)]
+    assert statuses == [401] * 5 + [429] * 95
+    failed = audit_rows(app, "login_failed")
+    limited = audit_rows(app, "login_limited")
+    assert [actor for _, actor, _, _ in failed] == [f"guess-{number}" for number in range(5)]
+    assert limited == [("login_limited", "anonymous", "127.0.0.1", 95)]
+
+
+def test_a_name_from_outside_is_kept_as_it_reads(make_portal):
+    app = make_portal()
+    client = app.test_client()
+    # A right-to-left override and a line break would make the entry read as something else.
+    assert wrong_password(client, "kim\u202e\nadmin logged in") == 401
+    [(_, actor, _, _)] = audit_rows(app, "login_failed")
+    assert actor == "kim\ufffd\ufffdadmin logged in"
+
+
+# --- the audit log's own names -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["anonymous", "Anonymous", "system", "demo"])
+def test_the_admins_form_refuses_a_name_the_audit_log_uses(portal_app, client, name):
+    AuthActions(client).login("admin")
+    data = {"username": name, "role": "staff", "password": NEW_PASSWORDS[0]}
+    answer = post_form(client, "/admin/users/new", "/admin/users/new", **data)
+    assert answer.status_code == 400
+    assert "is a name the audit log uses for itself" in answer.text
+    with portal_app.app_context():
+        assert db.session.scalar(db.select(User).where(db.func.lower(User.username) == name.lower())) is None
+
+
+@pytest.mark.parametrize("name", ["anonymous", "SYSTEM"])
+def test_flask_user_create_refuses_a_name_the_audit_log_uses_before_asking_for_a_password(portal_app, runner, name):
+    result = runner.invoke(args=["user", "create", name, "--role", "staff"])
+    assert result.exit_code != 0
+    assert "is a name the audit log uses for itself" in result.output
+    assert "Password" not in result.output
+    with portal_app.app_context():
+        assert db.session.scalar(db.select(User).where(db.func.lower(User.username) == name.lower())) is None
