@@ -77,7 +77,9 @@ class SecretGuard:
             (length, frozenset(piece for piece in pieces if len(piece) == length))
             for length in sorted({len(piece) for piece in pieces})
         )
-        self._shortest = self._pieces[0][0] if self._pieces else 0
+        if not self._pieces:
+            return  # nothing to look for: the look-alike tables need not be read
+        self._shortest = self._pieces[0][0]
         folding = _folding()
         # A short ASCII text can reach the shortest piece only if it has a character that grows ("m" is "rn").
         self._ascii_short = (self._shortest - 1) // folding.ascii_growth + 1
