@@ -117,8 +117,22 @@ def fetch_animals(form: AnimalFilterForm) -> list[Pet]:
 
 
 def shown_animals(form: AnimalFilterForm, fetched: Sequence[Pet], labels: Mapping[int, str]) -> list[Pet]:
-    """Those of the `fetched` animals that the list shows for `form`, in its order."""
-    return browse.sorted_by(browse.matching(fetched, form.q.data), form.sort.data, labels)
+    """Those of the `fetched` animals that the list shows for `form`, in its order (the page and the download
+    alike); `browse.NamesQuoteSecret` when their names, read one after another, quote a credential."""
+    shown = browse.sorted_by(browse.matching(fetched, form.q.data), form.sort.data, labels)
+    browse.read_together(shown, serving().client.quotes_secret)
+    return shown
+
+
+@bp.errorhandler(browse.NamesQuoteSecret)
+def list_withheld(_error: browse.NamesQuoteSecret) -> ErrorPage:
+    """A list whose names spell out a credential between them: neither the page nor the download is sent."""
+    current_app.logger.warning("a list was withheld: its names, read one after another, quoted a credential")
+    message = _(
+        "The pet store's list was withheld: its animals' names, read one after another, quote a credential. "
+        "This has been logged."
+    )
+    return render_error(502, message, title=_("List withheld"))
 
 
 def list_page(form: AnimalFilterForm, fetched: Sequence[Pet]) -> str:
