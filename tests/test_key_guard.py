@@ -138,10 +138,19 @@ SEEN_DISGUISES = {
     "in Cyrillic look-alikes": lambda key: f"Rex {key.translate(CYRILLIC)}",
     "with combining accents": lambda key: "Rex " + "".join(f"{char}\u0301" for char in key),
     "in tag characters": lambda key: "Rex" + "".join(chr(0xE0000 + ord(char)) for char in key),
+    # What an outside review found after the guard first read as a person reads:
+    "split by Hangul fillers, which show as nothing": lambda key: "Rex " + "\u3164".join(pieces(key, 4)),
+    "split by byte escapes, as Python's repr writes them": lambda key: "Rex " + "\\x80".join(pieces(key, 4)),
+    "in negative squared letters": lambda key: "Rex " + "".join(chr(0x1F170 + ord(c.upper()) - 65) for c in key),
+    "in regional indicator letters": lambda key: "Rex " + "".join(chr(0x1F1E6 + ord(c.upper()) - 65) for c in key),
     "as it is": lambda key: f"Rex {key}",
 }
 HONEST = {"available": ["Honest Rex", "Honest Max"], "sold": ["Milo", "Oreo", "Daisy", "Sadie", "Tom"]}
 WITHHELD_ON_PAGE = WITHHELD_NAME.replace("'", "&#39;")
+
+
+def pieces(key, size):
+    return [key[i : i + size] for i in range(0, len(key), size)]
 
 
 def plainly_quoted(text, key):

@@ -45,10 +45,28 @@ _DECODING_ROUNDS = 3
 _TAG_OFFSET = 0xE0000
 _TAG_CHARACTERS = {_TAG_OFFSET + code: chr(code) for code in range(0x20, 0x7F)}
 _TAGGED = re.compile("[\U000e0020-\U000e007e]")
-# Format characters and combining marks: what nobody reads.
-_UNREAD = ("Cf", "Mn", "Me")
-# "LATIN LETTER SMALL CAPITAL P": a letter a person reads as "p".
-_SMALL_CAPITAL = re.compile("LATIN LETTER SMALL CAPITAL ([A-Z])")
+# Format and control characters and combining marks: what nobody reads.
+_UNREAD = ("Cf", "Cc", "Mn", "Me")
+# Letters and symbols that show as nothing, though Unicode files them as letters (the Hangul fillers) or symbols
+# (the blank Braille pattern): Unicode's Default_Ignorable_Code_Point outside the categories above, and U+2800.
+_BLANK = frozenset("\u115f\u1160\u17b4\u17b5\u2800\u3164\uffa0")
+# A letter whatever its dress: "LATIN LETTER SMALL CAPITAL P", "NEGATIVE SQUARED LATIN CAPITAL LETTER P", "REGIONAL
+# INDICATOR SYMBOL LETTER P" all read as "p" (where Unicode gives no decomposition to follow).
+_DRESSED_LETTER = re.compile(
+    "(?:LATIN LETTER SMALL CAPITAL|(?:[A-Z -]+ )?(?:LATIN (?:CAPITAL |SMALL )?|SYMBOL )LETTER) ([A-Z])"
+)
+# The planes that hold such letters and the characters above: the BMP and the Supplementary Multilingual Plane.
+_LETTER_PLANES = range(0x80, 0x20000)
+# Escapes of one byte or code point as Python's repr writes them (\x80, \U0001f600) and C's octal (\200).
+_BYTE_ESCAPE = re.compile(r"\\(?:x([0-9a-fA-F]{2})|U([0-9a-fA-F]{8})|([0-3][0-7]{2}))")
+
+
+def unread(char: str) -> bool:
+    """Whether a person reading a text sees nothing of `char` (a format or control character, a combining mark, a
+    filler that shows as blank): the key guard drops it, and a download looks past it for a formula's start."""
+    return char in _BLANK or unicodedata.category(char) in _UNREAD
+
+
 # How confusables.json keeps right-to-left glyphs: between left-to-right marks, which are no part of them.
 _DIRECTION_MARKS = str.maketrans("", "", "\u200e\u200f")
 
@@ -123,7 +141,7 @@ def _unescaped(text: str) -> str:
     for _ in range(_DECODING_ROUNDS):
         before = text
         if "\\" in text:
-            text = _JSON_ESCAPE.sub(_json_unescaped, text)
+            text = _BYTE_ESCAPE.sub(_byte_unescaped, _JSON_ESCAPE.sub(_json_unescaped, text))
             # A character outside the BMP is escaped as two halves (\ud83d\ude00): join them as JSON does.
             text = text.encode("utf-16", "surrogatepass").decode("utf-16", "surrogatepass")
         if "%" in text:
@@ -137,6 +155,11 @@ def _unescaped(text: str) -> str:
 
 def _json_unescaped(escape: re.Match[str]) -> str:
     return chr(int(escape[1], 16)) if escape[1] else _JSON_LETTERS[escape[2]]
+
+
+def _byte_unescaped(escape: re.Match[str]) -> str:
+    code = int(escape[1] or escape[2], 16) if escape[1] or escape[2] else int(escape[3], 8)
+    return chr(code) if code <= 0x10FFFF else escape[0]
 
 
 def _folded(text: str) -> str:
@@ -195,11 +218,13 @@ def _folding() -> _Folding:
             lookalikes[ord(glyph)] = partner
     # Small capitals, which the table keeps apart, read as their letters. Nobody reads format characters (zero-width
     # ones, tags) or combining marks: dropped in the same step, which is also faster than leaving them to the end.
-    for code in (*range(0x80, 0x10000), *range(_TAG_OFFSET, _TAG_OFFSET + 0x80)):
-        if found := _SMALL_CAPITAL.fullmatch(unicodedata.name(chr(code), "")):
-            lookalikes[code] = found[1].lower()
-        elif code not in lookalikes and unicodedata.category(chr(code)) in _UNREAD:
-            lookalikes[code] = ""
+    for code in (*_LETTER_PLANES, *range(_TAG_OFFSET, _TAG_OFFSET + 0x80)):
+        if unread(chr(code)):
+            lookalikes[code] = ""  # a combining letter too: it sits on another, which is what a person reads
+        elif (name := unicodedata.name(chr(code), ""))[-2:-1] == " " and (found := _DRESSED_LETTER.fullmatch(name)):
+            lookalikes[code] = found[1].lower()  # (only a name that ends in a lone letter is matched: 40 times faster)
+        elif code not in lookalikes and (digit := unicodedata.digit(chr(code), None)) is not None:
+            lookalikes[code] = str(digit)  # a digit of any script or dress ("❶") reads as its value
     for code, prototype in lookalikes.items():
         lookalikes[code] = prototype.translate(lookalikes)  # a prototype's own characters fold too
     settled: dict[int, str] = {}
