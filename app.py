@@ -1,20 +1,26 @@
-"""The portal's entry point: `python app.py [--host H] [--port N]`, `flask --app app run` and `gunicorn app:app`."""
+"""The portal's entry point: `python app.py [--host H] [--port N]`, `flask --app app run` and `gunicorn app:app`.
+
+The first two, and they alone, run the demo when no pet store is configured (demo.portal); every other way of
+starting the portal refuses to start then, naming the variables to set.
+"""
 
 import argparse
 import os
 import sys
 
-from petportal import create_app
+import click
+
+from petportal import create_app, demo
 from petportal.processes import fewer_malloc_arenas
 
 
 def main(argv: list[str]) -> None:
     """`python app.py`: the portal on the development server; in demo mode unless a pet store is configured. The
-    options are read before the app is built, so `--help` starts nothing."""
+    options are read before anything starts, so `--help` starts nothing."""
     parser = argparse.ArgumentParser(
         prog="python app.py",
         description="Run Pet Portal on Flask's development server. With no pet store configured (no "
-        "PETSTORE_*_URL), it runs in demo mode: two bundled reference stores and two demo accounts. "
+        "PETSTORE_* variable), it runs in demo mode: two bundled reference stores and two demo accounts. "
         "For production serving, use `flask --app app serve` (see the README).",
     )
     parser.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: 127.0.0.1)")
@@ -25,13 +31,22 @@ def main(argv: list[str]) -> None:
         help="the port to listen on (default: 5000, or FLASK_RUN_PORT)",
     )
     options = parser.parse_args(argv)
-    # Where this server is reached: single sign-on's way back and the passkeys' origin, unless set otherwise.
-    os.environ.setdefault("PETPORTAL_PUBLIC_URL", f"http://localhost:{options.port}")
     fewer_malloc_arenas()  # one thread per request: keep their freed memory in two arenas
-    create_app().run(host=options.host, port=options.port)
+    demo.portal(options.host, options.port, "--port").run(host=options.host, port=options.port)
+
+
+def _flask_run_address() -> tuple[str, int] | None:
+    """Where `flask --app app run` will serve, when it is the command loading this module; else None (gunicorn,
+    `flask serve`, `flask init-db`)."""
+    context = click.get_current_context(silent=True)
+    if context is None or context.info_name != "run":
+        return None
+    return context.params["host"], context.params["port"]
 
 
 if __name__ == "__main__":
     main(sys.argv[1:])
+elif address := _flask_run_address():
+    app = demo.portal(*address, "--port")
 else:
     app = create_app()

@@ -26,7 +26,8 @@ keepalive = 5
 timeout = 30
 # On SIGHUP or SIGTERM, requests under way get this long to finish.
 graceful_timeout = 30
-# Load the app once in the master: workers share its memory, and demo mode starts one pair of stores.
+# Load the app once in the master: workers share its memory, and a configuration it refuses (no pet store, say)
+# stops the master with the portal's one line, before any worker starts. (gunicorn never runs the demo.)
 preload_app = True
 # gunicorn itself believes no forwarded header from anyone (its default trusts 127.0.0.1, and so a
 # local proxy's clients): the portal reads them through PETPORTAL_TRUSTED_PROXIES alone.
@@ -53,6 +54,17 @@ uncaught_exceptions_logged()  # so they pass the egress guard, as every log line
 # Before the app is loaded and the workers are forked: their threads share two malloc arenas, so a worker's
 # memory stays flat under load instead of creeping up (see fewer_malloc_arenas).
 fewer_malloc_arenas()
+
+
+def when_ready(server):
+    """Once the app is loaded and the server listens: one line if the portal's database has no tables yet."""
+    from petportal import commands
+
+    if not server.cfg.preload_app:
+        return  # the workers load the app; the master has none to ask
+    app = server.app.wsgi()
+    if "LOG_FORMAT" in getattr(app, "config", {}):  # the portal (this file also serves the reference store)
+        commands.warn_before_init_db(app)
 
 
 def post_worker_init(worker):

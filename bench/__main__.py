@@ -414,8 +414,12 @@ def serving_lines():
 # limit of the run under ("same": the column's; None: the floor's one page), field, target). "{server}" is
 # each column's server; a cell whose runs the plan does not make is left empty.
 RATIOS = (
-    ("portal p50 / store p50, c=1, cache off", "portal {server}", "store", 1, "same", "p50_ms", "<= 2.5"),
-    ("portal rps / store rps, c=8, cache off", "portal {server}", "store", 8, "same", "rps", ">= 0.40"),
+    # The figures issue 41 keeps (with the cached portal over the floor, and peak RSS): the portal over the bare page.
+    ("portal p50 / bare page p50, c=1, cache off", "portal {server}", "bare {server}", 1, "same", "p50_ms", "report"),
+    ("portal rps / bare page rps, c=8, cache off", "portal {server}", "bare {server}", 8, "same", "rps", "report"),
+    # The targets that divided by the store were withdrawn by issue 41 (they measure the machine): shown only.
+    ("portal p50 / store p50, c=1, cache off", "portal {server}", "store", 1, "same", "p50_ms", "report"),
+    ("portal rps / store rps, c=8, cache off", "portal {server}", "store", 8, "same", "rps", "report"),
     (
         "bare Flask page p50 / store p50, c=1 (the least a page over the store costs)",
         "bare {server}",
@@ -434,7 +438,7 @@ RATIOS = (
         "rps",
         "report",
     ),
-    ("cached portal rps / store rps, c=8", "cached {server}", "store", 8, "same", "rps", ">= 3"),
+    ("cached portal rps / store rps, c=8", "cached {server}", "store", 8, "same", "rps", "report"),
     (
         "cached portal rps / floor rps, c=8 (the server's constant 9 kB)",
         "cached {server}",

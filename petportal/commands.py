@@ -1,19 +1,19 @@
 """Operator commands: `flask --app app init-db`, `user create` and `user reset-mfa`."""
 
 import sys
+from enum import StrEnum
 
 import click
 from flask import Flask
 from flask.cli import AppGroup, with_appcontext
 from sqlalchemy import inspect
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
 from . import audit
 from .auth import accounts
 from .extensions import db
-from .models import ROLES, AuditAction, AuditDetail
+from .models import ROLES, AuditAction, AuditDetail, User
 
-user_commands = AppGroup("user", help="Manage staff and admin accounts.")
 # The first migration: the schema 0.1.0's init-db made with create_all, before there were migrations.
 BASELINE_REVISION = "0001"
 # The audit log's actor for changes made with these commands.
@@ -27,9 +27,53 @@ def init_db() -> None:
     try:
         upgrade_database()
     except OperationalError as error:
-        url = db.engine.url.render_as_string(hide_password=True)
-        raise click.ClickException(f"Cannot reach the portal's database at {url}: {_first_line(error.orig)}") from None
+        raise click.ClickException(_unreachable(error)) from None
     click.echo("The portal's tables are ready.")
+
+
+# What to run when the portal's tables are not there: said by the commands, the error pages' log line and /readyz.
+INIT_DB_HINT = "run `flask --app app init-db` first"
+
+
+def tables_missing(error: SQLAlchemyError) -> bool:
+    """Whether a database error says that a table of the portal does not exist: `init-db` was never run on this
+    database (or not since an upgrade). SQLite says "no such table"; PostgreSQL, undefined_table (42P01)."""
+    cause = getattr(error, "orig", None)
+    return getattr(cause, "sqlstate", None) == "42P01" or "no such table" in str(cause)
+
+
+class DatabaseState(StrEnum):
+    """What a probe of the portal's database found (`/readyz` shows it)."""
+
+    OK = "ok"
+    NO_TABLES = "no tables"
+    UNAVAILABLE = "unavailable"
+
+
+def database_state() -> DatabaseState:
+    """Probe the portal's database with a read of one of its tables (a bare SELECT 1 needs none); in an app context."""
+    try:
+        db.session.execute(db.select(User.id).limit(1))
+    except SQLAlchemyError as error:
+        db.session.rollback()
+        return DatabaseState.NO_TABLES if tables_missing(error) else DatabaseState.UNAVAILABLE
+    return DatabaseState.OK
+
+
+def warn_before_init_db(app: Flask) -> None:
+    """At a server's start: one log line when the portal's database has no tables yet (every page that needs it
+    would fail), naming the command that makes them. No connection stays open: servers fork their workers next."""
+    with app.app_context():
+        state = database_state()
+        db.session.remove()
+        db.engine.dispose()
+    if state is DatabaseState.NO_TABLES:
+        app.logger.error("the portal's database has no tables: %s", INIT_DB_HINT)
+
+
+def _unreachable(error: OperationalError) -> str:
+    url = db.engine.url.render_as_string(hide_password=True)
+    return f"Cannot reach the portal's database at {url}: {_first_line(error.orig)}"
 
 
 def upgrade_database() -> None:
@@ -44,6 +88,18 @@ def upgrade_database() -> None:
 
 def _first_line(error: object) -> str:
     return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+
+
+@click.group("user", cls=AppGroup)
+@with_appcontext
+def user_commands() -> None:
+    """Manage staff and admin accounts."""
+    state = database_state()
+    if state is DatabaseState.NO_TABLES:
+        raise click.ClickException(f"The portal's database has no tables yet: {INIT_DB_HINT}.")
+    if state is DatabaseState.UNAVAILABLE:
+        url = db.engine.url.render_as_string(hide_password=True)
+        raise click.ClickException(f"Cannot reach the portal's database at {url}.")
 
 
 @user_commands.command("create")

@@ -31,8 +31,8 @@ SESSION_ABSOLUTE_LIMIT = timedelta(hours=12)
 MAX_REQUEST_BYTES = 1024 * 1024
 # gunicorn.conf.py's threads per worker: every thread can hold its own keep-alive connection upstream.
 DEFAULT_POOL_SIZE = 8
-# Where the demo is reached (`python app.py`): single sign-on's way back and the passkeys' origin.
-DEMO_PUBLIC_URL = "http://localhost:5000"
+# A session signing key shorter than this is refused outside the demo: 32 characters of token_urlsafe are 192 bits.
+SECRET_KEY_LENGTH = 32
 # The demo's stores and database, kept for `flask run --debug`'s reloader child to reuse (demo.py): their keys too.
 DEMO_STARTED_VARIABLE = "PETPORTAL_DEMO_STARTED"
 # What PETPORTAL_REDIS_URL may start with: what both the Redis client and the login counters (`limits`) read.
@@ -65,16 +65,27 @@ def defaults(instance_path: str) -> dict[str, Any]:
     }
 
 
-def load(instance_path: str, environ: Mapping[str, str], overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Every setting of one app, checked: raises `ConfigurationError` naming the variable to fix."""
+def load(
+    instance_path: str,
+    environ: Mapping[str, str],
+    overrides: Mapping[str, Any] | None = None,
+    demo: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Every setting of one app, checked: raises `ConfigurationError` naming the variable to fix. `demo` is the
+    settings of a demo an entry point started (its stores, database and address; demo.py), else None."""
     settings = defaults(instance_path)
     settings.update(from_environment(environ))
+    settings["DEMO"] = demo is not None
+    if demo is not None:
+        public_url = settings["PUBLIC_URL"]
+        settings.update(demo)  # the demo's stores, its own database and where it is reached
+        settings["PUBLIC_URL"] = public_url or demo["PUBLIC_URL"]  # PETPORTAL_PUBLIC_URL still wins
     settings.update(overrides or {})
-    settings["DEMO"] = not any(environment["url"] for environment in settings["PETSTORE_ENVIRONMENTS"].values())
     if settings["DEMO"] and not settings.get("SECRET_KEY"):
         settings["SECRET_KEY"] = secrets.token_urlsafe(32)  # demo sessions last as long as the process
-    if settings["REQUIRE_ADMIN_MFA"] is None:
-        settings["REQUIRE_ADMIN_MFA"] = not settings["DEMO"]
+    for name in ("HTTPS", "REQUIRE_ADMIN_MFA"):  # on, but off in the demo: plain http://localhost, no phone needed
+        if settings[name] is None:
+            settings[name] = not settings["DEMO"]
     check(settings)
     for name, value in derived(settings).items():
         settings.setdefault(name, value)
@@ -157,31 +168,59 @@ def _flag(environ: Mapping[str, str], name: str, default: bool | None) -> bool |
     raise ConfigurationError(f"{name} must be 1 or 0, not {raw!r}.")
 
 
-def from_environment(environ: Mapping[str, str], read_dotenv: bool = True) -> dict[str, Any]:
-    """Flask settings from the `PETSTORE_*` and `PETPORTAL_*` variables."""
-    if read_dotenv:
-        # The working directory's .env; without usecwd python-dotenv searches from this file instead.
-        load_dotenv(find_dotenv(usecwd=True), override=False)
-    environments = {
+def _read_dotenv() -> None:
+    """The working directory's .env into the process environment (without usecwd python-dotenv searches from this
+    file instead); a variable already set wins."""
+    load_dotenv(find_dotenv(usecwd=True), override=False)
+
+
+def pet_stores(environ: Mapping[str, str]) -> dict[str, dict[str, str | None]]:
+    """Each environment's URL and key, from `PETSTORE_<NAME>_URL` and `PETSTORE_<NAME>_KEY` (None when unset)."""
+    return {
         name: {
             "url": environ.get(f"PETSTORE_{name.upper()}_URL", "").strip() or None,
             "key": environ.get(f"PETSTORE_{name.upper()}_KEY", "").strip() or None,
         }
         for name in ENVIRONMENT_NAMES
     }
-    demo = not any(settings["url"] for settings in environments.values())
+
+
+def no_pet_store(environments: Mapping[str, Mapping[str, str | None]]) -> bool:
+    """Whether no pet store is configured at all: no URL and no key of any environment."""
+    return not any(settings["url"] or settings["key"] for settings in environments.values())
+
+
+def demo_wanted(environ: Mapping[str, str]) -> bool:
+    """Whether a demo entry point (`python app.py`, `flask --app app run`, and those alone) runs the demo: when no
+    pet store is configured. The one place that decides demo mode; every other entry point refuses to start then
+    (`check`). The demo never runs on a configured PETPORTAL_DATABASE_URL: it would reset that database's accounts."""
+    _read_dotenv()
+    if not no_pet_store(pet_stores(environ)):
+        return False
+    if environ.get("PETPORTAL_DATABASE_URL", "").strip():
+        raise ConfigurationError(
+            "PETPORTAL_DATABASE_URL is set but no PETSTORE_*_URL is: demo mode never touches a configured "
+            "database. Set the pet store URLs and keys, or unset PETPORTAL_DATABASE_URL to run the demo."
+        )
+    return True
+
+
+def from_environment(environ: Mapping[str, str], read_dotenv: bool = True) -> dict[str, Any]:
+    """Flask settings from the `PETSTORE_*` and `PETPORTAL_*` variables."""
+    if read_dotenv:
+        _read_dotenv()
     settings = {
-        "PETSTORE_ENVIRONMENTS": environments,
+        "PETSTORE_ENVIRONMENTS": pet_stores(environ),
         "DEFAULT_ENVIRONMENT": environ.get("PETPORTAL_DEFAULT_ENVIRONMENT", "").strip() or "production",
         "UPSTREAM_TIMEOUT": _number(environ, "PETPORTAL_UPSTREAM_TIMEOUT", 5.0, minimum=0.1),
         "UPSTREAM_POOL_SIZE": _number(environ, "PETPORTAL_UPSTREAM_POOL_SIZE", DEFAULT_POOL_SIZE, kind=int, minimum=1),
-        "HTTPS": _flag(environ, "PETPORTAL_HTTPS", not demo),
+        # None until `load` knows whether this is demo mode, as REQUIRE_ADMIN_MFA below.
+        "HTTPS": _flag(environ, "PETPORTAL_HTTPS", None),
         "TRUSTED_HOSTS": [h.strip() for h in environ.get("PETPORTAL_TRUSTED_HOSTS", "").split(",") if h.strip()]
         or None,
         "TRUSTED_PROXIES": _number(environ, "PETPORTAL_TRUSTED_PROXIES", 0, kind=int),
         "CACHE_SECONDS": _number(environ, "PETPORTAL_CACHE_SECONDS", 2.0),
         "REDIS_URL": environ.get("PETPORTAL_REDIS_URL", "").strip() or None,
-        "DATABASE_CONFIGURED": bool(environ.get("PETPORTAL_DATABASE_URL", "").strip()),
         # None until `load` knows whether this is demo mode (a test's overrides may decide that).
         "REQUIRE_ADMIN_MFA": _flag(environ, "PETPORTAL_REQUIRE_ADMIN_MFA", None),
         "METRICS_TOKEN": environ.get("PETPORTAL_METRICS_TOKEN", "").strip() or None,
@@ -189,8 +228,7 @@ def from_environment(environ: Mapping[str, str], read_dotenv: bool = True) -> di
         "TRACING": tracing.wanted(environ),
         # An incoming traceparent is continued only from a proxy or mesh the operator runs (tracing.register).
         "TRUST_TRACE_HEADERS": _flag(environ, "PETPORTAL_TRUST_TRACE_HEADERS", False),
-        "PUBLIC_URL": (environ.get("PETPORTAL_PUBLIC_URL", "").strip() or (DEMO_PUBLIC_URL if demo else "")).rstrip("/")
-        or None,
+        "PUBLIC_URL": environ.get("PETPORTAL_PUBLIC_URL", "").strip().rstrip("/") or None,
         "OIDC": _single_sign_on(environ),
     }
     if environ.get("PETPORTAL_SECRET_KEY"):
@@ -255,6 +293,14 @@ def secret_values(config: Mapping[str, Any]) -> tuple[str, ...]:
 
 def check(config: Mapping[str, Any]) -> None:
     """Refuse to start with a configuration that cannot work, naming the variable to fix."""
+    if not config["DEMO"] and no_pet_store(config["PETSTORE_ENVIRONMENTS"]):
+        # Production never falls into the demo: only `python app.py` and `flask --app app run` start it.
+        raise ConfigurationError(
+            "no pet store is configured: set PETSTORE_PRODUCTION_URL and PETSTORE_PRODUCTION_KEY "
+            "(to try the portal without one, run the demo: python app.py)."
+        )
+    for name, settings in config["PETSTORE_ENVIRONMENTS"].items():
+        _check_pet_store(name, settings["url"], settings["key"])
     if config["DEFAULT_ENVIRONMENT"] not in ENVIRONMENT_NAMES:
         raise ConfigurationError(
             f"PETPORTAL_DEFAULT_ENVIRONMENT must be one of {', '.join(ENVIRONMENT_NAMES)}, "
@@ -270,6 +316,11 @@ def check(config: Mapping[str, Any]) -> None:
         raise ConfigurationError(f"PETPORTAL_LOG_FORMAT must be text or json, not {config['LOG_FORMAT']!r}.")
     if not config.get("SECRET_KEY"):
         raise ConfigurationError("PETPORTAL_SECRET_KEY is not set; the portal needs it to sign sessions.")
+    if not config["DEMO"] and len(config["SECRET_KEY"]) < SECRET_KEY_LENGTH:
+        raise ConfigurationError(
+            f"PETPORTAL_SECRET_KEY must be at least {SECRET_KEY_LENGTH} characters long, not "
+            f"{len(config['SECRET_KEY'])}; make one with: python -c 'import secrets; print(secrets.token_urlsafe(32))'"
+        )
     redis_url = config["REDIS_URL"]
     if redis_url and not redis_url.startswith(REDIS_SCHEMES):
         # The sessions' Redis client would take unix://, but the login counters (`limits`, opened at the first
@@ -299,12 +350,20 @@ def check(config: Mapping[str, Any]) -> None:
                 "PETPORTAL_OIDC_ISSUER is set, but neither PETPORTAL_OIDC_ADMIN_VALUES nor "
                 "PETPORTAL_OIDC_STAFF_VALUES: nobody could sign in."
             )
-    for name, settings in config["PETSTORE_ENVIRONMENTS"].items():
-        url = settings["url"]
-        if url and not url.startswith(("http://", "https://")):
-            raise ConfigurationError(f"PETSTORE_{name.upper()}_URL must start with http:// or https://, not {url!r}.")
-        if url and not url.rstrip("/").endswith("/v1"):
-            raise ConfigurationError(
-                f"PETSTORE_{name.upper()}_URL must be the API's base URL, ending in /v1 (for example "
-                f"https://petstore.example/v1), not {url!r}."
-            )
+
+
+def _check_pet_store(name: str, url: str | None, key: str | None) -> None:
+    """Refuse an environment's URL that is not the API's base URL, and a URL without its key or a key without
+    its URL (the first page would find out, as "the key was rejected")."""
+    prefix = f"PETSTORE_{name.upper()}"
+    if url and not url.startswith(("http://", "https://")):
+        raise ConfigurationError(f"{prefix}_URL must start with http:// or https://, not {url!r}.")
+    if url and not url.rstrip("/").endswith("/v1"):
+        raise ConfigurationError(
+            f"{prefix}_URL must be the API's base URL, ending in /v1 (for example "
+            f"https://petstore.example/v1), not {url!r}."
+        )
+    if url and not key:
+        raise ConfigurationError(f"{prefix}_URL is set, but {prefix}_KEY is not: set the key the pet store gave you.")
+    if key and not url:
+        raise ConfigurationError(f"{prefix}_KEY is set, but {prefix}_URL is not: set the pet store's base URL.")

@@ -18,13 +18,14 @@ from pathlib import Path
 
 import click
 from flask import Flask, current_app
+from werkzeug.serving import is_running_from_reloader
 
 from .catalog import categories
-from .commands import upgrade_database
-from .config import DEMO_STARTED_VARIABLE, ENVIRONMENT_NAMES, ConfigurationError
+from .commands import upgrade_database, warn_before_init_db
+from .config import DEMO_STARTED_VARIABLE, ENVIRONMENT_NAMES, ConfigurationError, demo_wanted
 from .extensions import db
 from .models import User
-from .processes import free_port, stop, wait_for_port
+from .processes import free_port, listen_error, stop, wait_for_port
 
 STORE_COMMAND = [sys.executable, "-m", "flask", "--app", "petportal.store"]
 DEMO_ACCOUNTS = (("staff", "staff"), ("admin", "admin"))
@@ -34,40 +35,51 @@ PR_SET_PDEATHSIG = 1
 log = logging.getLogger(__name__)
 
 
-def register(app: Flask) -> None:
-    """Demo mode, when this process serves: start the stores, point `app` at them and at a fresh
-    database, and make the two accounts once the app is built. Does nothing otherwise.
+def portal(host: str, port: int, port_option: str) -> Flask:
+    """The portal for a demo entry point (`python app.py`, `flask --app app run`), which will serve it on host:port:
+    in demo mode when no pet store is configured (`config.demo_wanted`), else as configured. The port is checked
+    before the demo starts anything, so a busy one costs no store and prints no password; `port_option` is the
+    option that chooses another.
 
-    The stores start once per process tree: a reloader child (`flask run --debug`) reuses its
-    parent's stores, database and accounts, so its reloads neither start stores twice nor change
-    the printed passwords.
+    The stores start once per process tree: a reloader child (`flask run --debug`) reuses its parent's stores,
+    database and accounts (and its parent's socket), so its reloads neither start stores twice nor change the
+    printed passwords.
     """
-    if not app.config["DEMO"] or not _serving():
-        return
-    if app.config["DATABASE_CONFIGURED"]:
-        # Demo mode makes its own accounts; it must never reset the passwords of real ones.
-        raise ConfigurationError(
-            "PETPORTAL_DATABASE_URL is set but no PETSTORE_*_URL is: demo mode never touches a configured "
-            "database. Set the pet store URLs, or unset PETPORTAL_DATABASE_URL to run the demo."
-        )
+    from . import INSTANCE_PATH, create_app
+
+    if not demo_wanted(os.environ):
+        app = create_app()
+        _check_port(host, port, port_option)
+        warn_before_init_db(app)
+        return app
     started = os.environ.get(DEMO_STARTED_VARIABLE)
     if started:
-        app.config.update(json.loads(started))
-        return
-    stores = start_stores(app.instance_path)
+        return create_app(demo=json.loads(started))
+    _check_port(host, port, port_option)
+    instance_path = INSTANCE_PATH or "instance"  # always a checkout's: the demo's entry points live in one
+    stores = start_stores(instance_path)
     settings = {
         "PETSTORE_ENVIRONMENTS": stores,
-        "SQLALCHEMY_DATABASE_URI": fresh_portal_database(app.instance_path),
+        "SQLALCHEMY_DATABASE_URI": fresh_portal_database(instance_path),
+        "PUBLIC_URL": f"http://localhost:{port}",  # single sign-on's way back and the passkeys' origin
     }
-    app.config.update(settings)
+    app = create_app(demo=settings)
+    # For a reloader child of this process (the only process that starts from this one's environment).
     os.environ[DEMO_STARTED_VARIABLE] = json.dumps(settings)
-    app.extensions["petportal.when_built"].append(lambda: _open(stores))
+    with app.app_context():
+        _open(stores)
+    return app
 
 
-def _serving() -> bool:
-    """True when this process will serve requests (not when it runs `init-db` or `user create`)."""
-    context = click.get_current_context(silent=True)
-    return context is None or context.info_name == "run"
+def _check_port(host: str, port: int, port_option: str) -> None:
+    """Refuse, in one line naming `port_option`, a port this process could not listen on (but in a reloader child,
+    which serves on the socket its parent opened)."""
+    reason = None if is_running_from_reloader() else listen_error(host, port)
+    if reason:
+        raise ConfigurationError(
+            f"cannot listen on {host}:{port} ({reason}): stop what uses it, or choose another port with "
+            f"{port_option}, for example {port_option} 8080."
+        )
 
 
 def _open(stores: Mapping[str, Mapping[str, str]]) -> None:
@@ -144,7 +156,7 @@ def fresh_portal_database(instance_path: str) -> str:
 
 def _remove(folder: str, owner: int) -> None:
     if os.getpid() != owner:
-        return  # a forked server worker exiting (gunicorn's preload): the database is still the others'
+        return  # a process forked from the demo's exiting: the database is still the demo's
     shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -180,15 +192,12 @@ def create_accounts(stores: Mapping[str, Mapping[str, str]]) -> None:
 
 def _stop(processes: Iterable[subprocess.Popen[bytes]], owner: int) -> None:
     if os.getpid() != owner:
-        return  # a forked server worker exiting; the stores belong to the process that started them
+        return  # a forked process exiting; the stores belong to the process that started them
     stop(processes, seconds=5)
 
 
 def _exit_cleanly_on(*signals: signal.Signals) -> None:
-    """Turn these signals into a normal exit, so the atexit hook stops the stores (SIGINT already is one).
-
-    gunicorn installs its own handlers afterwards in its master, and stops the stores at its own exit.
-    """
+    """Turn these signals into a normal exit, so the atexit hook stops the stores (SIGINT already is one)."""
     if threading.current_thread() is not threading.main_thread():
         return
     for number in signals:

@@ -18,6 +18,8 @@ from collections.abc import Iterable, Iterator, Sequence
 
 from flask import Response, stream_with_context
 
+from .petstore.errors import unread
+
 # A spreadsheet runs a cell that starts with one of these as a formula (OWASP, "CSV Injection").
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 # Where a spreadsheet may start a cell inside a text: German and Spanish spreadsheets split a CSV line on `;` (and
@@ -47,14 +49,15 @@ def spreadsheet_safe(cell: Cell) -> Cell:
 
 
 def _runs(part: str) -> bool:
-    """Whether a spreadsheet runs `part` as a formula: its first character that is not a space (of any width) or a
-    zero-width or other format character (a byte order mark is one), read in its NFKC form (so the full-width equals
+    """Whether a spreadsheet runs `part` as a formula: its first character that is not a space (of any width) or one
+    nobody reads (a zero-width or other format character, a byte order mark, a control character, a combining mark, a
+    blank filler: `unread`), read in its NFKC form (so the full-width equals
     sign U+FF1D is `=`), is one of `FORMULA_STARTS`."""
     for char in part:
         folded = unicodedata.normalize("NFKC", char)
         if folded.startswith(FORMULA_STARTS):
             return True
-        if not (folded.isspace() or unicodedata.category(char) == "Cf"):
+        if not (folded.isspace() or unread(char)):
             return False
     return False
 

@@ -21,6 +21,7 @@ from werkzeug.exceptions import (
 )
 
 from .auth.sessions import LOGINS_UNAVAILABLE, logins_available
+from .commands import INIT_DB_HINT, tables_missing
 from .extensions import DATABASE_OUTAGES, db
 from .front_door import UnreadableRequest
 from .lazy_text import lazy_gettext as _l
@@ -124,10 +125,14 @@ def handle_database_error(error: SQLAlchemyError) -> ErrorPage:
         current_app.logger.warning("a change lost a race with another: %s", type(error.orig).__name__)
         message = _("Someone else made the same change at the same moment, so nothing was saved. Reload and check.")
         return render_error(409, message, title=_("Changed at the same moment"))
-    if not isinstance(error, DATABASE_OUTAGES):
+    missing = tables_missing(error)  # not a bug either: the database was never set up
+    if not isinstance(error, DATABASE_OUTAGES) and not missing:
         return handle_unexpected_error(error)
     db.session.rollback()
-    current_app.logger.error("the portal's database is unavailable: %s", type(error).__name__)
+    if missing:
+        current_app.logger.error("the portal's database has no tables: %s", INIT_DB_HINT)
+    else:
+        current_app.logger.error("the portal's database is unavailable: %s", type(error).__name__)
     message = _("The portal cannot reach its own database, so this page cannot be shown. Customers' pages still work.")
     return render_error(503, message, title=_("Temporarily unavailable"), retry=True)
 

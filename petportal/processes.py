@@ -26,6 +26,24 @@ def is_listening(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
+def listen_error(host: str, port: int) -> str | None:
+    """Why a server could not listen on host:port right now (such as "Address already in use"), or None when it
+    could: a server about to start asks this before it starts anything else. The socket is bound as servers bind
+    theirs (SO_REUSEADDR: a port that only holds closed connections is free), then closed."""
+    try:
+        addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (OSError, UnicodeError) as error:
+        return str(getattr(error, "strerror", None) or error)
+    family, kind, _, _, address = addresses[0]
+    with socket.socket(family, kind) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(address)
+        except OSError as error:
+            return error.strerror or str(error)
+    return None
+
+
 def wait_for_port(port: int, process: subprocess.Popen | None = None, seconds: float = 30) -> None:
     """Wait until something listens on loopback `port`; fail if `process` exits first or it takes too long."""
     deadline = time.monotonic() + seconds

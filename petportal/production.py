@@ -5,8 +5,9 @@ granian (a Rust HTTP server running the portal as a WSGI app) was chosen over gu
 floor (a constant page) several times gunicorn's. `gunicorn -c gunicorn.conf.py app:app` keeps working,
 and both servers get the same things done for the portal:
 
-- the app is built once, in the first process, and every worker is forked from it (demo mode starts
-  its stores once; the workers share the memory of what was loaded);
+- the app is built once, in the first process, and every worker is forked from it (the workers share the
+  memory of what was loaded); neither ever runs the demo: without a pet store configured, the build refuses
+  with one line (`config.check`), as does a port in use (`--bind`);
 - each worker starts its own import runner (`worker_started`);
 - metrics add up over the workers (`PROMETHEUS_MULTIPROC_DIR`, a fresh folder per server, removed at its
   stop); a dead worker's live gauges are dropped when the figures are read (`metrics.forget_dead_workers`);
@@ -37,6 +38,7 @@ replaces itself (same process id, so signals reach the server) with `python -m p
 from __future__ import annotations
 
 import argparse
+import logging
 import multiprocessing
 import multiprocessing.util
 import os
@@ -75,7 +77,41 @@ def parse_bind(bind: str) -> tuple[str, int]:
     return host, int(port)
 
 
-@click.command("serve")
+class PortalCommand(click.Command):
+    """A command of the portal alone. Flask's CLI offers a plugin command to every app (`flask --app petportal.store`
+    too), so this one is hidden from any app but the portal, and refuses to serve one."""
+
+    @property  # click sets `hidden` as an attribute; here it follows the app being run
+    def hidden(self) -> bool:
+        return not _for_the_portal()
+
+    @hidden.setter
+    def hidden(self, _value: bool) -> None:
+        pass
+
+
+def _for_the_portal() -> bool:
+    """Whether the app of this `flask --app ...` is the portal (not the reference store); the CLI has already
+    loaded it to list its commands, and a portal that cannot load counts as the portal (its error is the answer)."""
+    from flask.cli import ScriptInfo
+
+    context = click.get_current_context(silent=True)
+    info = context.find_object(ScriptInfo) if context else None
+    if info is None:
+        return True
+    try:
+        app = info.load_app()
+    except (Exception, SystemExit):  # noqa: BLE001 - any app that cannot load is not known to be another one
+        return True
+    return is_the_portal(app)
+
+
+def is_the_portal(app: Flask) -> bool:
+    """Whether `app` is the portal (petportal.create_app's), the one app this module serves."""
+    return app.import_name == "petportal"
+
+
+@click.command("serve", cls=PortalCommand)
 @click.option("--bind", default=DEFAULT_BIND, show_default=True, help="HOST:PORT to listen on.")
 @click.option(
     "--workers",
@@ -87,7 +123,8 @@ def parse_bind(bind: str) -> tuple[str, int]:
 @click.pass_context
 def serve_command(context: click.Context, bind: str, workers: int) -> None:
     """Serve the portal in production, with granian; SIGTERM lets requests under way finish."""
-    parse_bind(bind)  # a bad address is refused here, before anything starts
+    host, port = parse_bind(bind)  # a bad address is refused here, before anything starts
+    _check_address(host, port)
     from flask.cli import ScriptInfo
 
     info = context.ensure_object(ScriptInfo)
@@ -101,6 +138,19 @@ def serve_command(context: click.Context, bind: str, workers: int) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os.execve(sys.executable, command, environ)
+
+
+def _check_address(host: str, port: int) -> None:
+    """Refuse, in one line naming --bind, an address this server could not listen on (a port in use)."""
+    from .config import ConfigurationError
+    from .processes import listen_error
+
+    reason = listen_error(host, port)
+    if reason:
+        raise ConfigurationError(
+            f"cannot listen on {host}:{port} ({reason}): stop what uses it, or choose another address with --bind, "
+            f"for example --bind {host}:{port + 1 if port < 65535 else 8000}."
+        )
 
 
 def worker_started(app: Flask) -> None:
@@ -122,6 +172,7 @@ def run(app_import_path: str | None, bind: str, workers: int) -> None:
     """Build the app once, then serve it from `workers` forked granian workers until stopped."""
     from flask.cli import ScriptInfo
 
+    from .commands import warn_before_init_db
     from .logs import uncaught_exceptions_logged
     from .processes import fewer_malloc_arenas
 
@@ -129,6 +180,11 @@ def run(app_import_path: str | None, bind: str, workers: int) -> None:
     uncaught_exceptions_logged()  # the workers are forked from here: theirs too
     fewer_malloc_arenas()  # before the app is loaded and the workers forked (see fewer_malloc_arenas)
     app = ScriptInfo(app_import_path=app_import_path).load_app()
+    if not is_the_portal(app):
+        from .config import ConfigurationError
+
+        raise ConfigurationError(f"`flask serve` serves the portal (flask --app app serve), not {app.import_name}.")
+    warn_before_init_db(app)
     forget_secret_variables()
     serve(_loader(app), host, port, workers, app.config["LOG_FORMAT"])
 
@@ -170,7 +226,15 @@ def serve(load: Callable[[], WSGIApplication], host: str, port: int, workers: in
         workers_kill_timeout=GRACE_SECONDS,
     )
     server.on_shutdown(_remove_metrics_folder)
+    logging.getLogger("_granian").addFilter(_no_threads_warning)  # after the Server set up granian's logging
     server.serve(target_loader=load, wrap_loader=False)
+
+
+def _no_threads_warning(record: logging.LogRecord) -> bool:
+    """granian warns when a worker has more Python threads than 2 x cores + 1 ("Configuration allows spawning up to
+    8 Python threads ..."): right for threads that compute, not for the portal's, which mostly wait on the pet store
+    (THREADS says why 8). Every other line of granian's passes."""
+    return "Python threads" not in record.getMessage()
 
 
 def _loader(app: Flask) -> Callable[[], Flask]:
@@ -189,7 +253,7 @@ def _remove_metrics_folder() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """What `flask serve` runs, in a fresh interpreter. Not a click command: the app is built outside any
-    command, as a server builds it (demo mode then knows it serves)."""
+    command, as a server builds it."""
     parser = argparse.ArgumentParser(prog="python -m petportal.production", description=main.__doc__)
     parser.add_argument("--app", dest="app_import_path", default=None)
     parser.add_argument("--bind", default=DEFAULT_BIND)

@@ -1,7 +1,7 @@
 """Static files under content-addressed URLs, kept by browsers for a year.
 
-Every page links a stylesheet or script as `/static/<file>?v=<digest of its bytes>` (`versioned_url`, through
-the `fixed_url` links of the templates). A GET or HEAD that Flask answered with the file itself, under the
+Every page links a stylesheet or script as `/static/<file>?v=<digest of its bytes>` (`versioned_url`, the
+templates' `static_url`). A GET or HEAD that Flask answered with the file itself, under the
 file's current digest, gets `Cache-Control: public, max-age=31536000, immutable`: the browser never asks again,
 and a new release, whose files have new digests, is fetched at once. Any other request for the file is answered
 as Flask answers it (revalidated each time). Each file is read whole, so that it is compressed as the pages are
@@ -61,8 +61,10 @@ def _path(app: Flask, endpoint: str, filename: str) -> str | None:
 
 
 def register(app: Flask) -> None:
-    """Keep a static file for a year when it was sent under its current digest; read it whole, so that it is
-    compressed (runs before `compression`'s hook, registered earlier)."""
+    """Let templates link a static file under its digest (`static_url`); keep a static file for a year when it was
+    sent under its current digest; read it whole, so that it is compressed (runs before `compression`'s hook,
+    registered earlier)."""
+    app.jinja_env.globals["static_url"] = versioned_url
 
     @app.after_request
     def keep_versioned_files(response: Response) -> Response:

@@ -123,8 +123,9 @@ def portal_config(tmp_path, production_url, staging_url, **overrides):
         "SECRET_KEY": SECRET_KEY,
         "SQLALCHEMY_DATABASE_URI": f"sqlite:///{tmp_path / 'portal.sqlite'}",
         "PETSTORE_ENVIRONMENTS": {
-            "production": {"url": production_url, "key": PRODUCTION_KEY},
-            "staging": {"url": staging_url, "key": STAGING_KEY},
+            # A key without its URL is refused at start, as a URL without its key.
+            "production": {"url": production_url, "key": PRODUCTION_KEY if production_url else None},
+            "staging": {"url": staging_url, "key": STAGING_KEY if staging_url else None},
         },
         "UPSTREAM_TIMEOUT": 1.0,
         "HTTPS": False,

@@ -36,6 +36,8 @@ def test_the_benchmark_runs_and_prints_its_table():
     # Each row with a figure in the columns that must have one: granian at limit 20, granian at limit 100,
     # gunicorn at limit 20; the target last.
     for label, granian, granian_100, gunicorn in (
+        ("portal p50 / bare page p50, c=1, cache off", ratio, "", ""),
+        ("portal rps / bare page rps, c=8, cache off", ratio, "", ""),
         ("portal p50 / store p50, c=1, cache off", ratio, ratio, ratio),
         ("portal rps / store rps, c=8, cache off", ratio, ratio, ratio),
         ("bare Flask page p50 / store p50, c=1 (the least a page over the store costs)", ratio, "", ""),

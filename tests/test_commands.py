@@ -1,9 +1,19 @@
-"""The operator command `flask --app app user create` (init-db: test_migrations.py)."""
+"""The operator command `flask --app app user create` (init-db: test_migrations.py), and every way of starting the
+portal by mistake: one line on standard error naming the fix, a non-zero status, no traceback."""
+
+import socket
+import subprocess
+import sys
 
 import pytest
 
+from bench.portal import FLASK_PORTAL, PROJECT_ROOT, portal_environment
+from petportal import commands, create_app
 from petportal.extensions import db
 from petportal.models import User
+
+from helpers import portal_config
+from servers import free_port
 
 
 def users(app):
@@ -58,3 +68,144 @@ def test_user_create_refuses_bad_input_with_a_clear_message(portal_app, runner, 
     assert result.exit_code != 0
     assert message in result.output
     assert "erin" not in users(portal_app)
+
+
+# --- start-up mistakes: one line each, naming the fix (issue 42) ---------------------------------------------------
+
+CONFIGURED = {
+    "PETSTORE_PRODUCTION_URL": "http://127.0.0.1:9/v1",
+    "PETSTORE_PRODUCTION_KEY": "production-key",
+    "PETPORTAL_SECRET_KEY": "s" * 32,
+}
+GUNICORN = [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py"]
+# The production entry points: none of them may start the demo.
+PRODUCTION_ENTRY_POINTS = {
+    "flask serve": [*FLASK_PORTAL, "serve", "--bind", "127.0.0.1:{port}"],
+    "gunicorn app:app": [*GUNICORN, "--bind", "127.0.0.1:{port}", "app:app"],
+    "gunicorn petportal:create_app()": [*GUNICORN, "--bind", "127.0.0.1:{port}", "petportal:create_app()"],
+    "flask --app petportal run": [sys.executable, "-m", "flask", "--app", "petportal", "run", "--port", "{port}"],
+}
+
+
+def refused(command, env, port=None, stdin=None):
+    """Run `command` (as an operator types it, from the checkout) with `env`; assert it stopped with a non-zero
+    status and exactly one line on standard error, no traceback; return that line and the standard output."""
+    port = port or free_port()
+    result = subprocess.run(
+        [part.format(port=port) for part in command],
+        cwd=PROJECT_ROOT,
+        env=env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode != 0, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    return lines[0], result.stdout
+
+
+@pytest.mark.parametrize("entry", PRODUCTION_ENTRY_POINTS)
+def test_a_production_entry_point_without_a_pet_store_refuses_and_starts_no_demo(entry):
+    line, output = refused(PRODUCTION_ENTRY_POINTS[entry], portal_environment())
+    assert "PETSTORE_PRODUCTION_URL" in line and "PETSTORE_PRODUCTION_KEY" in line
+    assert "password" not in output + line and "store:" not in output, "no demo store, no demo account"
+
+
+@pytest.mark.parametrize(
+    "entry, variables, named",
+    [
+        ("flask serve", {"PETSTORE_PRODUCTION_URL": "http://127.0.0.1:9/v1"}, "PETSTORE_PRODUCTION_KEY is not"),
+        ("python app.py", {"PETSTORE_PRODUCTION_KEY": "production-key"}, "PETSTORE_PRODUCTION_URL is not"),
+        ("flask run", {**CONFIGURED, "PETSTORE_STAGING_URL": "http://127.0.0.1:9/v1"}, "PETSTORE_STAGING_KEY is not"),
+        ("flask serve", {**CONFIGURED, "PETSTORE_STAGING_KEY": "staging-key"}, "PETSTORE_STAGING_URL is not"),
+        ("flask serve", {**CONFIGURED, "PETPORTAL_SECRET_KEY": "abc"}, "PETPORTAL_SECRET_KEY must be at least 32"),
+        ("python app.py", {**CONFIGURED, "PETPORTAL_SECRET_KEY": "abc"}, "PETPORTAL_SECRET_KEY must be at least 32"),
+    ],
+    ids=[
+        "production URL alone",
+        "production key alone",
+        "staging URL alone",
+        "staging key alone",
+        "short secret",
+        "short secret, python app.py",
+    ],
+)
+def test_a_store_half_configured_or_a_short_secret_key_is_refused_at_start(entry, variables, named):
+    """The check is config.check's, the same for every entry point (test_operations.py runs each with other
+    mistakes): one entry point a case keeps this quick."""
+    command = {
+        "flask serve": PRODUCTION_ENTRY_POINTS["flask serve"],
+        "python app.py": [sys.executable, "app.py", "--port", "{port}"],
+        "flask run": [*FLASK_PORTAL, "run", "--port", "{port}"],
+    }[entry]
+    line, output = refused(command, portal_environment(**variables))
+    assert named in line
+    assert "password" not in output, "a store named by a variable is never replaced by the demo's"
+
+
+def test_user_create_before_init_db_names_init_db(tmp_path):
+    env = portal_environment(**CONFIGURED, PETPORTAL_DATABASE_URL=f"sqlite:///{tmp_path / 'new.sqlite'}")
+    line, _ = refused(
+        [*FLASK_PORTAL, "user", "create", "alice", "--role", "admin", "--password-stdin"],
+        env,
+        stdin="correct horse battery staple\n",
+    )
+    assert "no tables" in line and "flask --app app init-db" in line
+
+
+def test_readyz_and_the_log_say_no_tables_before_init_db(tmp_path, caplog, production_store):
+    portal = create_app(portal_config(tmp_path, production_store.url, None))  # no create_all, no init-db
+    commands.warn_before_init_db(portal)
+    assert "the portal's database has no tables: run `flask --app app init-db` first" in caplog.text
+    answer = portal.test_client().get("/readyz")
+    assert answer.status_code == 503
+    assert answer.json["checks"]["database"] == "no tables" and answer.json["checks"]["petstore"] == "ok"
+    portal.extensions["petportal.environments"].close()
+
+
+@pytest.mark.parametrize(
+    "command, option, configured",
+    [
+        (PRODUCTION_ENTRY_POINTS["flask serve"], "--bind", True),
+        ([sys.executable, "app.py", "--port", "{port}"], "--port", True),
+        ([sys.executable, "app.py", "--port", "{port}"], "--port", False),
+        ([*FLASK_PORTAL, "run", "--port", "{port}"], "--port", False),
+    ],
+    ids=["flask serve", "python app.py", "python app.py, demo", "flask run, demo"],
+)
+def test_a_busy_port_is_one_line_naming_the_option_before_anything_starts(command, option, configured):
+    env = portal_environment(**CONFIGURED) if configured else portal_environment()
+    with socket.create_server(("127.0.0.1", 0)) as busy:
+        port = busy.getsockname()[1]
+        line, output = refused(command, env, port=port)
+    assert f"127.0.0.1:{port}" in line and "in use" in line and option in line
+    assert "password" not in output and "store:" not in output, "no demo store started, no password printed"
+
+
+def test_the_stores_command_line_lists_only_the_stores_commands():
+    result = subprocess.run(
+        [sys.executable, "-m", "flask", "--app", "petportal.store", "--help"],
+        cwd=PROJECT_ROOT,
+        env=portal_environment(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    commands_listed = result.stdout.split("Commands:")[1].split()
+    assert "seed" in commands_listed and "run" in commands_listed
+    assert "serve" not in commands_listed and "init-db" not in commands_listed
+    portal = subprocess.run(
+        [*FLASK_PORTAL, "--help"],
+        cwd=PROJECT_ROOT,
+        env=portal_environment(**CONFIGURED),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert "serve" in portal.stdout.split("Commands:")[1].split(), "the portal's own list still has it"

@@ -149,7 +149,7 @@ def test_two_demos_seeding_one_store_at_once_leave_it_seeded_once_and_nothing_el
 def test_a_demo_portal_database_is_removed_by_the_process_that_made_it_not_by_a_forked_worker(tmp_path):
     (tmp_path / "demo").mkdir()
     folder = Path(demo.fresh_portal_database(str(tmp_path)).removeprefix("sqlite:///")).parent
-    demo._remove(str(folder), os.getpid() + 1)  # as a gunicorn worker forked from the demo's process exits
+    demo._remove(str(folder), os.getpid() + 1)  # as a process forked from the demo's exits
     assert folder.is_dir()
     demo._remove(str(folder), os.getpid())
     assert not folder.exists()

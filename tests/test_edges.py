@@ -337,7 +337,7 @@ def test_demo_mode_refuses_a_configured_database_and_changes_no_account(tmp_path
     app = create_app(
         {
             "TESTING": True,
-            "SECRET_KEY": "x",
+            "SECRET_KEY": "x" * 32,
             "SQLALCHEMY_DATABASE_URI": database,
             "PETSTORE_ENVIRONMENTS": {"production": elsewhere, "staging": elsewhere},
         }

@@ -394,6 +394,12 @@ def test_the_audit_csv_reads_the_log_a_batch_at_a_time(make_portal, database_url
         ("\uff0d2", "'\uff0d2"),
         ("Rex;\u3000\uff1d1", "Rex;'\u3000\uff1d1"),
         ("\u200bRex", "\u200bRex"),
+        # Found by an outside review: fillers that show as nothing, a combining grapheme joiner, a NUL.
+        ("\u3164=1+1", "'\u3164=1+1"),
+        ("\u115f=1", "'\u115f=1"),
+        ("\u2800=1", "'\u2800=1"),
+        ("\u034f=1", "'\u034f=1"),
+        ("\x00=1", "'\x00=1"),
         ("\uff32ex = 1", "\uff32ex = 1"),
         (" ", " "),
         (-2, -2),

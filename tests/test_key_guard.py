@@ -5,15 +5,34 @@ text is withheld whole: a record in a list on its own row, with a note, while th
 """
 
 import base64
+import csv
+import io
 import json
 import re
+import secrets
+import unicodedata
+from dataclasses import dataclass
 
 import pytest
+import requests
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bench.portal import csrf_token
+from petportal.petstore.errors import MESSAGE_CHARS, WITHHELD, clean, quotes_secret
 from petportal.petstore.records import WITHHELD_NAME
 
-from helpers import PRODUCTION_KEY, STAGING_KEY, AuthActions, finished, press, submission_token, upload
+from helpers import (
+    PRODUCTION_KEY,
+    STAGING_KEY,
+    AuthActions,
+    dispose_store,
+    finished,
+    make_store,
+    press,
+    submission_token,
+    upload,
+)
 from servers import serve
 
 KEY = PRODUCTION_KEY
@@ -104,3 +123,209 @@ def test_a_refusal_quoting_the_key_in_disguise_is_withheld_from_staff(disguising
     assert finished(staff, path)["failed"] == 1
     results = staff.get(f"{path}/results.csv").get_data(as_text=True)
     assert "The pet store's message was withheld: it quoted a credential." in results
+
+
+# --- Disguises a person reads at a glance, over the real reference store -----------------------------------------
+# Keys drawn from letters that have both a Cyrillic look-alike and a precomposed form with an acute accent, so that
+# each disguise below hides every character of the key from a plain comparison (see `plainly_quoted`).
+KEY_LETTERS = "aceopyACEKMOP"
+CYRILLIC = str.maketrans(KEY_LETTERS, "\u0430\u0441\u0435\u043e\u0440\u0443\u0410\u0421\u0415\u041a\u041c\u041e\u0420")
+KEYS = {
+    "a 32-character key": "".join(secrets.choice(KEY_LETTERS) for _ in range(32)),
+    "a 6-character key": "".join(secrets.choice(KEY_LETTERS) for _ in range(6)),
+}
+SEEN_DISGUISES = {
+    "in Cyrillic look-alikes": lambda key: f"Rex {key.translate(CYRILLIC)}",
+    "with combining accents": lambda key: "Rex " + "".join(f"{char}\u0301" for char in key),
+    "in tag characters": lambda key: "Rex" + "".join(chr(0xE0000 + ord(char)) for char in key),
+    # What an outside review found after the guard first read as a person reads:
+    "split by Hangul fillers, which show as nothing": lambda key: "Rex " + "\u3164".join(pieces(key, 4)),
+    "split by byte escapes, as Python's repr writes them": lambda key: "Rex " + "\\x80".join(pieces(key, 4)),
+    "in negative squared letters": lambda key: "Rex " + "".join(chr(0x1F170 + ord(c.upper()) - 65) for c in key),
+    "in regional indicator letters": lambda key: "Rex " + "".join(chr(0x1F1E6 + ord(c.upper()) - 65) for c in key),
+    "as it is": lambda key: f"Rex {key}",
+}
+HONEST = {"available": ["Honest Rex", "Honest Max"], "sold": ["Milo", "Oreo", "Daisy", "Sadie", "Tom"]}
+WITHHELD_ON_PAGE = WITHHELD_NAME.replace("'", "&#39;")
+
+
+def pieces(key, size):
+    return [key[i : i + size] for i in range(0, len(key), size)]
+
+
+def plainly_quoted(text, key):
+    """Whether a plain comparison finds the key in `text`: Unicode NFKC, case folded, letters and digits only, any
+    run of 8 characters of the key (all of it when shorter). What the guard did before it read as a person reads."""
+
+    def plain(value):
+        return "".join(filter(str.isalnum, unicodedata.normalize("NFKC", value).casefold()))
+
+    run = min(8, len(key))
+    return any(plain(key)[i : i + run] in plain(text) for i in range(len(key) - run + 1))
+
+
+def split_across_rows(key):
+    """The key cut into names each too short to quote it alone: 3 characters (at most 6 as read, where each "M"
+    reads as "rn"), or 2 of a key shorter than 8."""
+    size = 3 if len(key) >= 8 else 2
+    return [key[i : i + size] for i in range(0, len(key), size)]
+
+
+class RefusingGateway:
+    """A gateway in front of a reference store: once it has a `refusal`, it refuses every createPet with 400 and
+    that message; everything else passes through."""
+
+    def __init__(self, store):
+        self.store = store
+        self.refusal = None
+
+    def __call__(self, environ, start_response):
+        if environ["REQUEST_METHOD"] != "POST" or self.refusal is None:
+            return self.store(environ, start_response)
+        payload = json.dumps({"code": "invalid_body", "message": self.refusal, "status": 400}).encode()
+        start_response("400 Bad Request", [("Content-Type", "application/json"), ("Content-Length", str(len(payload)))])
+        return [payload]
+
+
+@dataclass
+class HostileStore:
+    url: str
+    key: str
+    gateway: RefusingGateway
+    ids: dict  # each disguise's animal id
+
+
+@pytest.fixture(scope="module", params=list(KEYS))
+def hostile_store(request, tmp_path_factory):
+    """A reference store that accepts only `key`, holding honest animals, one available animal named in each
+    disguise of the key, and the key split across pending animals' names, between honest ones."""
+    key = KEYS[request.param]
+    store = make_store(tmp_path_factory.mktemp("store") / "store.sqlite", [key])
+    gateway = RefusingGateway(store)
+    with serve(gateway) as origin:
+        url = origin + "/v1"
+
+        def add(name, status):
+            payload = {"name": name, "categoryId": 1, "status": status}
+            answer = requests.post(f"{url}/pets", json=payload, headers={"Authorization": f"Bearer {key}"})
+            assert answer.status_code == 201, answer.text
+            return answer.json()["id"]
+
+        add(HONEST["available"][0], "available")
+        ids = {disguise: add(name(key), "available") for disguise, name in SEEN_DISGUISES.items()}
+        add(HONEST["available"][1], "available")
+        for name in ["Bella", *split_across_rows(key), "Rocky"]:
+            add(name, "pending")
+        for name in HONEST["sold"]:
+            add(name, "sold")
+        yield HostileStore(url, key, gateway, ids)
+    dispose_store(store)
+
+
+@pytest.fixture
+def hostile_portal(make_portal, hostile_store):
+    environments = {
+        "production": {"url": hostile_store.url, "key": hostile_store.key},
+        "staging": {"url": hostile_store.url, "key": STAGING_KEY},
+    }
+    return make_portal.over(hostile_store.url, hostile_store.url, PETSTORE_ENVIRONMENTS=environments)
+
+
+def test_each_disguise_hides_the_key_from_a_plain_comparison():
+    for key in KEYS.values():
+        for disguise, name in SEEN_DISGUISES.items():
+            assert plainly_quoted(name(key), key) is (disguise == "as it is"), disguise
+        assert not any(plainly_quoted(row, key) for row in split_across_rows(key))
+
+
+def test_the_list_withholds_each_disguised_name_on_its_own_row(hostile_portal, hostile_store):
+    page = hostile_portal.test_client().get("/animals?status=available&limit=100")
+    assert page.status_code == 200
+    shown = names_shown(page.text)
+    assert shown == [HONEST["available"][0], *[WITHHELD_ON_PAGE] * len(SEEN_DISGUISES), HONEST["available"][1]]
+    for name in SEEN_DISGUISES.values():
+        assert name(hostile_store.key) not in page.text
+
+
+def test_the_download_withholds_the_names_the_list_withholds(hostile_portal, hostile_store):
+    download = hostile_portal.test_client().get("/animals.csv?status=available&limit=100")
+    assert download.status_code == 200
+    rows = list(csv.DictReader(io.StringIO(download.get_data(as_text=True))))
+    expected = [HONEST["available"][0], *[WITHHELD_NAME] * len(SEEN_DISGUISES), HONEST["available"][1]]
+    assert [row["name"] for row in rows] == expected
+    for name in SEEN_DISGUISES.values():
+        assert name(hostile_store.key) not in download.get_data(as_text=True)
+
+
+@pytest.mark.parametrize("disguise", list(SEEN_DISGUISES))
+def test_an_animal_page_withholds_the_key_in_disguise(hostile_portal, hostile_store, disguise):
+    page = hostile_portal.test_client().get(f"/animals/{hostile_store.ids[disguise]}")
+    assert page.status_code == 200
+    assert WITHHELD_ON_PAGE in page.text
+    assert SEEN_DISGUISES[disguise](hostile_store.key) not in page.text
+
+
+@pytest.mark.parametrize("disguise", [*SEEN_DISGUISES, "split into short pieces"])
+def test_a_refusal_quoting_the_key_in_disguise_is_withheld_from_the_add_form(hostile_portal, hostile_store, disguise):
+    key = hostile_store.key
+    quoted = (
+        " ".join(split_across_rows(key)) if disguise == "split into short pieces" else SEEN_DISGUISES[disguise](key)
+    )
+    hostile_store.gateway.refusal = f"name refused: {quoted}"
+    staff = hostile_portal.test_client()
+    AuthActions(staff).login("staff")
+    form = staff.get("/animals/new").text
+    fields = {"csrf_token": csrf_token(form), "submission_token": submission_token(form)}
+    refused = staff.post("/animals/new", data={**fields, "name": "Rex", "category_id": "1"})
+    assert refused.status_code == 400
+    assert "The pet store&#39;s message was withheld: it quoted a credential." in refused.text
+    assert quoted not in refused.text
+
+
+def test_a_key_split_across_rows_withholds_the_list_and_its_download(hostile_portal, hostile_store):
+    visitor = hostile_portal.test_client()
+    pieces = split_across_rows(hostile_store.key)
+    for path in ("/animals?status=pending", "/animals.csv?status=pending"):
+        withheld = visitor.get(path)
+        assert withheld.status_code == 502
+        assert withheld.mimetype == "text/html"
+        assert "its animals&#39; names, read one after another, quote a credential" in withheld.text
+        assert not any(f">{piece}<" in withheld.text for piece in pieces)
+    in_german = visitor.get("/animals?status=pending", headers={"Accept-Language": "de"})
+    assert "Die Namen ihrer Tiere, nacheinander gelesen, enthalten Zugangsdaten" in in_german.text
+    # Honest short names in a row spell nothing: that list is shown.
+    honest = visitor.get("/animals?status=sold")
+    assert honest.status_code == 200
+    assert names_shown(honest.text) == HONEST["sold"]
+
+
+# Ways to write one character of the key that a person still reads as that character.
+ONE_CHARACTER = {
+    "as it is": lambda char: char,
+    "in Cyrillic": lambda char: char.translate(CYRILLIC),
+    "accented": lambda char: f"{char}\u0301",
+    "full-width": lambda char: chr(ord(char) + 0xFEE0),
+    "as a small capital": lambda char: unicodedata.lookup(f"LATIN LETTER SMALL CAPITAL {char.upper()}"),
+    "in the other case": str.swapcase,
+    "then a zero-width space": lambda char: f"{char}\u200b",
+    "then a space": lambda char: f"{char} ",
+    "percent-escaped": lambda char: f"%{ord(char):02X}",
+}
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    key=st.text(alphabet=KEY_LETTERS, min_size=1, max_size=40),
+    ways=st.lists(st.sampled_from(list(ONE_CHARACTER)), min_size=40, max_size=40),
+)
+def test_the_key_written_any_mix_of_these_ways_is_caught(key, ways):
+    disguised = "".join(ONE_CHARACTER[way](char) for char, way in zip(key, ways, strict=False))
+    assert quotes_secret(f"Rex {disguised} the dog", [key])
+    assert clean(f"name refused: {disguised}", [key]) == WITHHELD
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(), key=st.text(min_size=1))
+def test_the_guard_answers_any_text(text, key):
+    assert quotes_secret(text, [key]) in (True, False)
+    assert len(clean(text, [key])) <= MESSAGE_CHARS

@@ -20,7 +20,7 @@ from petportal.logs import RequestContextFilter
 from petportal.processes import stop, wait_for_port
 from petportal.store import create_app as create_store
 
-from helpers import PRODUCTION_KEY, SECRET_KEY, AuthActions, metric
+from helpers import PRODUCTION_KEY, SECRET_KEY, AuthActions, metric, production_variables
 from servers import free_port, portal_processes
 
 FLASK = [sys.executable, "-m", "flask"]
@@ -30,8 +30,9 @@ FLASK = [sys.executable, "-m", "flask"]
 
 
 @pytest.mark.slow
-def test_a_built_wheel_serves_pages_and_stylesheet_from_another_directory(tmp_path):
-    """Build the wheel, install it (alone) into a fresh venv, and serve the demo from an empty folder."""
+def test_a_built_wheel_serves_pages_and_stylesheet_from_another_directory(tmp_path, production_store):
+    """Build the wheel, install it (alone) into a fresh venv, and serve a store from an empty folder: refused
+    until one is configured (an installed portal never runs the demo)."""
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(tmp_path / "dist"), str(PROJECT_ROOT)],
         check=True,
@@ -52,11 +53,16 @@ def test_a_built_wheel_serves_pages_and_stylesheet_from_another_directory(tmp_pa
         sysconfig.get_paths()["purelib"] + "\n"
     )
     subprocess.run(
-        [str(python), "-m", "pip", "install", "--no-deps", "--quiet", str(wheel)], check=True, capture_output=True
+        # --force-reinstall: the environment whose packages it borrows may hold the checkout, installed editable.
+        [str(python), "-m", "pip", "install", "--no-deps", "--force-reinstall", "--quiet", str(wheel)],
+        check=True,
+        capture_output=True,
     )
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    env = {key: value for key, value in portal_environment().items() if key not in ("PYTHONPATH",)}
+    configured = production_variables(tmp_path, production_store.url)
+    env = {key: value for key, value in configured.items() if key not in ("PYTHONPATH",)}
+    unconfigured = {key: value for key, value in portal_environment().items() if key not in ("PYTHONPATH",)}
     where = subprocess.run(
         [str(python), "-c", "import petportal; print(petportal.__file__)"],
         cwd=elsewhere,
@@ -66,6 +72,18 @@ def test_a_built_wheel_serves_pages_and_stylesheet_from_another_directory(tmp_pa
         text=True,
     ).stdout
     assert str(venv) in where and str(PROJECT_ROOT) not in where
+    refused = subprocess.run(
+        [str(python), "-m", "flask", "--app", "petportal", "run", "--port", str(free_port())],
+        cwd=elsewhere,
+        env=unconfigured,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert refused.returncode != 0 and "PETSTORE_PRODUCTION_URL" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    subprocess.run([str(python), "-m", "flask", "--app", "petportal", "init-db"], cwd=elsewhere, env=env, check=True)
     port = free_port()
     portal = subprocess.Popen(
         [str(python), "-m", "flask", "--app", "petportal", "run", "--port", str(port)],
@@ -184,14 +202,18 @@ ENTRY_POINTS = {
 }
 MISTAKES = {
     "no /v1": (
-        {"PETSTORE_PRODUCTION_URL": "http://127.0.0.1:9/api", "PETPORTAL_SECRET_KEY": "x"},
+        {"PETSTORE_PRODUCTION_URL": "http://127.0.0.1:9/api", "PETSTORE_PRODUCTION_KEY": "k"},
         "PETSTORE_PRODUCTION_URL",
     ),
-    "no secret": ({"PETSTORE_PRODUCTION_URL": "http://127.0.0.1:9/v1"}, "PETPORTAL_SECRET_KEY"),
+    "no secret": (
+        {"PETSTORE_PRODUCTION_URL": "http://127.0.0.1:9/v1", "PETSTORE_PRODUCTION_KEY": "k"},
+        "PETPORTAL_SECRET_KEY",
+    ),
     "bad number": (
         {
             "PETSTORE_PRODUCTION_URL": "http://127.0.0.1:9/v1",
-            "PETPORTAL_SECRET_KEY": "x",
+            "PETSTORE_PRODUCTION_KEY": "k",
+            "PETPORTAL_SECRET_KEY": "x" * 32,
             "PETPORTAL_UPSTREAM_TIMEOUT": "soon",
         },
         "PETPORTAL_UPSTREAM_TIMEOUT",

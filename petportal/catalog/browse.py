@@ -3,13 +3,24 @@
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..petstore import Pet
 
 SORTS = ("id", "name", "category", "status")
+
+
+class NamesQuoteSecret(Exception):
+    """The names of a list, read one after another, quote a credential: the list is withheld whole."""
+
+
+def read_together(animals: Sequence[Pet], quotes: Callable[[str], bool]) -> None:
+    """Raise `NamesQuoteSecret` when the names of `animals`, read one after another in their order, quote a secret
+    (`quotes`, the client's guard): a key split into names each too short to be caught on its own."""
+    if len(animals) > 1 and quotes("\n".join(animal.name for animal in animals)):
+        raise NamesQuoteSecret
 
 
 def matching(animals: Iterable[Pet], text: str | None) -> list[Pet]:

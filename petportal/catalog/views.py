@@ -16,10 +16,9 @@ from flask.blueprints import BlueprintSetupState
 from flask.typing import ResponseReturnValue
 from flask_babel import gettext as _
 from flask_login import current_user
-from markupsafe import Markup, escape
 from werkzeug.wrappers import Response
 
-from .. import metrics, page_cache, static_files
+from .. import metrics, page_cache
 from ..auth.access import role_required
 from ..downloads import csv_download
 from ..environments import Environment
@@ -44,7 +43,7 @@ ANIMAL_COLUMNS = ("id", "name", "categoryId", "category", "status")
 @bp.record_once
 def share_the_bounds(state: BlueprintSetupState) -> None:
     """What every template may use: the API's bounds and the portal's own (so templates write no number
-    themselves), the search's folding, and the fixed links."""
+    themselves) and the search's folding."""
     state.app.jinja_env.globals.update(
         LIMIT_MIN=LIMIT_MIN,
         LIMIT_MAX=LIMIT_MAX,
@@ -54,29 +53,6 @@ def share_the_bounds(state: BlueprintSetupState) -> None:
     )
     # Each row carries its name folded as the server's search folds it, for static/js/search.js.
     state.app.jinja_env.filters["folded"] = browse.folded
-    state.app.jinja_env.globals["fixed_url"] = FixedUrls()
-
-
-class FixedUrls:
-    """`url_for` for the links every page draws that take no value from the request (the menu, the static
-    files, under their content's digest): each is built once per process for each place the portal is mounted
-    at (`SCRIPT_NAME`), not on every page. Like `url_for` without `_external`, the URL is a path, so scheme and
-    host never enter it."""
-
-    # About 20 links for each mount point; past this many, a URL is built for each page again, as url_for does.
-    KEPT_MAX = 256
-
-    def __init__(self) -> None:
-        self._built: dict[tuple[str, str, str | None], Markup] = {}
-
-    def __call__(self, endpoint: str, filename: str | None = None) -> Markup:
-        key = (request.script_root, endpoint, filename)
-        built = self._built.get(key)
-        if built is None:
-            built = escape(static_files.versioned_url(endpoint, filename) if filename else url_for(endpoint))
-            if len(self._built) < self.KEPT_MAX:
-                self._built[key] = built
-        return built
 
 
 @bp.get("/")
@@ -117,8 +93,22 @@ def fetch_animals(form: AnimalFilterForm) -> list[Pet]:
 
 
 def shown_animals(form: AnimalFilterForm, fetched: Sequence[Pet], labels: Mapping[int, str]) -> list[Pet]:
-    """Those of the `fetched` animals that the list shows for `form`, in its order."""
-    return browse.sorted_by(browse.matching(fetched, form.q.data), form.sort.data, labels)
+    """Those of the `fetched` animals that the list shows for `form`, in its order (the page and the download
+    alike); `browse.NamesQuoteSecret` when their names, read one after another, quote a credential."""
+    shown = browse.sorted_by(browse.matching(fetched, form.q.data), form.sort.data, labels)
+    browse.read_together(shown, serving().client.quotes_secret)
+    return shown
+
+
+@bp.errorhandler(browse.NamesQuoteSecret)
+def list_withheld(_error: browse.NamesQuoteSecret) -> ErrorPage:
+    """A list whose names spell out a credential between them: neither the page nor the download is sent."""
+    current_app.logger.warning("a list was withheld: its names, read one after another, quoted a credential")
+    message = _(
+        "The pet store's list was withheld: its animals' names, read one after another, quote a credential. "
+        "This has been logged."
+    )
+    return render_error(502, message, title=_("List withheld"))
 
 
 def list_page(form: AnimalFilterForm, fetched: Sequence[Pet]) -> str:

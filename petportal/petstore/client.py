@@ -187,6 +187,11 @@ class PetStoreClient:
         """Close the pooled connections."""
         self._pool.close()
 
+    def quotes_secret(self, text: str) -> bool:
+        """Whether `text` quotes one of this client's secrets: the guard every text it parses passes, for a text
+        the caller puts together from them (a list's names, read one after another)."""
+        return self._guard(text)
+
     def list_pets(
         self, limit: int = LIMIT_DEFAULT, status: str | None = None, deadline: float | None = None
     ) -> list[Pet]:
