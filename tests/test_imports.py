@@ -266,7 +266,9 @@ def test_a_preview_can_be_discarded_and_then_is_gone(portal_app, auth_for, produ
     assert imports_stored(portal_app) == (0, 0)
     assert creates(production_store) == []
     admin = auth_for(portal_app, "admin")
-    entry = admin.get("/admin/audit").text.split("import discarded", 1)[1].split("</tr>", 1)[0]
+    entry = (
+        admin.get("/admin/audit").text.split('<td data-label="What">import discarded</td>', 1)[1].split("</tr>", 1)[0]
+    )
     assert f"import {path.rsplit('/', 1)[1]} of “animals.csv” (uploaded by staff): preview discarded" in entry
 
 
