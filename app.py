@@ -10,8 +10,9 @@ import sys
 
 import click
 
-from petportal import create_app, demo
-from petportal.processes import fewer_malloc_arenas
+from petportal import create_app
+from petportal.running import demo
+from petportal.running.processes import fewer_malloc_arenas
 
 
 def main(argv: list[str]) -> None:
@@ -32,7 +33,7 @@ def main(argv: list[str]) -> None:
     )
     options = parser.parse_args(argv)
     fewer_malloc_arenas()  # one thread per request: keep their freed memory in two arenas
-    demo.portal(options.host, options.port, "--port").run(host=options.host, port=options.port)
+    demo.portal(create_app, options.host, options.port, "--port").run(host=options.host, port=options.port)
 
 
 def _flask_run_address() -> tuple[str, int] | None:
@@ -47,6 +48,6 @@ def _flask_run_address() -> tuple[str, int] | None:
 if __name__ == "__main__":
     main(sys.argv[1:])
 elif address := _flask_run_address():
-    app = demo.portal(*address, "--port")
+    app = demo.portal(create_app, *address, "--port")
 else:
     app = create_app()

@@ -34,7 +34,7 @@ preload_app = True
 forwarded_allow_ips = ""
 secure_scheme_headers = {}
 forwarder_headers = ""
-# The portal writes one access line per request itself (petportal/logs.py), as text or JSON, so gunicorn
+# The portal writes one access line per request itself (petportal/telemetry/logs.py), as text or JSON, so gunicorn
 # writes none; its own start, stop and worker lines take the portal's format too.
 accesslog = None
 
@@ -45,8 +45,8 @@ if "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="petportal-metrics-")
 
 # Imported only now: importing petportal imports prometheus_client, which must find the folder above.
-from petportal.logs import server_logging, uncaught_exceptions_logged  # noqa: E402
-from petportal.processes import fewer_malloc_arenas  # noqa: E402
+from petportal.running.processes import fewer_malloc_arenas  # noqa: E402
+from petportal.telemetry.logs import server_logging, uncaught_exceptions_logged  # noqa: E402
 
 logconfig_dict = server_logging(os.environ.get("PETPORTAL_LOG_FORMAT", "").strip().lower() or "text")
 uncaught_exceptions_logged()  # so they pass the egress guard, as every log line does
@@ -58,7 +58,7 @@ fewer_malloc_arenas()
 
 def when_ready(server):
     """Once the app is loaded and the server listens: one line if the portal's database has no tables yet."""
-    from petportal import commands
+    from petportal.running import commands
 
     if not server.cfg.preload_app:
         return  # the workers load the app; the master has none to ask
@@ -70,8 +70,8 @@ def when_ready(server):
 def post_worker_init(worker):
     """Without Redis each worker sends bulk imports itself, and watches for those a killed worker left; each
     writes its access lines in batches (as under `flask serve`)."""
-    from petportal import logs
     from petportal.imports import engines
+    from petportal.telemetry import logs
 
     if hasattr(worker.wsgi, "extensions"):
         engines.watch(worker.wsgi)
@@ -82,7 +82,7 @@ def post_worker_init(worker):
 def pre_request(worker, req):
     """A body over the portal's limit is refused unread (413): the answer closes the connection, as the portal's
     `Connection: close` asks (gunicorn writes that header itself, and would say keep-alive)."""
-    from petportal import front_door
+    from petportal.web import front_door
 
     headers = dict(req.headers)
     limit = getattr(worker.wsgi, "config", {}).get("MAX_CONTENT_LENGTH")

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from bench.portal import PROJECT_ROOT, csrf_token, logged_in, portal_environment, prepare_portal
-from petportal.processes import free_port, stop, wait_for_port
+from petportal.running.processes import free_port, stop, wait_for_port
 
 KEY = secrets.token_urlsafe(16)
 ADMIN_PASSWORD = secrets.token_urlsafe(12)
@@ -176,7 +176,7 @@ def seeded_store(folder, name):
     """The environment of a reference store keeping 100 sample animals in `folder`/`name`.sqlite."""
     env = {**os.environ, "PETSTORE_API_KEYS": KEY, "PETSTORE_DATABASE_URL": f"sqlite:///{folder / name}.sqlite"}
     subprocess.run(
-        [sys.executable, "-m", "flask", "--app", "petportal.store", "seed", "--count", "100"],
+        [sys.executable, "-m", "flask", "--app", "petportal.reference_store", "seed", "--count", "100"],
         cwd=PROJECT_ROOT,
         env=env,
         check=True,
@@ -193,7 +193,7 @@ def main():
 
     with ExitStack() as stack:
         store, store_master = stack.enter_context(
-            gunicorn("petportal.store:create_app()", store_env, STORE_WORKERS, STORE_THREADS)
+            gunicorn("petportal.reference_store:create_app()", store_env, STORE_WORKERS, STORE_THREADS)
         )
         slow, _ = stack.enter_context(gunicorn("bench.slow_store:app", slow_env, 1, 32))
         sink = stack.enter_context(trace_sink())
@@ -251,7 +251,7 @@ def main():
 
 
 def granian_portal(env):
-    """The portal as production serves it: `flask --app app serve` (petportal/production.py)."""
+    """The portal as production serves it: `flask --app app serve` (petportal/running/serve.py)."""
     return ["-m", "flask", "--app", "app", "serve"], env
 
 
@@ -398,7 +398,7 @@ GUNICORN_SETTINGS = (
 def serving_lines():
     """How this bench serves the portal and the floor."""
     return [
-        f"granian: flask --app app serve --workers {PORTAL_WORKERS} (petportal/production.py: "
+        f"granian: flask --app app serve --workers {PORTAL_WORKERS} (petportal/running/serve.py: "
         f"{PORTAL_WORKERS} workers x {PORTAL_THREADS} blocking threads); floor: bench/floor_server.py, same settings",
         f"gunicorn: {GUNICORN_SETTINGS}; floor: bench.floor_app:app under the same",
         f"portal: cache off, upstream pool {PORTAL_THREADS}; cached: 2 s micro-cache; traced (granian): cache off, "

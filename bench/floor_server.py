@@ -7,8 +7,8 @@ python -m bench.floor_server --bind HOST:PORT --workers N [--app MODULE:NAME]
 import argparse
 import importlib
 
-from petportal.processes import fewer_malloc_arenas
-from petportal.production import parse_bind, serve
+from petportal.running.processes import fewer_malloc_arenas
+from petportal.running.serve import parse_bind, serve
 
 
 def main() -> None:

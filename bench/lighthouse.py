@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 from bench.portal import PROJECT_ROOT
-from petportal.processes import free_port, stop, wait_for_port
+from petportal.running.processes import free_port, stop, wait_for_port
 
 LIGHTHOUSE = PROJECT_ROOT / "bench" / "node_modules" / ".bin" / "lighthouse"
 CHROMIUM = "/usr/bin/chromium"

@@ -230,7 +230,7 @@ def measure(
     folder = Path(tempfile.mkdtemp(prefix="petportal-bench-memory-"))
     store_env = seeded_store(folder, "store")
     with ExitStack() as stack:
-        store, _ = stack.enter_context(gunicorn("petportal.store:create_app()", store_env, 1, 8))
+        store, _ = stack.enter_context(gunicorn("petportal.reference_store:create_app()", store_env, 1, 8))
         portal_env = {
             **portal_variables(folder, store, PETPORTAL_REQUIRE_ADMIN_MFA="0"),
             "PETPORTAL_CACHE_SECONDS": cache_seconds,

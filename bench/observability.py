@@ -55,7 +55,7 @@ def main():
     store_env = seeded_store(folder, "store")
     with ExitStack() as stack:
         store, _ = stack.enter_context(
-            gunicorn("petportal.store:create_app()", store_env, STORE_WORKERS, STORE_THREADS)
+            gunicorn("petportal.reference_store:create_app()", store_env, STORE_WORKERS, STORE_THREADS)
         )
         portal_env = portal_variables(folder, store)
         prepare_portal(portal_env)

@@ -3,7 +3,7 @@
 import os
 import time
 
-from petportal.store import create_app
+from petportal.reference_store import create_app
 
 DELAY_SECONDS = float(os.environ.get("BENCH_STORE_DELAY", "2"))
 store = create_app()

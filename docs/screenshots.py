@@ -60,7 +60,7 @@ def shoot(browser, origin, name, path, widths=WIDTHS, account=None, language="en
 
 
 def main():
-    from petportal.processes import free_port, stop, wait_for_port
+    from petportal.running.processes import free_port, stop, wait_for_port
 
     port = free_port()
     demo, passwords = start_demo(port)

@@ -12,15 +12,32 @@ import os
 import secrets
 from collections.abc import Mapping
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from dotenv import find_dotenv, load_dotenv
 
-from . import compression, tracing
-from .clock import real_time
+from petportal.clock import real_time
 
+PACKAGE_DIR = Path(__file__).resolve().parent
+# A checkout (editable install) keeps its data beside the package; an installed wheel uses Flask's default.
+CHECKOUT = (PACKAGE_DIR.parent / "pyproject.toml").is_file()
+INSTANCE_PATH = str(PACKAGE_DIR.parent / "instance") if CHECKOUT else None
+# Compressed encodings, best first. Every browser takes both; zstd would add a third copy of each cached page.
+ENCODINGS = ("br", "gzip")
+# What is worth compressing: pages, their assets, the JSON of an import's progress.
+COMPRESSED_TYPES = (
+    "text/html",
+    "text/css",
+    "text/javascript",
+    "application/javascript",
+    "application/json",
+    "image/svg+xml",
+)
 ENVIRONMENT_NAMES = ("production", "staging")
+# The cookie that keeps a login across browser restarts (auth/remember.py).
+REMEMBER_COOKIE = "remember"
 # How long the page cache keeps an environment's generation counter after its last change: 30 days.
 GENERATION_SECONDS = 30 * 24 * 3600
 # A login's server-side session ends after this long unused, and after the absolute limit in any case.
@@ -61,7 +78,14 @@ def defaults(instance_path: str) -> dict[str, Any]:
         "IMPORT_LEASE_SECONDS": 10.0,
         # How often each portal process (without Redis) or import worker looks for imports to pick up.
         "IMPORT_WATCH_SECONDS": 5.0,
-        **compression.settings(),
+        # Flask-Compress (web/compression.py calls it, then takes out the Date it writes).
+        "COMPRESS_REGISTER": False,
+        "COMPRESS_ALGORITHM": list(ENCODINGS),
+        "COMPRESS_MIMETYPES": list(COMPRESSED_TYPES),
+        "COMPRESS_BR_LEVEL": 5,
+        # A streamed response is sent as it is: its stream would not be closed once compressed (an open file
+        # left behind per static file). Static files are read whole first (static_files), so they are compressed.
+        "COMPRESS_STREAMS": False,
     }
 
 
@@ -225,7 +249,7 @@ def from_environment(environ: Mapping[str, str], read_dotenv: bool = True) -> di
         "REQUIRE_ADMIN_MFA": _flag(environ, "PETPORTAL_REQUIRE_ADMIN_MFA", None),
         "METRICS_TOKEN": environ.get("PETPORTAL_METRICS_TOKEN", "").strip() or None,
         "LOG_FORMAT": environ.get("PETPORTAL_LOG_FORMAT", "").strip().lower() or "text",
-        "TRACING": tracing.wanted(environ),
+        "TRACING": _tracing_wanted(environ),
         # An incoming traceparent is continued only from a proxy or mesh the operator runs (tracing.register).
         "TRUST_TRACE_HEADERS": _flag(environ, "PETPORTAL_TRUST_TRACE_HEADERS", False),
         "PUBLIC_URL": environ.get("PETPORTAL_PUBLIC_URL", "").strip().rstrip("/") or None,
@@ -367,3 +391,16 @@ def _check_pet_store(name: str, url: str | None, key: str | None) -> None:
         raise ConfigurationError(f"{prefix}_URL is set, but {prefix}_KEY is not: set the key the pet store gave you.")
     if key and not url:
         raise ConfigurationError(f"{prefix}_KEY is set, but {prefix}_URL is not: set the pet store's base URL.")
+
+
+def _tracing_wanted(environ: Mapping[str, str]) -> bool:
+    """Whether these variables ask for traces (telemetry/tracing.py starts them)."""
+    endpoint = environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "") or environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
+    disabled = environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true"
+    return bool(endpoint.strip()) and not disabled
+
+
+def shipped_folder(name: str) -> str:
+    """`templates` or `static`: inside the installed package (a wheel), or at the top of the checkout."""
+    inside = PACKAGE_DIR / name
+    return str(inside if inside.is_dir() else PACKAGE_DIR.parent / name)

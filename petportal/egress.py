@@ -7,17 +7,15 @@ portal's, urllib3, Werkzeug, the server's, Authlib, SQLAlchemy, RQ...), is check
 stack as it is made (`logs` installs `guard_record` as part of the log-record factory, and as a filter on the
 portal's handlers for records made some other way), and every span before it is exported (`tracing`'s
 `GuardedExporter`). The check is the client's own (`SecretGuard`, with this process's secrets:
-`config.secret_values`). A line or an attribute that quotes a secret is replaced whole by a marker; it is never
-partly redacted.
+`config.secret_values`), handed over by `pipeline.build`. A line or an attribute that quotes a secret is
+replaced whole by a marker; it is never partly redacted.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable
 from typing import Any
-
-from .petstore.errors import SecretGuard
 
 # What a log line says instead of one that quoted a secret: its logger, level and time stay.
 WITHHELD_LINE = "[log line withheld: it quoted a secret]"
@@ -32,18 +30,17 @@ _PLAIN = (int, float, bool, type(None))
 
 
 class _Guard:
-    """This process's secrets and their guard, replaced together."""
+    """This process's guard: the check of the app built last (a server, a worker or a command builds one; a test
+    process builds many, one after the other, each with its own keys)."""
 
-    secrets: tuple[str, ...] = ()
-    check = SecretGuard(())
+    check: Callable[[str], bool] = staticmethod(lambda _text: False)
+    guarding = False
 
 
-def protect(secrets: Iterable[str]) -> None:
-    """Guard every log line and span of this process against `secrets`: those of the app built last (a server, a
-    worker or a command builds one; a test process builds many, one after the other, each with its own keys)."""
-    kept = tuple(dict.fromkeys(secret for secret in secrets if secret))
-    if kept != _Guard.secrets:
-        _Guard.check, _Guard.secrets = SecretGuard(kept), kept
+def protect(check: Callable[[str], bool] | None) -> None:
+    """Guard every log line and span of this process with `check`, which tells whether a text quotes a secret:
+    the pet store client's `SecretGuard` of the app's secrets (`pipeline.build`); None when it has none."""
+    _Guard.check, _Guard.guarding = (check, True) if check else (lambda _text: False, False)
 
 
 def quotes_secret(text: str) -> bool:
@@ -68,7 +65,7 @@ def guard_record(record: logging.LogRecord) -> logging.LogRecord:
     """`record`, withheld when anything it can write quotes a secret: its message by WITHHELD_LINE, its exception
     and stack dropped, and each of its extra fields that quotes one by WITHHELD_VALUE. Nothing is copied: every
     handler the record then reaches writes the marker."""
-    if not _Guard.secrets or getattr(record, CHECKED, False):
+    if not _Guard.guarding or getattr(record, CHECKED, False):
         return record
     if _record_quotes_secret(record):
         record.msg, record.args = WITHHELD_LINE, ()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
@@ -10,6 +11,7 @@ from flask_caching import Cache
 from flask_login import LoginManager
 from flask_sqlalchemy import SQLAlchemy
 from flask_wtf.csrf import CSRFProtect
+from sqlalchemy import event
 from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
@@ -52,6 +54,7 @@ class _MigrateCommands(click.Group):
         return commands.make_context(info_name, args, parent=parent, **extra)
 
 
+MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 db = SQLAlchemy()
 migrate = Migrations()
 csrf = CSRFProtect()
@@ -59,3 +62,23 @@ login = LoginManager()
 cache = Cache()
 # The database errors that mean it cannot be reached or answer now; any other is a bug, never an outage.
 DATABASE_OUTAGES = (OperationalError, InterfaceError, PoolTimeout)
+
+
+def init_extensions(app: Flask) -> None:
+    """Bind the extensions to `app`: the database (with its migrations), CSRF protection and logins."""
+    db.init_app(app)
+    # SQLite cannot alter a column in place: batch mode copies the table, as Alembic recommends.
+    migrate.init_app(app, db, directory=str(MIGRATIONS), render_as_batch=True, compare_type=True)
+    if app.config["SQLALCHEMY_DATABASE_URI"].startswith("sqlite"):
+        with app.app_context():
+            event.listen(db.engine, "connect", _use_sqlite_wal)
+    csrf.init_app(app)
+    login.init_app(app)
+    # "basic": a session seen from another client loses freshness, so it must log in again for a switch.
+    # ("strong" would also wipe every session restored from the remember-me cookie on its next request.)
+    login.session_protection = "basic"
+
+
+def _use_sqlite_wal(connection: Any, _record: Any) -> None:
+    """WAL lets readers and the one writer proceed at once, as a threaded server needs."""
+    connection.execute("PRAGMA journal_mode=WAL")

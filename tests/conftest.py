@@ -28,8 +28,8 @@ pytest.register_assert_rewrite("helpers", "scanning", "bench.portal")
 import openid_provider  # noqa: E402
 
 from petportal import create_app  # noqa: E402
+from petportal.data.models import User  # noqa: E402
 from petportal.extensions import db  # noqa: E402
-from petportal.models import User  # noqa: E402
 
 from browsers import chromium  # noqa: E402
 from helpers import (  # noqa: E402
@@ -126,7 +126,7 @@ def build_portal(config, caplog):
 def close_portal(app, caplog):
     """Dispose of a portal app, failing if anything it sent or logged held a secret."""
     found = leaks(app, caplog)
-    app.extensions["petportal.environments"].close()
+    app.extensions["petportal.petstore.environments"].close()
     with app.app_context():
         db.engine.dispose()
     assert found == [], "secrets reached a response or a log line"

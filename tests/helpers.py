@@ -22,8 +22,8 @@ from werkzeug.security import generate_password_hash
 from werkzeug.test import encode_multipart
 
 from bench.portal import csrf_token, portal_environment
-from petportal.store import create_app as create_store
-from petportal.store.models import db as store_db
+from petportal.reference_store import create_app as create_store
+from petportal.reference_store.models import db as store_db
 
 from servers import RecordingMiddleware
 

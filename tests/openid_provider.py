@@ -10,7 +10,7 @@ from contextlib import contextmanager
 import requests
 
 from bench.portal import PROJECT_ROOT
-from petportal.processes import stop, wait_for_port
+from petportal.running.processes import stop, wait_for_port
 
 from servers import free_port
 

@@ -1,5 +1,5 @@
 """A pytest plugin: the suite's reliability and security figures, and the scan of everything the portal
-sends for secrets. Loaded by conftest.py; `python -m petportal.checks` reads the figures it writes."""
+sends for secrets. Loaded by conftest.py; the run prints them at its end and writes them to test-output/figures.json."""
 
 import json
 import os
@@ -25,7 +25,7 @@ FIGURES_FILE = Path(
 
 
 def pytest_sessionfinish(session):
-    """Write the suite's reliability and security figures for `python -m petportal.checks`."""
+    """Write the suite's reliability and security figures (test-output/figures.json)."""
     worker_output = getattr(session.config, "workeroutput", None)
     if worker_output is not None:  # a pytest-xdist worker: hand its figures to the controller, which adds them up
         worker_output["figures"] = dict(FIGURES)

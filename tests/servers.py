@@ -24,8 +24,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from werkzeug.serving import make_server
 
 from bench.portal import FLASK_PORTAL, PROJECT_ROOT, prepare_portal
-from petportal import processes
-from petportal.processes import stop, wait_for_port
+from petportal.running import processes
+from petportal.running.processes import stop, wait_for_port
 
 # The ports the tests' servers listen on come from below the kernel's ephemeral ports (the first figure of
 # ip_local_port_range), a slice for each pytest-xdist worker. A port from bind(0) is free when chosen but may be

@@ -7,8 +7,8 @@ import pytest
 
 from bench.portal import csrf_token
 from petportal.auth import accounts
+from petportal.data.models import AuditEntry, User
 from petportal.extensions import db
-from petportal.models import AuditEntry, User
 
 from helpers import NEW_PASSWORDS, PASSWORDS, AuthActions, at_once, post_form
 

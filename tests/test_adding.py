@@ -215,8 +215,8 @@ def test_a_store_that_cannot_be_reached_keeps_the_form_and_its_token(make_portal
 
 
 def test_the_audit_log_records_the_animal_added(portal_app, client, auth, production_store):
+    from petportal.data.models import AuditEntry
     from petportal.extensions import db
-    from petportal.models import AuditEntry
 
     auth.login("staff")
     client.post("/animals/new", data={**open_form(client), "name": "Audited", "category_id": "2"})
@@ -237,7 +237,7 @@ def test_a_second_portal_instance_with_the_same_token_creates_no_second_animal(p
     second.set_cookie("session", first.get_cookie("session").value)
     made_here = first.post("/animals/new", data=data)
     made_there = second.post("/animals/new", data=data)
-    other.extensions["petportal.environments"].close()
+    other.extensions["petportal.petstore.environments"].close()
     assert made_here.status_code == made_there.status_code == 303
     assert made_here.headers["Location"] == made_there.headers["Location"]
     assert len(posts(production_store)) == 1

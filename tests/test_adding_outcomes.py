@@ -13,8 +13,8 @@ import pytest
 from sqlalchemy import select
 
 from bench.portal import csrf_token
+from petportal.data.models import AuditEntry, CategoryLabel, ImportRow, SubmissionToken, TicketState
 from petportal.extensions import db
-from petportal.models import AuditEntry, CategoryLabel, ImportRow, SubmissionToken, TicketState
 
 from helpers import (
     PASSWORDS,
@@ -163,7 +163,7 @@ def test_a_full_bulkhead_adds_nothing_and_the_same_form_may_be_sent_again(make_p
     staff = app.test_client()
     AuthActions(staff).login("staff")
     fields = add_form(staff)
-    gate = app.extensions["petportal.environments"]._gates["production"]
+    gate = app.extensions["petportal.petstore.environments"]._gates["production"]
     gate.enter(time.monotonic() + 5)  # one page has been waiting on a hanging store for a while
     time.sleep(0.6)
     try:

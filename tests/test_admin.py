@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 import pytest
 
 from bench.portal import csrf_token
+from petportal.data.models import AuditEntry
 from petportal.extensions import db
-from petportal.models import AuditEntry
 
 from helpers import PASSWORDS, PRODUCTION_KEY, STAGING_KEY, AuthActions, portal_config
 from servers import FaultServer, answer
@@ -253,7 +253,7 @@ def test_the_audit_log_is_paginated_and_survives_a_restart(portal_app, auth, cli
     restarted = create_app(dict(portal_app.config))
     with restarted.app_context():
         assert db.session.scalar(db.select(db.func.count()).select_from(AuditEntry)) == 31
-    restarted.extensions["petportal.environments"].close()
+    restarted.extensions["petportal.petstore.environments"].close()
 
 
 def test_the_audit_log_never_holds_a_password_or_a_key(portal_app, auth, client):

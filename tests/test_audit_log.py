@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 
 import pytest
 
+from petportal.data.models import AuditAction, AuditEntry
 from petportal.extensions import db
-from petportal.models import AuditAction, AuditEntry
 
 BOM = "\ufeff"
 # The log the tests read: (when, who, action, account, environment, details, count), oldest first.

@@ -5,8 +5,8 @@ from urllib.parse import urljoin, urlsplit
 import pytest
 
 from bench.portal import csrf_token
+from petportal.data.models import AuditEntry
 from petportal.extensions import db
-from petportal.models import AuditEntry
 
 from helpers import PASSWORDS
 from scanning import FIGURES
@@ -122,7 +122,7 @@ def test_admins_may_add_animals_too(client, auth):
 
 
 def test_passwords_are_stored_as_scrypt_hashes(portal_app):
-    from petportal.models import User
+    from petportal.data.models import User
 
     with portal_app.app_context():
         user = db.session.scalars(db.select(User).filter_by(username="staff")).one()
@@ -140,7 +140,7 @@ def test_login_form_without_csrf_token_is_refused(client):
 def test_a_static_files_request_never_writes_back_a_session_it_read_before_a_change(portal_app, client):
     """A page's files are fetched while its next request may be changing the session. A file's request that had
     read the session before a CSRF token was made would, by saving it, take the token away again."""
-    from petportal.models import ServerSession
+    from petportal.data.models import ServerSession
 
     client.get("/login")  # the session, with its CSRF token
 

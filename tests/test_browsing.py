@@ -8,8 +8,8 @@ import unicodedata
 import pytest
 
 from bench.portal import csrf_token
+from petportal.data.models import AuditEntry, CategoryLabel
 from petportal.extensions import db
-from petportal.models import AuditEntry, CategoryLabel
 
 from helpers import at_once, post_form, submission_token
 

@@ -7,7 +7,6 @@ import time
 
 import pytest
 
-from petportal.environments import Health
 from petportal.petstore import (
     Busy,
     InvalidRequest,
@@ -20,6 +19,7 @@ from petportal.petstore import (
     UnexpectedResponse,
 )
 from petportal.petstore.bulkhead import Bulkhead
+from petportal.petstore.environments import Health
 
 from helpers import STORE_KEY
 from servers import (

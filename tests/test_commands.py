@@ -8,9 +8,10 @@ import sys
 import pytest
 
 from bench.portal import FLASK_PORTAL, PROJECT_ROOT, portal_environment
-from petportal import commands, create_app
+from petportal import create_app
+from petportal.data.models import User
 from petportal.extensions import db
-from petportal.models import User
+from petportal.running import commands
 
 from helpers import portal_config
 from servers import free_port
@@ -164,7 +165,7 @@ def test_readyz_and_the_log_say_no_tables_before_init_db(tmp_path, caplog, produ
     answer = portal.test_client().get("/readyz")
     assert answer.status_code == 503
     assert answer.json["checks"]["database"] == "no tables" and answer.json["checks"]["petstore"] == "ok"
-    portal.extensions["petportal.environments"].close()
+    portal.extensions["petportal.petstore.environments"].close()
 
 
 @pytest.mark.parametrize(
@@ -188,7 +189,7 @@ def test_a_busy_port_is_one_line_naming_the_option_before_anything_starts(comman
 
 def test_the_stores_command_line_lists_only_the_stores_commands():
     result = subprocess.run(
-        [sys.executable, "-m", "flask", "--app", "petportal.store", "--help"],
+        [sys.executable, "-m", "flask", "--app", "petportal.reference_store", "--help"],
         cwd=PROJECT_ROOT,
         env=portal_environment(),
         capture_output=True,

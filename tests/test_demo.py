@@ -15,9 +15,9 @@ import pytest
 import requests
 
 from bench.portal import PROJECT_ROOT, csrf_token, portal_environment
-from petportal import demo
-from petportal.processes import is_listening, wait_for_port
-from petportal.store import SAMPLES
+from petportal.reference_store import SAMPLES
+from petportal.running import demo
+from petportal.running.processes import is_listening, wait_for_port
 
 from servers import free_port
 
@@ -163,7 +163,7 @@ def test_debug_mode_starts_the_stores_once_and_keeps_them_across_a_reload(tmp_pa
         assert requests.get(f"{origin}/animals", timeout=10).status_code == 200
         for store_port in store_ports:
             processes = subprocess.run(
-                ["pgrep", "-f", f"petportal.store run .*--port {store_port}$"],
+                ["pgrep", "-f", f"petportal.reference_store run .*--port {store_port}$"],
                 capture_output=True,
                 text=True,
                 check=False,

@@ -12,10 +12,10 @@ import pytest
 
 from bench.portal import PROJECT_ROOT, csrf_token, portal_environment
 from petportal import create_app
-from petportal.environments import Environments
+from petportal.data.models import AuditEntry, User
 from petportal.extensions import db
-from petportal.models import AuditEntry, User
 from petportal.petstore import PetStoreError, Unauthorized
+from petportal.petstore.environments import Environments
 from petportal.petstore.errors import WITHHELD, clean
 
 from helpers import PRODUCTION_KEY, REDIS_URL, STAGING_KEY, AuthActions, portal_config, submission_token
@@ -186,7 +186,7 @@ def test_the_remember_token_changes_at_every_use_and_an_old_one_is_refused(make_
 
 def test_ending_every_session_of_an_account_is_one_call(make_portal):
     from petportal.auth import logins
-    from petportal.models import User
+    from petportal.data.models import User
 
     app = make_portal()
     laptop, phone, admin = app.test_client(), app.test_client(), app.test_client()
@@ -220,7 +220,7 @@ def test_two_instances_sharing_redis_see_a_logout_at_once(tmp_path, make_portal,
     assert other.get("/animals/new").status_code == 200, "the second instance serves the same session"
     AuthActions(browser).logout()
     assert other.get("/animals/new").status_code == 302
-    second.extensions["petportal.environments"].close()
+    second.extensions["petportal.petstore.environments"].close()
     with second.app_context():
         db.engine.dispose()
 
@@ -272,7 +272,7 @@ def test_a_page_has_one_deadline_for_all_its_upstream_calls_and_retries(make_por
 
 def test_calls_beyond_the_bulkhead_get_a_fast_503_with_retry_after(make_portal):
     app = make_portal(UPSTREAM_CONCURRENCY=1)
-    gate = app.extensions["petportal.environments"]._gates["production"]
+    gate = app.extensions["petportal.petstore.environments"]._gates["production"]
     gate.enter(time.monotonic() + 5)  # one page has been waiting on a hanging store for a while
     time.sleep(0.6)
     try:
@@ -287,7 +287,7 @@ def test_calls_beyond_the_bulkhead_get_a_fast_503_with_retry_after(make_portal):
 def test_a_hanging_environment_uses_up_only_its_own_bulkhead(make_portal, auth_for):
     """An admin previewing a hanging staging store leaves production's customers served."""
     app = make_portal(UPSTREAM_CONCURRENCY=1)
-    staging = app.extensions["petportal.environments"]._gates["staging"]
+    staging = app.extensions["petportal.petstore.environments"]._gates["staging"]
     staging.enter(time.monotonic() + 5)  # an admin's preview page has been waiting on staging a while
     time.sleep(0.6)
     try:
@@ -349,7 +349,7 @@ def test_demo_mode_refuses_a_configured_database_and_changes_no_account(tmp_path
         db.session.add(admin)
         db.session.commit()
         db.engine.dispose()
-    app.extensions["petportal.environments"].close()
+    app.extensions["petportal.petstore.environments"].close()
     started = subprocess.run(
         [sys.executable, "app.py"],
         cwd=PROJECT_ROOT,
@@ -462,7 +462,7 @@ def test_an_error_page_is_drawn_even_when_nothing_about_the_request_can_be_worke
     assert page.status_code == 500
     assert "Something went wrong" in page.text and page.headers["X-Request-ID"] in page.text
     assert "Serving the <strong>unknown</strong> environment" in page.text
-    monkeypatch.setattr("petportal.errors.render_template", lambda *args, **kwargs: 1 / 0)
+    monkeypatch.setattr("petportal.web.error_pages.render_template", lambda *args, **kwargs: 1 / 0)
     bare = app.test_client().get("/animals")
     assert bare.status_code == 500 and "<h1>Something went wrong</h1>" in bare.text
     assert bare.headers["X-Request-ID"] in bare.text and "Traceback" not in bare.text

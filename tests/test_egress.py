@@ -13,7 +13,9 @@ import pytest
 import requests
 
 from bench.portal import csrf_token, logged_in, prepare_portal
-from petportal import egress, logs, tracing
+from petportal import egress
+from petportal.petstore.errors import SecretGuard
+from petportal.telemetry import logs, tracing
 
 from helpers import PASSWORDS, PRODUCTION_KEY, production_variables
 from servers import Receiver, running
@@ -138,9 +140,9 @@ def test_a_hostile_store_never_gets_the_key_into_the_output_a_span_a_page_or_a_c
 @pytest.fixture
 def guarded():
     """This process's egress guard, against the production key (as an app built with it would set it)."""
-    egress.protect([PRODUCTION_KEY])
+    egress.protect(SecretGuard((PRODUCTION_KEY,)))
     yield
-    egress.protect([])
+    egress.protect(None)
 
 
 def test_a_line_of_any_logger_quoting_the_key_is_withheld_whole_with_its_traceback(guarded, caplog):

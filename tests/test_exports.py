@@ -17,10 +17,10 @@ import pytest
 from flask import request_finished, template_rendered
 from sqlalchemy import event
 
-from petportal import audit
-from petportal.downloads import spreadsheet_safe
+from petportal.data import audit
+from petportal.data.models import AuditEntry
 from petportal.extensions import db
-from petportal.models import AuditEntry
+from petportal.web.downloads import spreadsheet_safe
 
 from helpers import AuthActions, creates, finished, post_form, press, upload
 from servers import free_port

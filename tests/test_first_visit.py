@@ -13,7 +13,7 @@ import pytest
 from test_caching import decoded
 
 from bench.portal import PROJECT_ROOT
-from petportal import static_files
+from petportal.web import static_files
 
 from helpers import PAGES_OF_EVERY_KIND, SECRET_PATTERN, AuthActions
 

@@ -19,7 +19,7 @@ import pytest
 import redis
 
 from bench.portal import FLASK_PORTAL, PROJECT_ROOT, csrf_token, logged_in, portal_environment, prepare_portal
-from petportal.processes import wait_for_port
+from petportal.running.processes import wait_for_port
 
 from helpers import PRODUCTION_KEY, SECRET_KEY, SlowStore, dispose_store, drop_postgres_schema, postgres_schema_url
 from servers import free_port, serve

@@ -9,9 +9,9 @@ from babel.messages.mofile import write_mo
 
 from bench.portal import csrf_token
 from petportal.admin import audit_log
+from petportal.data.models import AuditAction, ImportRow
 from petportal.extensions import db
 from petportal.imports import reasons
-from petportal.models import AuditAction, ImportRow
 
 from helpers import upload
 

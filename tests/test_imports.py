@@ -16,10 +16,10 @@ from datetime import timedelta
 import pytest
 
 from bench.portal import csrf_token
-from petportal import demo
 from petportal.catalog import categories
+from petportal.data.models import AuditEntry, BulkImport, ImportRow
 from petportal.extensions import db
-from petportal.models import AuditEntry, BulkImport, ImportRow
+from petportal.running import demo
 
 from helpers import PASSWORDS, REDIS_URL, AuthActions, SlowStore, at_once, creates, finished, press, upload
 from servers import FaultServer, answer, delay, serve
@@ -276,7 +276,7 @@ def test_only_its_owner_and_admins_see_an_import_and_customers_none(portal_app, 
     staff = auth_for(portal_app, "staff")
     path = upload(staff, "name,categoryId,status\nRex,1,\n").headers["Location"]
     with portal_app.app_context():
-        from petportal.models import User
+        from petportal.data.models import User
 
         db.session.add(User(username="other", role="staff", password_hash=db.session.get(User, 1).password_hash))
         db.session.commit()
@@ -294,7 +294,7 @@ def test_an_import_previewed_for_one_environment_is_not_started_in_another(porta
     path = upload(staff, "name,categoryId,status\nRex,1,\n").headers["Location"]
     token = csrf_token(staff.get(path).text)
     with portal_app.app_context():
-        from petportal.environments import environments
+        from petportal.petstore.environments import environments
 
         environments().set_active("staging")
         db.session.commit()
@@ -315,7 +315,7 @@ def test_a_switch_while_it_runs_stops_it_and_it_resumes_where_it_stopped(make_po
         while staff.get(f"{path}.json").get_json()["created"] < 3:
             time.sleep(0.02)
         with app.app_context():
-            from petportal.environments import environments
+            from petportal.petstore.environments import environments
 
             environments().set_active("staging")
             db.session.commit()

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from bench.portal import PROJECT_ROOT
-from petportal import template_text
+from petportal.i18n import template_text
 
 from helpers import PAGES_OF_EVERY_KIND
 

@@ -13,8 +13,8 @@ import requests
 import sqlalchemy
 
 from bench.portal import csrf_token
+from petportal.data.models import AuditEntry, LoginCounter, User
 from petportal.extensions import db
-from petportal.models import AuditEntry, LoginCounter, User
 
 from helpers import NEW_PASSWORDS, REDIS_URL, AuthActions, post_form, production_variables
 from servers import running
@@ -155,7 +155,7 @@ def test_a_wrong_password_takes_as_long_for_an_unknown_a_password_and_a_single_s
 
 
 def test_an_account_without_a_password_is_checked_against_a_real_hash():
-    from petportal.auth import passwords
+    from petportal.data import passwords
 
     assert passwords.matches(None, "anything") is False
     stand_in = passwords._stand_in()

@@ -5,8 +5,8 @@ import pytest
 
 from bench.portal import csrf_token
 from petportal.auth import mfa
+from petportal.data.models import AuditEntry, User
 from petportal.extensions import db
-from petportal.models import AuditEntry, User
 
 from helpers import NEW_PASSWORDS, PASSWORDS, SECRET_PATTERN, AuthActions, at_once, enrol_mfa, post_form, totp
 

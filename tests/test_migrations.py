@@ -9,8 +9,8 @@ from werkzeug.security import generate_password_hash
 from bench.portal import FLASK_PORTAL, PROJECT_ROOT, portal_environment, prepare_portal
 from petportal import create_app
 from petportal.admin import audit_log
+from petportal.data.models import AuditEntry, BulkImport, ImportRow
 from petportal.extensions import db
-from petportal.models import AuditEntry, BulkImport, ImportRow
 
 from helpers import PASSWORDS, AuthActions, portal_config
 from servers import run_init_db
@@ -57,7 +57,7 @@ def test_init_db_creates_a_new_database_and_is_idempotent(tmp_path, database_url
         tables = set(sqlalchemy.inspect(db.engine).get_table_names())
         db.engine.dispose()
     assert {"users", "audit_log", "login_sessions", "server_sessions", "alembic_version"} <= tables
-    app.extensions["petportal.environments"].close()
+    app.extensions["petportal.petstore.environments"].close()
 
 
 def test_a_0_1_0_database_is_upgraded_and_its_accounts_log_in(tmp_path, database_url, production_store, staging_store):
@@ -76,7 +76,7 @@ def test_a_0_1_0_database_is_upgraded_and_its_accounts_log_in(tmp_path, database
     assert staff.get("/animals/new").status_code == 200
     with app.app_context():
         db.engine.dispose()
-    app.extensions["petportal.environments"].close()
+    app.extensions["petportal.petstore.environments"].close()
 
 
 def test_the_models_and_the_migrations_agree(tmp_path):
@@ -140,7 +140,7 @@ def test_labels_that_already_read_the_same_are_kept_and_the_later_renamed(tmp_pa
         ("production", 2, "dogs (2)"),
         ("staging", 1, "Dogs"),
     ]
-    app.extensions["petportal.environments"].close()
+    app.extensions["petportal.petstore.environments"].close()
 
 
 def test_the_import_messages_of_0006_become_reason_codes_and_come_back_on_downgrade(tmp_path, database_url):
@@ -192,7 +192,7 @@ def test_the_import_messages_of_0006_become_reason_codes_and_come_back_on_downgr
             kept = list(kept)
             stopped = connection.execute(sqlalchemy.text("SELECT message FROM imports")).scalar_one()
         db.engine.dispose()
-    app.extensions["petportal.environments"].close()
+    app.extensions["petportal.petstore.environments"].close()
     assert stop == {"code": "switched", "previous": "production", "active": "staging"}
     assert reasons == [
         {"code": "invalid", "values": 4},
@@ -206,7 +206,7 @@ def test_the_import_messages_of_0006_become_reason_codes_and_come_back_on_downgr
     # Back at 0006: the same English, but for a refused row's checks, which only the newer portal works out.
     assert stopped == switched
     assert kept == [rows[0][1], "Refused by the portal's checks.", *[message for _, message in rows[2:]]]
-    app.extensions["petportal.environments"].close()
+    app.extensions["petportal.petstore.environments"].close()
 
 
 def test_the_audit_sentences_of_0010_become_detail_codes_and_come_back_on_downgrade(tmp_path, database_url):
@@ -244,7 +244,7 @@ def test_the_audit_sentences_of_0010_become_detail_codes_and_come_back_on_downgr
             kept = connection.execute(sqlalchemy.text("SELECT detail FROM audit_log ORDER BY id")).scalars()
             kept = list(kept)
         db.engine.dispose()
-    app.extensions["petportal.environments"].close()
+    app.extensions["petportal.petstore.environments"].close()
     assert details == [
         {"code": "switched_from", "previous": "production"},
         {"code": "category_renamed", "category": 3, "previous": "Fish", "label": "Fish 'n' chips"},

@@ -15,10 +15,10 @@ import requests
 
 from bench.portal import PROJECT_ROOT, portal_environment
 from petportal.admin.status import in_words, stability_in_words
-from petportal.environments import DeprecationNotice
-from petportal.logs import RequestContextFilter
-from petportal.processes import stop, wait_for_port
-from petportal.store import create_app as create_store
+from petportal.petstore.environments import DeprecationNotice
+from petportal.reference_store import create_app as create_store
+from petportal.running.processes import stop, wait_for_port
+from petportal.telemetry.logs import RequestContextFilter
 
 from helpers import PRODUCTION_KEY, SECRET_KEY, AuthActions, metric, production_variables
 from servers import free_port, portal_processes

@@ -5,8 +5,8 @@ import cbor2
 import pytest
 from authenticator import Authenticator
 
+from petportal.data.models import AuditEntry, Passkey, User
 from petportal.extensions import db
-from petportal.models import AuditEntry, Passkey, User
 
 from helpers import AuthActions, csrf_token
 

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
+from petportal.data.models import AuditEntry, LoginSession, Passkey, User
 from petportal.extensions import db
-from petportal.models import AuditEntry, LoginSession, Passkey, User
 
 from browsers import desktop_page, log_in
 from servers import listening, serve

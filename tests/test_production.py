@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from petportal import logs
+from petportal.telemetry import logs
 
 from helpers import metric, production_variables
 from servers import running, serve

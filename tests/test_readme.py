@@ -11,7 +11,7 @@ import pytest
 import requests
 
 from bench.portal import PROJECT_ROOT, csrf_token, portal_environment
-from petportal.processes import wait_for_port
+from petportal.running.processes import wait_for_port
 
 from helpers import SECRET_PATTERN
 from servers import free_port

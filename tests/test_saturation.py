@@ -11,7 +11,7 @@ from collections import Counter
 import pytest
 
 from bench.portal import PROJECT_ROOT, portal_environment
-from petportal.processes import stop, wait_for_port
+from petportal.running.processes import stop, wait_for_port
 
 from helpers import PRODUCTION_KEY, SECRET_KEY
 from servers import FaultServer, answer, delay, free_port, reset

@@ -17,8 +17,8 @@ from openid_provider import BACKCHANNEL_LOGOUT, CALLBACK, MISSING, PEOPLE, PORTA
 
 from petportal.auth import sso
 from petportal.config import ConfigurationError, from_environment
+from petportal.data.models import AuditEntry, LoginSession, User
 from petportal.extensions import db
-from petportal.models import AuditEntry, LoginSession, User
 
 from helpers import PASSWORDS, AuthActions, csrf_token, enrol_mfa, post_form, totp
 from servers import RecordingMiddleware, free_port, serve
@@ -334,7 +334,7 @@ def test_sso_accounts_are_marked_and_have_no_password_to_change_or_reset(sso_por
 def test_only_the_exact_authorization_endpoint_leaves_the_site(sso_portal, provider):
     from flask import Response
 
-    from petportal.security import keep_locations_on_trusted_hosts
+    from petportal.web.security import keep_locations_on_trusted_hosts
 
     endpoint = urlsplit(start(sso_portal.test_client()))._replace(query="").geturl()
     host = urlsplit(endpoint).netloc

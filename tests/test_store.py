@@ -11,10 +11,10 @@ import pytest
 import requests
 from openapi_spec_validator import validate
 
-from petportal.processes import stop, wait_for_port
-from petportal.store import SAMPLE_ANIMALS
-from petportal.store import create_app as create_store
-from petportal.store.models import db
+from petportal.reference_store import SAMPLE_ANIMALS
+from petportal.reference_store import create_app as create_store
+from petportal.reference_store.models import db
+from petportal.running.processes import stop, wait_for_port
 
 from helpers import STORE_KEY
 from servers import free_port, serve
@@ -253,7 +253,7 @@ def test_flask_run_command_serves_the_store_with_keys_from_the_environment(tmp_p
         "PETSTORE_API_KEYS": "alpha,beta",
         "PETSTORE_DATABASE_URL": f"sqlite:///{tmp_path / 'run.sqlite'}",
     }
-    flask = [sys.executable, "-m", "flask", "--app", "petportal.store"]
+    flask = [sys.executable, "-m", "flask", "--app", "petportal.reference_store"]
     seeded = subprocess.run(
         [*flask, "seed"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False
     )

@@ -6,8 +6,8 @@ import pytest
 from sqlalchemy import func, select
 
 from bench.portal import csrf_token
+from petportal.data.models import AuditEntry, LoginSession, RecoveryCode, User
 from petportal.extensions import db
-from petportal.models import AuditEntry, LoginSession, RecoveryCode, User
 
 from helpers import NEW_PASSWORDS, PASSWORDS, SECRET_PATTERN, AuthActions, totp
 

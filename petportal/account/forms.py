@@ -3,9 +3,9 @@
 from wtforms import PasswordField
 from wtforms.validators import DataRequired, EqualTo, Length
 
-from ..auth.forms import new_password_field
-from ..forms import PortalForm
-from ..lazy_text import lazy_gettext as _l
+from petportal.auth.forms import new_password_field
+from petportal.i18n.lazy_text import lazy_gettext as _l
+from petportal.web.forms import PortalForm
 
 
 class ChangePasswordForm(PortalForm):

@@ -19,14 +19,15 @@ from flask.typing import ResponseReturnValue
 from flask_babel import gettext as _
 from flask_login import current_user, login_fresh
 
-from .. import audit, compression
-from ..auth import accounts, logins, mfa, passkeys, throttle
-from ..auth.access import log_in_again, login_required
-from ..auth.forms import CodeForm
-from ..forms import ButtonForm
-from ..models import AuditAction, AuditDetail, User
-from ..reading import json_object
-from .forms import ChangePasswordForm
+from petportal.account.forms import ChangePasswordForm
+from petportal.auth import accounts, logins, mfa, passkeys, throttle
+from petportal.auth.access import log_in_again, login_required
+from petportal.auth.forms import CodeForm
+from petportal.data import audit
+from petportal.data.models import AuditAction, AuditDetail, User
+from petportal.web import compression
+from petportal.web.forms import ButtonForm
+from petportal.web.readers import json_object
 
 bp = Blueprint("account", __name__, url_prefix="/account")
 # The secret being enrolled (encrypted) until a code confirms it, and the recovery codes to show once.

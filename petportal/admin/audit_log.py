@@ -15,10 +15,10 @@ from flask.sansio.app import App
 from flask_babel import force_locale, ngettext
 from flask_babel import gettext as _
 
-from ..downloads import FILE_LANGUAGE, Cell
-from ..i18n import environment_label, number, role_label
-from ..lazy_text import lazy_gettext as _l
-from ..models import AuditAction, AuditDetail
+from petportal.data.models import AuditAction, AuditDetail
+from petportal.i18n.languages import environment_label, number, role_label
+from petportal.i18n.lazy_text import lazy_gettext as _l
+from petportal.web.downloads import FILE_LANGUAGE, Cell
 
 # The audit page's columns (templates/admin/audit.html), in its order and words: the download's header.
 COLUMNS = ("When (UTC)", "Who", "What", "Account", "Environment", "Details", "From")

@@ -7,13 +7,13 @@ from typing import TYPE_CHECKING
 from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
 from flask_babel import gettext as _
 
-from ..auth.access import role_required
-from ..catalog import categories
-from ..config import ENVIRONMENT_NAMES
-from ..forms import ButtonForm
-from ..petstore import INT64_MAX, INT64_MIN
-from ..serving import serving
-from .forms import CategoryLabelForm
+from petportal.admin.forms import CategoryLabelForm
+from petportal.auth.access import role_required
+from petportal.catalog import categories
+from petportal.config import ENVIRONMENT_NAMES
+from petportal.petstore import INT64_MAX, INT64_MIN
+from petportal.petstore.active import serving
+from petportal.web.forms import ButtonForm
 
 if TYPE_CHECKING:
     from werkzeug.wrappers import Response

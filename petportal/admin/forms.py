@@ -10,21 +10,21 @@ from flask_babel import gettext as _
 from wtforms import Field, HiddenField, SelectChoice, SelectField, StringField
 from wtforms.validators import DataRequired, Length, ValidationError
 
-from .. import audit
-from ..auth.accounts import USERNAME_MAX_LENGTH
-from ..auth.forms import new_password_field
-from ..catalog.categories import LABEL_MAX_LENGTH
-from ..catalog.forms import Readable, category_id_field, stripped
-from ..config import ENVIRONMENT_NAMES
-from ..forms import PortalForm
-from ..i18n import environment_label
-from ..lazy_text import lazy_gettext as _l
-from ..models import AuditAction
-from ..reading import DayField
-from .audit_log import action_label
+from petportal.admin.audit_log import action_label
+from petportal.auth.accounts import USERNAME_MAX_LENGTH
+from petportal.auth.forms import new_password_field
+from petportal.catalog.categories import LABEL_MAX_LENGTH
+from petportal.catalog.forms import Readable, category_id_field, stripped
+from petportal.config import ENVIRONMENT_NAMES
+from petportal.data import audit
+from petportal.data.models import AuditAction
+from petportal.i18n.languages import environment_label
+from petportal.i18n.lazy_text import lazy_gettext as _l
+from petportal.web.forms import PortalForm
+from petportal.web.readers import DayField
 
 if TYPE_CHECKING:
-    from ..environments import Environment
+    from petportal.petstore.environments import Environment
 
 ROLE_CHOICES = [
     SelectChoice("staff", _l("Staff: adds animals")),

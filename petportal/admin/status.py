@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING
 from flask_babel import gettext as _
 from flask_babel import ngettext
 
-from ..errors import store_words
-from ..lazy_text import lazy_gettext as _l
-from ..petstore import NotFound, PetStoreError, Unauthorized, Unavailable
+from petportal.i18n.lazy_text import lazy_gettext as _l
+from petportal.petstore import NotFound, PetStoreError, Unauthorized, Unavailable
+from petportal.web.error_pages import store_words
 
 if TYPE_CHECKING:
-    from ..environments import DeprecationNotice, Environment, Environments
-    from ..petstore import Operation
+    from petportal.petstore import Operation
+    from petportal.petstore.environments import DeprecationNotice, Environment, Environments
 
 
 @dataclass

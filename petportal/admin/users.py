@@ -12,14 +12,14 @@ from flask_babel import gettext as _
 from flask_babel import ngettext
 from flask_login import current_user, login_fresh
 
-from .. import audit
-from ..auth import accounts, logins, passkeys
-from ..auth.access import log_in_again, role_required
-from ..extensions import db
-from ..forms import ButtonForm
-from ..i18n import role_label
-from ..models import AuditAction, AuditDetail, User
-from .forms import NewUserForm, ResetPasswordForm, RoleForm
+from petportal.admin.forms import NewUserForm, ResetPasswordForm, RoleForm
+from petportal.auth import accounts, logins, passkeys
+from petportal.auth.access import log_in_again, role_required
+from petportal.data import audit
+from petportal.data.models import AuditAction, AuditDetail, User
+from petportal.extensions import db
+from petportal.i18n.languages import role_label
+from petportal.web.forms import ButtonForm
 
 bp = Blueprint("users", __name__, url_prefix="/admin/users")
 # A change to one account: returns a success message to flash (a str), or a page of its own (a form with errors).

@@ -16,21 +16,21 @@ from flask_babel import gettext as _
 from flask_login import current_user, login_fresh
 from werkzeug.wrappers import Response
 
-from .. import audit
-from ..auth.access import log_in_again, role_required
-from ..clock import now
-from ..downloads import csv_download
-from ..environments import environments
-from ..errors import render_error
-from ..extensions import db
-from ..i18n import role_label
-from ..models import AuditAction, AuditDetail
-from ..petstore import GET_PET_REMOVAL
-from ..reading import whole_number
-from ..serving import previewed_name, set_preview
-from . import audit_log as audit_words
-from .forms import AuditFilterForm, PreviewForm, SwitchEnvironmentForm, environment_choices
-from .status import in_words, probe_all, stability_in_words
+from petportal.admin import audit_log as audit_words
+from petportal.admin.forms import AuditFilterForm, PreviewForm, SwitchEnvironmentForm, environment_choices
+from petportal.admin.status import in_words, probe_all, stability_in_words
+from petportal.auth.access import log_in_again, role_required
+from petportal.clock import now
+from petportal.data import audit
+from petportal.data.models import AuditAction, AuditDetail
+from petportal.extensions import db
+from petportal.i18n.languages import role_label
+from petportal.petstore import GET_PET_REMOVAL
+from petportal.petstore.active import previewed_name, set_preview
+from petportal.petstore.environments import environments
+from petportal.web.downloads import csv_download
+from petportal.web.error_pages import render_error
+from petportal.web.readers import whole_number
 
 bp = Blueprint("admin", __name__, url_prefix="/admin")
 AUDIT_PAGE_SIZE = 25

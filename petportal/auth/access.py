@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import wraps
 from typing import ParamSpec
-from urllib.parse import urlsplit
 
 from flask import abort, current_app, flash, redirect, request, url_for
 from flask.typing import ResponseReturnValue
@@ -13,9 +12,9 @@ from flask_babel import gettext as _
 from flask_login import current_user
 from werkzeug.wrappers import Response
 
-from ..extensions import login
-from . import logins
-from .sessions import require_session_store
+from petportal.auth import logins
+from petportal.auth.sessions import require_session_store
+from petportal.extensions import login
 
 Params = ParamSpec("Params")
 
@@ -72,18 +71,6 @@ def second_factor_satisfied() -> bool:
     """An admin's second factor, as PETPORTAL_REQUIRE_ADMIN_MFA asks: the account has one of the portal's own
     (which every password login then asks for), or this login proved one at the identity provider."""
     return bool(current_user.mfa_enabled) or logins.used_second_factor()
-
-
-def safe_next(target: str | None, default: str) -> str:
-    """`target` if it is a path on this site, else `default`: never another host or scheme."""
-    if not target or not target.startswith("/") or target.startswith("//"):
-        return default
-    if "\\" in target or any(ord(char) < 32 or ord(char) == 127 for char in target):
-        return default
-    parts = urlsplit(target)
-    if parts.scheme or parts.netloc:
-        return default
-    return target
 
 
 def log_in_again(back_to: str, message: str) -> Response:

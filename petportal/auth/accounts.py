@@ -15,10 +15,10 @@ from flask_babel import gettext as _
 from sqlalchemy import CursorResult, exists, func, or_, select, update
 from sqlalchemy.orm import aliased
 
-from .. import audit
-from ..extensions import db
-from ..models import ROLES, User
-from . import logins, mfa, passkeys, passwords
+from petportal.auth import logins, mfa, passkeys
+from petportal.data import audit, passwords
+from petportal.data.models import ROLES, User
+from petportal.extensions import db
 
 USERNAME_MAX_LENGTH = 80
 # A user name appears in page addresses (/admin/users/<name>): no spaces, slashes or markup, and it

@@ -5,9 +5,9 @@ from __future__ import annotations
 from wtforms import BooleanField, Field, PasswordField, StringField
 from wtforms.validators import DataRequired, Length, ValidationError
 
-from ..forms import PortalForm
-from ..lazy_text import lazy_gettext as _l
-from . import passwords
+from petportal.data import passwords
+from petportal.i18n.lazy_text import lazy_gettext as _l
+from petportal.web.forms import PortalForm
 
 
 def good_password(form: PortalForm, field: Field) -> None:

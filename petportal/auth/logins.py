@@ -25,12 +25,12 @@ from flask_babel import gettext as _
 from flask_login import login_user, logout_user
 from sqlalchemy import ColumnElement, func, or_, select, update
 
-from .. import session_store
-from ..clock import now
-from ..config import SESSION_ABSOLUTE_LIMIT, SESSION_IDLE_LIMIT
-from ..extensions import db
-from ..models import LoginSession, User
-from . import passkeys, remember
+from petportal.auth import passkeys, remember
+from petportal.clock import now
+from petportal.config import SESSION_ABSOLUTE_LIMIT, SESSION_IDLE_LIMIT
+from petportal.data import session_store
+from petportal.data.models import LoginSession, User
+from petportal.extensions import db
 
 LOGIN_KEY = "login_id"
 SECOND_FACTOR_KEY = "awaiting_second_factor"

@@ -26,9 +26,9 @@ from flask_babel import gettext
 from markupsafe import Markup
 from sqlalchemy import CursorResult, Update, delete, func, or_, select, update
 
-from ..clock import now
-from ..extensions import db
-from ..models import RecoveryCode, User
+from petportal.clock import now
+from petportal.data.models import RecoveryCode, User
+from petportal.extensions import db
 
 if TYPE_CHECKING:
     from cryptography.fernet import Fernet

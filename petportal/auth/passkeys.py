@@ -25,9 +25,9 @@ from flask import current_app, session
 from flask_babel import gettext as _
 from sqlalchemy import exists, func, select
 
-from ..clock import now
-from ..extensions import db
-from ..models import Passkey, User
+from petportal.clock import now
+from petportal.data.models import Passkey, User
+from petportal.extensions import db
 
 CHALLENGE_KEY = "passkey_challenge"
 # The largest row id a database gives a passkey (a 32-bit integer column).

@@ -16,12 +16,11 @@ from typing import Any, cast
 from flask import Flask, Response, g
 from sqlalchemy import CursorResult, update
 
-from ..clock import now
-from ..config import SESSION_ABSOLUTE_LIMIT
-from ..extensions import db
-from ..models import LoginSession
+from petportal.clock import now
+from petportal.config import REMEMBER_COOKIE, SESSION_ABSOLUTE_LIMIT
+from petportal.data.models import LoginSession
+from petportal.extensions import db
 
-REMEMBER_COOKIE = "remember"
 # The value `g` holds for this response's remember cookie: "" deletes it, None leaves it alone.
 _PENDING = "remember_cookie"
 

@@ -16,18 +16,20 @@ from __future__ import annotations
 from datetime import timedelta
 
 from flask import Flask, Request, abort, current_app, flash, g, session
+from flask.typing import ResponseReturnValue
 from flask_babel import gettext as _
+from flask_wtf.csrf import CSRFError
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
-from .. import session_store
-from ..clock import now
-from ..config import SESSION_ABSOLUTE_LIMIT, SESSION_IDLE_LIMIT
-from ..extensions import DATABASE_OUTAGES, db, login
-from ..lazy_text import lazy_gettext as _l
-from ..models import LoginSession, User
-from . import logins, remember
-from .remember import REMEMBER_COOKIE
+from petportal.auth import logins, remember
+from petportal.clock import now
+from petportal.config import REMEMBER_COOKIE, SESSION_ABSOLUTE_LIMIT, SESSION_IDLE_LIMIT
+from petportal.data import session_store
+from petportal.data.models import LoginSession, User
+from petportal.extensions import DATABASE_OUTAGES, db, login
+from petportal.i18n.lazy_text import lazy_gettext as _l
+from petportal.web.error_pages import render_error
 
 # A login's "last seen" is written at most this often, so a busy page does not write on every request.
 SEEN_GRANULARITY = timedelta(seconds=60)
@@ -152,3 +154,11 @@ def _database_failed(error: SQLAlchemyError) -> None:
     if not g.get("database_unavailable"):
         current_app.logger.error("the portal's database is unavailable: %s", type(error).__name__)
     g.database_unavailable = True
+
+
+def refuse_form(error: CSRFError) -> ResponseReturnValue:
+    """A form whose CSRF token failed: expired, or sent from another site; or, without the session store, one
+    that cannot be checked at all, which the page says rather than "the form expired"."""
+    if not logins_available(probe=True):
+        return render_error(503, str(LOGINS_UNAVAILABLE), title=_("Temporarily unavailable"), retry=True)
+    return render_error(400, _("This form has expired or was not sent from this site. Reload the page and try again."))

@@ -27,12 +27,13 @@ from flask_babel import gettext as _
 from sqlalchemy import func, select
 from werkzeug.wrappers import Response
 
-from .. import audit, security
-from ..clock import now
-from ..extensions import db
-from ..models import AuditAction, AuditDetail, User
-from . import logins
-from .accounts import USERNAME_MAX_LENGTH
+from petportal.auth import logins
+from petportal.auth.accounts import USERNAME_MAX_LENGTH
+from petportal.clock import now
+from petportal.data import audit
+from petportal.data.models import AuditAction, AuditDetail, User
+from petportal.extensions import db
+from petportal.web import security
 
 PROVIDER = "company"
 # Where the sign-in keeps the page to go on to, between the redirect and the callback.

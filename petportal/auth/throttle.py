@@ -30,10 +30,10 @@ from typing import TYPE_CHECKING
 from flask import Flask, abort, current_app, request
 from sqlalchemy import case, delete, select, update
 
-from ..clock import now
-from ..extensions import db
-from ..models import LoginCounter
-from .sessions import LOGINS_UNAVAILABLE
+from petportal.auth.sessions import LOGINS_UNAVAILABLE
+from petportal.clock import now
+from petportal.data.models import LoginCounter
+from petportal.extensions import db
 
 if TYPE_CHECKING:
     from limits import RateLimitItem

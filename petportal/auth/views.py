@@ -8,14 +8,16 @@ from flask_babel import gettext as _
 from flask_babel import ngettext
 from flask_login import current_user
 
-from .. import audit, metrics
-from ..extensions import csrf, db
-from ..forms import ButtonForm
-from ..models import AuditAction, AuditDetail, User
-from ..reading import json_object
-from . import logins, mfa, passkeys, passwords, sessions, sso, throttle
-from .access import require_own_password, safe_next
-from .forms import CodeForm, LoginForm
+from petportal.auth import logins, mfa, passkeys, sessions, sso, throttle
+from petportal.auth.access import require_own_password
+from petportal.auth.forms import CodeForm, LoginForm
+from petportal.data import audit, passwords
+from petportal.data.models import AuditAction, AuditDetail, User
+from petportal.extensions import csrf, db
+from petportal.telemetry import metrics
+from petportal.web.error_pages import render_error
+from petportal.web.forms import ButtonForm
+from petportal.web.readers import json_object, safe_next
 
 bp = Blueprint("auth", __name__)
 bp.before_app_request(require_own_password)
@@ -121,8 +123,6 @@ def sso_login() -> ResponseReturnValue:
 def sso_callback() -> ResponseReturnValue:
     """The identity provider sends the browser back here: the account is found or made, and logged in; an
     admin without a second factor from the provider gives the portal's own where PETPORTAL_REQUIRE_ADMIN_MFA asks."""
-    from ..errors import render_error  # errors imports this package (its sessions module)
-
     sessions.require_session_store()
     try:
         signed_in = sso.signed_in()
@@ -232,14 +232,10 @@ def _second_factor_page(form: CodeForm, user: User, status: int) -> ResponseRetu
 
 
 def _sign_in_unavailable() -> ResponseReturnValue:
-    from ..errors import render_error
-
     message = _("The company's sign-in could not be reached. Try again in a moment, or log in with a password.")
     return render_error(503, message, retry=True)
 
 
 def _too_many_attempts() -> ResponseReturnValue:
     # Returned, not raised: an error handler rolls the request back, and the refusal's audit entry with it.
-    from ..errors import render_error  # errors imports this package (its sessions module)
-
     return render_error(429)

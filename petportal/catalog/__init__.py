@@ -1,5 +1,1 @@
 """Browsing, filtering, viewing and adding animals."""
-
-from .views import bp
-
-__all__ = ["bp"]

@@ -29,13 +29,23 @@ from typing import Any, Protocol
 from sqlalchemy import CursorResult, delete, exists, select, update
 from sqlalchemy.exc import SQLAlchemyError
 
-from .. import audit, page_cache
-from ..clock import now
-from ..extensions import db
-from ..models import AuditAction, AuditDetail, BulkImport, ImportRow, Reason, RowReason, SubmissionToken, TicketState
-from ..petstore import Busy, InvalidRequest, OutcomeUnknown, PetStoreClient, Unauthorized, Unavailable
-from ..unit_of_work import after_commit
-from . import additions
+from petportal.catalog import additions
+from petportal.clock import now
+from petportal.data import audit
+from petportal.data.models import (
+    AuditAction,
+    AuditDetail,
+    BulkImport,
+    ImportRow,
+    Reason,
+    RowReason,
+    SubmissionToken,
+    TicketState,
+)
+from petportal.data.unit_of_work import after_commit
+from petportal.extensions import db
+from petportal.petstore import Busy, InvalidRequest, OutcomeUnknown, PetStoreClient, Unauthorized, Unavailable
+from petportal.web import page_cache
 
 log = logging.getLogger(__name__)
 TOKEN_LIFETIME = timedelta(hours=12)

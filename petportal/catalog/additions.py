@@ -4,9 +4,9 @@ from collections.abc import Sequence
 
 from sqlalchemy import select
 
-from ..config import ENVIRONMENT_NAMES
-from ..extensions import db
-from ..models import Addition
+from petportal.config import ENVIRONMENT_NAMES
+from petportal.data.models import Addition
+from petportal.extensions import db
 
 RECENT = 50
 

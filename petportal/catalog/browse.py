@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..petstore import Pet
+    from petportal.petstore import Pet
 
 SORTS = ("id", "name", "category", "status")
 

@@ -12,11 +12,12 @@ import time
 from flask import current_app
 from sqlalchemy import select
 
-from .. import audit, page_cache
-from ..extensions import DATABASE_OUTAGES, db
-from ..models import AuditAction, AuditDetail, CategoryLabel
-from ..unit_of_work import after_commit
-from .browse import folded
+from petportal.catalog.browse import folded
+from petportal.data import audit
+from petportal.data.models import AuditAction, AuditDetail, CategoryLabel
+from petportal.data.unit_of_work import after_commit
+from petportal.extensions import DATABASE_OUTAGES, db
+from petportal.web import page_cache
 
 log = logging.getLogger(__name__)
 LABEL_MAX_LENGTH = 60

@@ -14,19 +14,13 @@ from wtforms.validators import (
     ValidationError,
 )
 
-from ..forms import PortalForm
-from ..front_door import NOT_UTF8
-from ..lazy_text import lazy_gettext as _l
-from ..petstore import (
-    INT64_MAX,
-    LIMIT_DEFAULT,
-    LIMIT_MAX,
-    LIMIT_MIN,
-    PET_STATUSES,
-)
-from ..reading import WholeNumberField
-from .adding import NewAnimal
-from .browse import SORTS
+from petportal.catalog.adding import NewAnimal
+from petportal.catalog.browse import SORTS
+from petportal.i18n.lazy_text import lazy_gettext as _l
+from petportal.petstore import INT64_MAX, LIMIT_DEFAULT, LIMIT_MAX, LIMIT_MIN, PET_STATUSES
+from petportal.web.forms import PortalForm
+from petportal.web.front_door import NOT_UTF8
+from petportal.web.readers import WholeNumberField
 
 # The portal's own rule, not the API's: a name people can read in a list.
 NAME_MAX_LENGTH = 100

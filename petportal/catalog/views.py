@@ -18,22 +18,22 @@ from flask_babel import gettext as _
 from flask_login import current_user
 from werkzeug.wrappers import Response
 
-from .. import metrics, page_cache
-from ..auth.access import role_required
-from ..downloads import csv_download
-from ..environments import Environment
-from ..errors import ErrorPage, key_rejected_page, render_error, store_words
-from ..petstore import (
-    GET_PET_REMOVAL,
-    INT64_MAX,
-    LIMIT_MAX,
-    LIMIT_MIN,
-    Gone,
-    Pet,
+from petportal.auth.access import role_required
+from petportal.catalog import adding, additions, browse, categories
+from petportal.catalog.forms import (
+    FILTER_PARAMETERS,
+    NAME_MAX_LENGTH,
+    SEARCH_MAX_LENGTH,
+    AddAnimalForm,
+    AnimalFilterForm,
 )
-from ..serving import serving
-from . import adding, additions, browse, categories
-from .forms import FILTER_PARAMETERS, NAME_MAX_LENGTH, SEARCH_MAX_LENGTH, AddAnimalForm, AnimalFilterForm
+from petportal.petstore import GET_PET_REMOVAL, INT64_MAX, LIMIT_MAX, LIMIT_MIN, Gone, Pet
+from petportal.petstore.active import serving
+from petportal.petstore.environments import Environment
+from petportal.telemetry import metrics
+from petportal.web import page_cache
+from petportal.web.downloads import csv_download
+from petportal.web.error_pages import ErrorPage, key_rejected_page, render_error, store_words
 
 bp = Blueprint("catalog", __name__)
 # The list's download: the API's own field names, and the category's label (or nothing).

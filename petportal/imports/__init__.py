@@ -1,6 +1,2 @@
 """Bulk adding animals from a CSV file: read and checked (files), kept (batches), sent (runner), run outside
 the request (engines), and shown (views)."""
-
-from .views import bp
-
-__all__ = ["bp"]

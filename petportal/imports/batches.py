@@ -15,10 +15,10 @@ from typing import Any
 
 from sqlalchemy import CursorResult, delete, exists, func, select, update
 
-from ..clock import now
-from ..extensions import db
-from ..models import BulkImport, ImportRow, ImportState, RowReason, TicketState
-from .files import Row
+from petportal.clock import now
+from petportal.data.models import BulkImport, ImportRow, ImportState, RowReason, TicketState
+from petportal.extensions import db
+from petportal.imports.files import Row
 
 # A preview nobody started is deleted after this long (with the next upload).
 PREVIEW_LIFETIME = timedelta(days=1)

@@ -15,9 +15,9 @@ import click
 from flask import Flask, current_app
 from flask.cli import AppGroup
 
-from ..extensions import DATABASE_OUTAGES, db
-from ..unit_of_work import after_commit
-from . import batches, runner
+from petportal.data.unit_of_work import after_commit
+from petportal.extensions import DATABASE_OUTAGES, db
+from petportal.imports import batches, runner
 
 log = logging.getLogger(__name__)
 QUEUE = "petportal-imports"

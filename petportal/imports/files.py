@@ -16,10 +16,10 @@ from flask_babel import format_number, ngettext
 from flask_babel import gettext as _
 from werkzeug.datastructures import MultiDict
 
-from ..catalog.browse import folded
-from ..catalog.forms import AnimalForm
-from ..petstore import PET_STATUSES
-from ..reading import ASCII_SPACE, WHOLE_NUMBER
+from petportal.catalog.browse import folded
+from petportal.catalog.forms import AnimalForm
+from petportal.petstore import PET_STATUSES
+from petportal.web.readers import ASCII_SPACE, WHOLE_NUMBER
 
 FILE_MAX_BYTES = 1024 * 1024
 ROWS_MAX = 1000

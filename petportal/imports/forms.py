@@ -2,8 +2,8 @@
 
 from flask_wtf.file import FileField, FileRequired
 
-from ..forms import PortalForm
-from ..lazy_text import lazy_gettext as _l
+from petportal.i18n.lazy_text import lazy_gettext as _l
+from petportal.web.forms import PortalForm
 
 
 class UploadForm(PortalForm):

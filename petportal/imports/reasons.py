@@ -14,10 +14,10 @@ from flask.sansio.app import App
 from flask_babel import force_locale
 from flask_babel import gettext as _
 
-from ..downloads import FILE_LANGUAGE
-from ..errors import store_words
-from ..models import BulkImport, ImportRow, RowReason, StopReason
-from . import files
+from petportal.data.models import BulkImport, ImportRow, RowReason, StopReason
+from petportal.imports import files
+from petportal.web.downloads import FILE_LANGUAGE
+from petportal.web.error_pages import store_words
 
 
 def row_reason(row: ImportRow) -> str | None:

@@ -27,13 +27,11 @@ from typing import Any
 from flask import Flask, current_app
 from sqlalchemy import update
 
-from .. import audit
-from ..catalog import adding
-from ..catalog.adding import NotSentReason, held_by
-from ..clock import now
-from ..environments import environments
-from ..extensions import db
-from ..models import (
+from petportal.catalog import adding
+from petportal.catalog.adding import NotSentReason, held_by
+from petportal.clock import now
+from petportal.data import audit
+from petportal.data.models import (
     AuditAction,
     AuditDetail,
     BulkImport,
@@ -44,7 +42,9 @@ from ..models import (
     StopReason,
     TicketState,
 )
-from .batches import FAILED_STATES, RUNNABLE, change, counts
+from petportal.extensions import db
+from petportal.imports.batches import FAILED_STATES, RUNNABLE, change, counts
+from petportal.petstore.environments import environments
 
 log = logging.getLogger(__name__)
 RENEW_SECONDS = 1.0

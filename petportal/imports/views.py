@@ -11,20 +11,20 @@ from flask_babel import ngettext
 from flask_login import current_user
 from werkzeug.datastructures import CombinedMultiDict
 
-from .. import audit
-from ..auth.access import role_required
-from ..catalog import categories
-from ..catalog.browse import folded
-from ..catalog.forms import BIDI_CONTROLS
-from ..downloads import Cell, csv_download
-from ..environments import environments
-from ..errors import ErrorPage, render_error
-from ..forms import ECHO_CHARS, ButtonForm
-from ..lazy_text import lazy_gettext as _l
-from ..models import AuditAction, AuditDetail, BulkImport, ImportRow, ImportState, TicketState
-from ..serving import serving
-from . import batches, engines, files, reasons
-from .forms import UploadForm
+from petportal.auth.access import role_required
+from petportal.catalog import categories
+from petportal.catalog.browse import folded
+from petportal.catalog.forms import BIDI_CONTROLS
+from petportal.data import audit
+from petportal.data.models import AuditAction, AuditDetail, BulkImport, ImportRow, ImportState, TicketState
+from petportal.i18n.lazy_text import lazy_gettext as _l
+from petportal.imports import batches, engines, files, reasons
+from petportal.imports.forms import UploadForm
+from petportal.petstore.active import serving
+from petportal.petstore.environments import environments
+from petportal.web.downloads import Cell, csv_download
+from petportal.web.error_pages import ErrorPage, render_error
+from petportal.web.forms import ECHO_CHARS, ButtonForm
 
 bp = Blueprint("imports", __name__, url_prefix="/animals/import")
 # secrets.token_urlsafe(16): 22 characters, so "<id>.json" never reads as an id.

@@ -1,7 +1,8 @@
-"""The pet store client: typed records, typed errors, and the one module that talks HTTP to the store."""
+"""The pet store client (typed records, typed errors, the one module that talks HTTP to the store) and the
+environments it serves: production and staging, and the one the current request is served from (`active`)."""
 
-from .client import PetStoreClient
-from .errors import (
+from petportal.petstore.client import PetStoreClient
+from petportal.petstore.errors import (
     Busy,
     Gone,
     InvalidRequest,
@@ -12,7 +13,7 @@ from .errors import (
     Unavailable,
     UnexpectedResponse,
 )
-from .records import (
+from petportal.petstore.records import (
     GET_PET_REMOVAL,
     INT64_MAX,
     INT64_MIN,

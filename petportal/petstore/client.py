@@ -20,9 +20,17 @@ from urllib3.response import BaseHTTPResponse
 from urllib3.util.retry import Retry
 from urllib3.util.timeout import Timeout
 
-from .bulkhead import Bulkhead
-from .errors import CHANGES, Busy, OutcomeUnknown, PetStoreError, SecretGuard, Unavailable, UnexpectedResponse
-from .records import (
+from petportal.petstore.bulkhead import Bulkhead
+from petportal.petstore.errors import (
+    CHANGES,
+    Busy,
+    OutcomeUnknown,
+    PetStoreError,
+    SecretGuard,
+    Unavailable,
+    UnexpectedResponse,
+)
+from petportal.petstore.records import (
     INT64_MAX,
     INT64_MIN,
     LIMIT_DEFAULT,
@@ -52,7 +60,7 @@ READ_CHUNK_BYTES = 64 * 1024
 # A retry is only worth sending when at least this much of the call's deadline is left for it.
 MIN_ATTEMPT_SECONDS = 0.2
 # The client's own words for a call that failed: logged as they are, and shown in the visitor's language where a
-# page shows them (petportal.errors.store_words).
+# page shows them (petportal.web.error_pages.store_words).
 NO_TIME_LEFT = "No time was left to ask the pet store."
 TOO_BUSY = "Too many pages are waiting on the pet store already."
 UNUSABLE = "The store's answer is unusable: {reason}."

@@ -30,7 +30,7 @@ _TOKEN_LIKE = re.compile(r"[A-Za-z0-9_\-+/=.~]{24,}")
 _USERINFO = re.compile(r"(?<=://)[^/@\s]+@")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]+")
 _API_CODE = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
-# The client's own words (logged as they are; a page shows them in the visitor's language, petportal.errors).
+# The client's own words (logged as they are; a page shows them in the visitor's language, petportal.web.error_pages).
 WITHHELD = "The pet store's message was withheld: it quoted a credential."
 ANSWERED_WITH_STATUS = "The store answered with status {status}."
 # A secret counts as quoted when any run this long of it (or of its encodings) can be read back; a secret whose

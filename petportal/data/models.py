@@ -1,0 +1,501 @@
+"""The portal's own data: accounts and their second factors, logins and sessions, settings, the audit log,
+submission tokens, category labels, each account's additions, and bulk imports with their rows."""
+
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from flask_login import UserMixin
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+)
+from sqlalchemy import false as sa_false
+from sqlalchemy import true as sa_true
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import Mapped, mapped_column
+
+from petportal.clock import now
+from petportal.data import passwords
+from petportal.extensions import db
+
+ROLES = ("staff", "admin")
+
+
+class TicketState(StrEnum):
+    """Where one animal to add stands: an add form's submission token, or one row of a bulk import.
+
+    issued: not sent yet (or never reached the store: it may be sent); sending: one request or runner holds it
+    and calls createPet; created: `pet_id` is the animal; refused: the store answered 400, nothing was added;
+    unknown: the call may have reached the store, so it is never sent again. invalid: an import row the
+    portal's own checks refused at preview, never sent.
+    """
+
+    ISSUED = "issued"
+    SENDING = "sending"
+    CREATED = "created"
+    REFUSED = "refused"
+    UNKNOWN = "unknown"
+    INVALID = "invalid"
+
+
+class ImportState(StrEnum):
+    """Where a bulk import stands (see `BulkImport`)."""
+
+    PREVIEW = "preview"
+    QUEUED = "queued"
+    RUNNING = "running"
+    PAUSED = "paused"
+    STOPPED = "stopped"
+    DONE = "done"
+
+
+class RowReason(StrEnum):
+    """Why an import row stands where it does, kept as `ImportRow.reason`: `{"code": ..., values}`.
+
+    invalid: the portal's checks refused it (`values`: how many values its line held); refused: the store
+    answered 400 (`message`: the store's own, cleaned); no_answer: its call got no usable answer; portal_stopped:
+    the portal stopped while it was being sent; recorded: words kept before reasons were codes (`text`).
+    Its words are chosen when it is shown (imports/reasons.py), in the visitor's language.
+    """
+
+    INVALID = "invalid"
+    REFUSED = "refused"
+    NO_ANSWER = "no_answer"
+    PORTAL_STOPPED = "portal_stopped"
+    RECORDED = "recorded"
+
+
+class StopReason(StrEnum):
+    """Why an import stopped sending, kept as `BulkImport.reason`: `{"code": ..., values}`.
+
+    key_rejected, unavailable, row_unknown (a row got no usable answer): paused; switched: the active environment
+    changed (`previous`, `active`); recorded: words kept before reasons were codes (`text`).
+    """
+
+    KEY_REJECTED = "key_rejected"
+    UNAVAILABLE = "unavailable"
+    ROW_UNKNOWN = "row_unknown"
+    SWITCHED = "switched"
+    RECORDED = "recorded"
+
+
+# A stored reason: its code, and the values its words need (plain JSON, never words).
+Reason = dict[str, Any]
+
+
+class AuditAction(StrEnum):
+    """What an audit entry records (`AuditEntry.action`); audit.ACTIONS names each for people."""
+
+    LOGIN = "login"
+    LOGIN_FAILED = "login_failed"
+    LOGIN_LIMITED = "login_limited"
+    LOGIN_REFUSED = "login_refused"
+    LOGOUT = "logout"
+    MFA_SUCCEEDED = "mfa_succeeded"
+    MFA_FAILED = "mfa_failed"
+    MFA_LIMITED = "mfa_limited"
+    MFA_ENROLLED = "mfa_enrolled"
+    MFA_RESET = "mfa_reset"
+    RECOVERY_CODE_USED = "recovery_code_used"
+    PASSKEY_ADDED = "passkey_added"
+    PASSKEY_USED = "passkey_used"
+    PASSKEY_REFUSED = "passkey_refused"
+    PASSKEY_REMOVED = "passkey_removed"
+    PASSWORD_CHANGED = "password_changed"
+    PASSWORD_CHANGE_FAILED = "password_change_failed"
+    PASSWORD_RESET = "password_reset"
+    OTHER_SESSIONS_ENDED = "other_sessions_ended"
+    SESSIONS_ENDED = "sessions_ended"
+    USER_CREATED = "user_created"
+    USER_DISABLED = "user_disabled"
+    USER_ENABLED = "user_enabled"
+    ROLE_CHANGED = "role_changed"
+    ENVIRONMENT_SWITCHED = "environment_switched"
+    PREVIEW_CHANGED = "preview_changed"
+    CATEGORY_LABELLED = "category_labelled"
+    CATEGORY_UNLABELLED = "category_unlabelled"
+    ANIMAL_ADDED = "animal_added"
+    ANIMAL_OUTCOME_UNKNOWN = "animal_outcome_unknown"
+    ANIMALS_IMPORTED = "animals_imported"
+    IMPORT_STARTED = "import_started"
+    IMPORT_DISCARDED = "import_discarded"
+
+
+class AuditDetail(StrEnum):
+    """What more an audit entry says, kept as `AuditEntry.details`: `{"code": ..., values}`, the values named
+    after each member below (an entry's own columns, such as its environment, are not repeated). Its words are
+    chosen when it is shown (audit.details), in the reader's language.
+
+    Labels (`category`, `label`): category_labelled, category_renamed (also `previous`), category_unlabelled. Animals:
+    animal_added (`pet_id`, `name`), animal_added_by_import (also `import_id`, `line`), outcome_unknown (`name`),
+    outcome_unknown_in_import (also `import_id`, `line`). Imports (`import_id`, `filename`, `owner`):
+    import_started, import_retried, import_discarded; animals_imported (`import_id`, `filename`, `created`,
+    `refused`, `unknown`, `total`). Accounts: created_by_admin, created_from_command_line, created_by_sign_on
+    (`role`); role_changed, role_changed_by_sign_on (`previous`, `role`); sessions_ended (`count`: how many were
+    open), sign_on_logout (`count`); every_session_ended (a disabled account), password_reset, wrong_password,
+    other_sessions_ended, new_device, account_disabled, no_role_claim, from_command_line; codes_left (`count`);
+    passkey (`name`). Environments: switched_from (`previous`; the entry's environment is the new one),
+    preview_cleared. recorded: words kept before details were codes (`text`).
+    """
+
+    CATEGORY_LABELLED = "category_labelled"
+    CATEGORY_RENAMED = "category_renamed"
+    CATEGORY_UNLABELLED = "category_unlabelled"
+    ANIMAL_ADDED = "animal_added"
+    ANIMAL_ADDED_BY_IMPORT = "animal_added_by_import"
+    OUTCOME_UNKNOWN = "outcome_unknown"
+    OUTCOME_UNKNOWN_IN_IMPORT = "outcome_unknown_in_import"
+    IMPORT_STARTED = "import_started"
+    IMPORT_RETRIED = "import_retried"
+    IMPORT_DISCARDED = "import_discarded"
+    ANIMALS_IMPORTED = "animals_imported"
+    CREATED_BY_ADMIN = "created_by_admin"
+    CREATED_FROM_COMMAND_LINE = "created_from_command_line"
+    CREATED_BY_SIGN_ON = "created_by_sign_on"
+    ROLE_CHANGED = "role_changed"
+    ROLE_CHANGED_BY_SIGN_ON = "role_changed_by_sign_on"
+    SESSIONS_ENDED = "sessions_ended"
+    SIGN_ON_LOGOUT = "sign_on_logout"
+    EVERY_SESSION_ENDED = "every_session_ended"
+    PASSWORD_RESET = "password_reset"
+    WRONG_PASSWORD = "wrong_password"
+    OTHER_SESSIONS_ENDED = "other_sessions_ended"
+    NEW_DEVICE = "new_device"
+    ACCOUNT_DISABLED = "account_disabled"
+    NO_ROLE_CLAIM = "no_role_claim"
+    FROM_COMMAND_LINE = "from_command_line"
+    CODES_LEFT = "codes_left"
+    PASSKEY = "passkey"
+    SWITCHED_FROM = "switched_from"
+    PREVIEW_CLEARED = "preview_cleared"
+    RECORDED = "recorded"
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """A UTC timestamp that reads back timezone-aware on every database (SQLite drops the zone)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        return value.astimezone(UTC) if value is not None else None
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value
+
+
+class StateColumn(TypeDecorator[StrEnum]):
+    """A state stored as its text (at most `length` characters), read back as its `StrEnum` member."""
+
+    impl = String
+    cache_ok = True
+
+    def __init__(self, states: type[StrEnum], length: int = 16) -> None:
+        super().__init__(length)
+        self.states = states
+
+    def process_bind_param(self, value: str | None, dialect: Dialect) -> str | None:
+        return None if value is None else str(self.states(value))
+
+    def process_result_value(self, value: str | None, dialect: Dialect) -> StrEnum | None:
+        return None if value is None else self.states(value)
+
+
+class User(UserMixin, db.Model):
+    """A staff member or an admin; customers have no account."""
+
+    __tablename__ = "users"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    username: Mapped[str] = mapped_column(String(80), unique=True)
+    # None for an account that signs in through the company's identity provider only (no password to check).
+    password_hash: Mapped[str | None] = mapped_column(String(255))
+    role: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=now)
+    last_login_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # A disabled account cannot log in, and its open logins end on their next request.
+    enabled: Mapped[bool] = mapped_column(Boolean, default=True, server_default=sa_true())
+    # Set by an admin's initial or reset password: the account reaches no page but the change until it is done.
+    must_change_password: Mapped[bool] = mapped_column(Boolean, default=False, server_default=sa_false())
+    # The TOTP secret, encrypted (auth.mfa); None while the account has no second factor.
+    mfa_secret: Mapped[str | None] = mapped_column(Text)
+    mfa_enabled_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # The time step of the last accepted code, so no code is accepted twice.
+    mfa_last_step: Mapped[int | None] = mapped_column(BigInteger)
+    # When the account's logins were last all ended (password changed or reset, sessions ended): a login
+    # begun before then and still waiting for its second factor can no longer finish.
+    logins_ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # An account made by single sign-on: the identity provider (its issuer) and the person's `sub` there. The
+    # account is found by these two alone, never by its user name.
+    sso_issuer: Mapped[str | None] = mapped_column(String(255))
+    sso_subject: Mapped[str | None] = mapped_column(String(255))
+
+    __table_args__ = (UniqueConstraint("sso_issuer", "sso_subject", name="uq_users_sso"),)
+
+    def set_password(self, password: str) -> None:
+        """Store a salted hash of `password` (auth.passwords)."""
+        self.password_hash = passwords.hashed(password)
+
+    def check_password(self, password: str) -> bool:
+        """Whether `password` is this user's password; as slow for an account without one (auth.passwords)."""
+        return passwords.matches(self.password_hash, password)
+
+    def has_role(self, role: str) -> bool:
+        """Admins may do everything staff may do."""
+        return self.role == role or self.role == "admin"
+
+    @property
+    def is_admin(self) -> bool:
+        return self.role == "admin"
+
+    @property
+    def mfa_enabled(self) -> bool:
+        return self.mfa_secret is not None
+
+    @property
+    def is_sso(self) -> bool:
+        """Signs in through the company's identity provider, and has no password here."""
+        return self.sso_subject is not None
+
+    @property
+    def is_active(self) -> bool:
+        """Flask-Login's word for an account that may log in."""
+        return self.enabled
+
+
+class RecoveryCode(db.Model):
+    """One of an account's single-use recovery codes, for a lost second-factor device.
+
+    Only the SHA-256 of the code is kept: the codes are random (50 bits), so a slow hash adds nothing.
+    """
+
+    __tablename__ = "recovery_codes"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), index=True)
+    code_hash: Mapped[str] = mapped_column(String(64))
+    used_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+class Passkey(db.Model):
+    """A passkey (a WebAuthn credential) of an account: it signs in alone, and is an admin's second factor.
+
+    `sign_count` and the backup flags are the authenticator's, as last seen; a use whose count does not move on
+    from a non-zero count is refused (a cloned authenticator)."""
+
+    __tablename__ = "passkeys"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), index=True)
+    # The credential's id, base64url as the browser sends it; unique across every account.
+    credential_id: Mapped[str] = mapped_column(String(1400), unique=True)
+    public_key: Mapped[bytes] = mapped_column(LargeBinary)
+    sign_count: Mapped[int] = mapped_column(BigInteger, default=0)
+    name: Mapped[str] = mapped_column(String(80))
+    backup_eligible: Mapped[bool] = mapped_column(Boolean, default=False)
+    backed_up: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=now)
+    last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+class Setting(db.Model):
+    """A portal-wide setting shared by every process, such as the active environment."""
+
+    __tablename__ = "settings"
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[str] = mapped_column(String(255))
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=now, onupdate=now)
+
+
+class AuditEntry(db.Model):
+    """Who did what, when: never a password or a key."""
+
+    __tablename__ = "audit_log"
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    at: Mapped[datetime] = mapped_column(UTCDateTime, default=now, index=True)
+    actor: Mapped[str] = mapped_column(String(80))
+    action: Mapped[AuditAction] = mapped_column(StateColumn(AuditAction, 32))
+    # The account an admin's change was made to, when it was made to one.
+    target: Mapped[str | None] = mapped_column(String(80))
+    environment: Mapped[str | None] = mapped_column(String(32))
+    # What more it says: a code and its values (`AuditDetail`), put into words when shown; None when nothing more.
+    details: Mapped[Reason | None] = mapped_column(JSON)
+    remote_addr: Mapped[str | None] = mapped_column(String(64))
+    # How many attempts this entry stands for: failed and refused logins are counted on one entry per account,
+    # address and window (audit.COUNTED), not written an entry each.
+    count: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
+
+
+class LoginCounter(db.Model):
+    """One login (or code) counter of one window, kept in the portal's database when there is no Redis, so every
+    worker and instance counts on the same rows (auth/throttle.py).
+
+    `key` names the counter, its limit and whom it counts ("login_limit_per_address/20/1/minute/192.0.2.7");
+    `hits` are the attempts counted in the window that ends at `expires_at`. An expired row starts again at its
+    next attempt, and is deleted when no attempt comes."""
+
+    __tablename__ = "login_counters"
+
+    key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    hits: Mapped[int] = mapped_column(Integer)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
+
+
+class SubmissionToken(db.Model):
+    """A one-time token carried by one rendered add form, so that form creates at most one animal.
+
+    States (`TicketState`): issued (not yet used), sending (a request holds it), created (`pet_id` is the
+    animal), refused (the store answered 400: nothing was added, and the form may be corrected and sent
+    again), unknown (the store may or may not have created it; never resent).
+    """
+
+    __tablename__ = "submission_tokens"
+
+    token: Mapped[str] = mapped_column(String(64), primary_key=True)
+    user_id: Mapped[int] = mapped_column(Integer, index=True)
+    environment: Mapped[str] = mapped_column(String(32))
+    state: Mapped[TicketState] = mapped_column(StateColumn(TicketState), default=TicketState.ISSUED)
+    pet_id: Mapped[int | None] = mapped_column(BigInteger)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=now, index=True)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=now, onupdate=now)
+
+
+class CategoryLabel(db.Model):
+    """A name people read for one category id of one environment ("Dogs" for 1); staging's ids need not be
+    production's, so each environment has its own."""
+
+    __tablename__ = "category_labels"
+
+    environment: Mapped[str] = mapped_column(String(32), primary_key=True)
+    category_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    label: Mapped[str] = mapped_column(String(60))
+    # The label as people compare labels (catalog.browse.folded), unique per environment: two categories never
+    # read the same, not even when two admins name them at the same moment.
+    label_key: Mapped[str] = mapped_column(String(240))
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=now, onupdate=now)
+
+    __table_args__ = (UniqueConstraint("environment", "label_key", name="uq_category_labels_environment_label_key"),)
+
+
+class Addition(db.Model):
+    """One animal an account added through the portal, for its "Your additions" page."""
+
+    __tablename__ = "additions"
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    user_id: Mapped[int] = mapped_column(Integer)
+    environment: Mapped[str] = mapped_column(String(32))
+    pet_id: Mapped[int] = mapped_column(BigInteger)
+    name: Mapped[str] = mapped_column(Text)
+    added_at: Mapped[datetime] = mapped_column(UTCDateTime, default=now)
+
+    __table_args__ = (Index("ix_additions_user_environment_added", "user_id", "environment", "added_at"),)
+
+
+class BulkImport(db.Model):
+    """One CSV file of animals a staff member uploaded, bound to the environment it was previewed for.
+
+    States: preview (nothing sent; may be discarded), queued (started, waiting for a runner), running,
+    paused (the store was unavailable or refused the key; `reason` says which), stopped (the active
+    environment changed), done. A runner holds the import while `lease_until` is in the future and
+    renews it as it goes; another may take it over only once the lease has run out.
+    """
+
+    __tablename__ = "imports"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    user_id: Mapped[int] = mapped_column(Integer, index=True)
+    username: Mapped[str] = mapped_column(String(80))
+    environment: Mapped[str] = mapped_column(String(32))
+    filename: Mapped[str] = mapped_column(String(255))
+    # SHA-256 of the file, so the preview can warn about a file already imported.
+    digest: Mapped[str] = mapped_column(String(64))
+    total: Mapped[int] = mapped_column(Integer)
+    state: Mapped[ImportState] = mapped_column(StateColumn(ImportState), default=ImportState.PREVIEW)
+    # Why it paused or stopped (`StopReason`), while it is paused or stopped.
+    reason: Mapped[Reason | None] = mapped_column(JSON(none_as_null=True))
+    # The active environment when the import was (re)started: a switch away from it stops the import.
+    active_at_start: Mapped[str | None] = mapped_column(String(32))
+    runner: Mapped[str | None] = mapped_column(String(64))
+    lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=now)
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+class ImportRow(db.Model):
+    """One animal of a bulk import, claimed as an add form's token is.
+
+    States: invalid (refused by the portal's checks at preview; never sent), issued (to send), sending (a
+    runner holds it), created (`pet_id` is the animal), refused (the store answered 400; `reason` says
+    why), unknown (the call may or may not have reached the store; never resent).
+    """
+
+    __tablename__ = "import_rows"
+
+    import_id: Mapped[str] = mapped_column(ForeignKey("imports.id", ondelete="CASCADE"), primary_key=True)
+    position: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    # The file's line the row ended on, as people count them (the header is line 1).
+    line: Mapped[int] = mapped_column(Integer)
+    name: Mapped[str] = mapped_column(Text)
+    # What the file said, as text: shown in the preview even when it is not a valid id.
+    category: Mapped[str] = mapped_column(Text)
+    category_id: Mapped[int | None] = mapped_column(BigInteger)
+    status: Mapped[str | None] = mapped_column(Text)
+    state: Mapped[TicketState] = mapped_column(StateColumn(TicketState))
+    # Why it was refused, or why its outcome is unknown (`RowReason`).
+    reason: Mapped[Reason | None] = mapped_column(JSON(none_as_null=True))
+    pet_id: Mapped[int | None] = mapped_column(BigInteger)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=now, onupdate=now)
+
+    __table_args__ = (Index("ix_import_rows_import_state", "import_id", "state"),)
+
+
+class LoginSession(db.Model):
+    """One login of an account in one browser, from the password to logout or a limit.
+
+    Every request of a logged-in user checks its row, so ending it (logout, or an admin ending the
+    account's sessions) takes effect on that browser's next request, in every portal process.
+    `remember_hash` is the SHA-256 of the current "keep me logged in" token; it changes at every use.
+    """
+
+    __tablename__ = "login_sessions"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    user_id: Mapped[int] = mapped_column(Integer, index=True)
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    last_seen_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    remember_hash: Mapped[str | None] = mapped_column(String(64))
+    address: Mapped[str | None] = mapped_column(String(64))
+    user_agent: Mapped[str | None] = mapped_column(String(255))
+    # How this login proved a second factor ("totp", "recovery", "provider": the identity provider's `amr`),
+    # or None: an admin page asks for one where PETPORTAL_REQUIRE_ADMIN_MFA says so.
+    second_factor: Mapped[str | None] = mapped_column(String(16))
+
+
+class ServerSession(db.Model):
+    """The data of one browser's session, kept on the server when no Redis is configured.
+
+    The cookie holds only its id."""
+
+    __tablename__ = "server_sessions"
+
+    id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    data: Mapped[bytes] = mapped_column(LargeBinary)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)

@@ -1,0 +1,85 @@
+"""What serves the current request: one value, worked out once per request and read by everything else.
+
+Views, the page cache, error pages, templates and the submission protocol all ask `serving()`; none
+works out the environment, the preview or the client again.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from flask import g, session
+from flask_login import current_user
+
+from petportal.petstore import PetStoreClient
+from petportal.petstore.environments import Environment, Health, environments
+
+log = logging.getLogger(__name__)
+PREVIEW_SESSION_KEY = "preview_environment"
+
+
+@dataclass(frozen=True)
+class Serving:
+    """The environment this request is served from, its client, and what the portal knows of it."""
+
+    environment: Environment
+    client: PetStoreClient
+    preview: bool
+    health: Health
+
+    @property
+    def key_rejected(self) -> bool:
+        """Whether the environment's key was rejected by its last answer (read live: this request's own
+        calls may have just learnt it)."""
+        return self.health.key_rejected
+
+
+def serving() -> Serving:
+    """The request's `Serving`: an admin's own preview, else the environment active for everyone."""
+    if "serving" not in g:
+        g.serving = _resolve()
+    current: Serving = g.serving
+    return current
+
+
+def _resolve() -> Serving:
+    registry = environments()
+    environment = registry.active()
+    chosen = registry.get(session.get(PREVIEW_SESSION_KEY))
+    preview = chosen is not None and chosen.configured and current_user.is_authenticated and current_user.is_admin
+    if preview and chosen is not None:
+        environment = chosen
+    return Serving(environment, registry.client(environment.name), preview, registry.health(environment.name))
+
+
+def previewed_name() -> str:
+    """The environment this admin's session previews, or "" for none (what the preview form shows)."""
+    name = session.get(PREVIEW_SESSION_KEY)
+    return name if isinstance(name, str) else ""
+
+
+def set_preview(environment: Environment | None) -> None:
+    """Serve `environment` to this session alone from its next request on; None ends the preview."""
+    if environment is None:
+        session.pop(PREVIEW_SESSION_KEY, None)
+    else:
+        session[PREVIEW_SESSION_KEY] = environment.name
+    g.pop("serving", None)
+
+
+def page_context() -> dict[str, Any]:
+    """What every page shows of the environment served. Never raises: an error page must render even
+    when nothing else works, so it then shows no environment at all."""
+    try:
+        current = serving()
+        admin = current_user.is_authenticated and current_user.is_admin
+    except Exception as error:  # noqa: BLE001 - the page is being drawn; the cause is logged elsewhere
+        log.warning("the page is drawn without its environment: %s", type(error).__name__)
+        return {"serving": None, "environment": None, "key_rejected": False}
+    return {
+        "serving": current,
+        "environment": current.environment,
+        "key_rejected": admin and current.environment.configured and current.key_rejected,
+    }

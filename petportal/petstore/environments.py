@@ -1,0 +1,207 @@
+"""The pet store environments (production, staging): their clients, their health, and the active choice."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Mapping
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from flask import Flask, current_app, g, has_app_context, has_request_context
+
+from petportal.config import ENVIRONMENT_NAMES
+from petportal.data.models import Setting
+from petportal.data.unit_of_work import after_commit
+from petportal.extensions import DATABASE_OUTAGES, db
+from petportal.petstore import PetStoreClient
+from petportal.petstore.bulkhead import Bulkhead
+from petportal.telemetry import metrics, tracing
+
+log = logging.getLogger(__name__)
+ACTIVE_SETTING = "active_environment"
+# Every process re-reads the shared choice at least this often, so a switch reaches all within 2 s.
+ACTIVE_REFRESH_SECONDS = 1.0
+
+
+@dataclass(frozen=True)
+class Environment:
+    """What may be shown about an environment: never its key."""
+
+    name: str
+    base_url: str | None
+    key_configured: bool
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.base_url)
+
+    @property
+    def is_production(self) -> bool:
+        return self.name == "production"
+
+
+@dataclass(frozen=True, slots=True)
+class DeprecationNotice:
+    """The `Deprecation` and `Sunset` headers one operation last answered with."""
+
+    deprecation: str | None
+    sunset: str | None
+    seen_at: float
+
+
+@dataclass
+class Health:
+    """The portal's view of one environment, kept from its client's answers: is its key accepted, and
+    which operations are being retired. The client only reports answers; this record draws conclusions."""
+
+    key_rejected: bool = False
+    notices: dict[str, DeprecationNotice] = field(default_factory=dict)
+
+    def record(self, operation: str, status: int, headers: Mapping[str, str]) -> None:
+        """Called by the client with every answer it receives."""
+        if "Deprecation" in headers or "Sunset" in headers:
+            self.notices[operation] = DeprecationNotice(headers.get("Deprecation"), headers.get("Sunset"), time.time())
+        if status == 401 or 200 <= status < 300:
+            self.key_rejected = status == 401
+
+
+class Environments:
+    """One app's configured environments, a pooled client and a health record for each, and the shared
+    active choice."""
+
+    def __init__(self, app: Flask) -> None:
+        self._app = app
+        self._settings: dict[str, dict[str, Any]] = app.config["PETSTORE_ENVIRONMENTS"]
+        self._default: str = app.config["DEFAULT_ENVIRONMENT"]
+        self._timeout: float = app.config["UPSTREAM_TIMEOUT"]
+        self._pool_size: int = app.config["UPSTREAM_POOL_SIZE"]
+        self._tracing: bool = app.config["TRACING"]
+        # The bulkheads: at most this many threads of this process wait on each environment at once. One
+        # each, so an admin previewing a hanging staging store never leaves production's customers a 503.
+        self._gates = {name: Bulkhead(app.config["UPSTREAM_CONCURRENCY"]) for name in self._settings}
+        # Bulk imports send through clients of their own, so a slow store slows an import, never the pages.
+        self._background_gates = {name: Bulkhead(app.config["IMPORT_CONCURRENCY"]) for name in self._settings}
+        self._keys = tuple(settings["key"] for settings in self._settings.values() if settings["key"])
+        self._clients: dict[tuple[str, bool], PetStoreClient] = {}
+        self._health = {name: Health() for name in self._settings}
+        self._lock = threading.Lock()
+        self._active: tuple[str | None, float] = (None, 0.0)
+
+    @property
+    def timeout(self) -> float:
+        """Seconds a page may wait on the pet store, all its calls together."""
+        return self._timeout
+
+    def all(self) -> list[Environment]:
+        """Every known environment, configured or not, production first."""
+        return [self._environment(name) for name in ENVIRONMENT_NAMES]
+
+    def get(self, name: object) -> Environment | None:
+        """The environment called `name`, or None for anything that is not one."""
+        return self._environment(name) if isinstance(name, str) and name in self._settings else None
+
+    def _environment(self, name: str) -> Environment:
+        settings = self._settings[name]
+        return Environment(name, settings["url"], bool(settings["key"]))
+
+    def health(self, name: str) -> Health:
+        """What this process has learnt of environment `name` from its answers."""
+        return self._health[name]
+
+    def client(self, name: str, *, background: bool = False) -> PetStoreClient:
+        """The pooled client of environment `name`; its key goes to its own URL and nowhere else.
+
+        `background`: the client of work outside any page (bulk imports), with its own connections and
+        bulkhead, so the pages' places are never taken by it."""
+        with self._lock:
+            if (name, background) not in self._clients:
+                settings = self._settings[name]
+                gates = self._background_gates if background else self._gates
+                self._clients[(name, background)] = PetStoreClient(
+                    settings["url"],
+                    settings["key"] or "",
+                    timeout=self._timeout,
+                    pool_size=gates[name].size if background else self._pool_size,
+                    extra_headers=_request_id_header,
+                    deadline=self._page_deadline,
+                    gate=gates[name],
+                    secrets=self._keys,
+                    observe=metrics.observe_upstream(name),
+                    on_answer=self._health[name].record,
+                    trace=partial(tracing.pet_store_call, name) if self._tracing else None,
+                )
+            return self._clients[(name, background)]
+
+    def _page_deadline(self) -> float | None:
+        """One deadline per page, shared by all of its pet store calls and their retries."""
+        if not has_request_context():
+            return None
+        if "upstream_deadline" not in g:
+            g.upstream_deadline = time.monotonic() + self._timeout
+        deadline: float = g.upstream_deadline
+        return deadline
+
+    def active(self) -> Environment:
+        """The environment every user is served from, as last chosen by an admin."""
+        name, fetched_at = self._active
+        if name is None or time.monotonic() - fetched_at > ACTIVE_REFRESH_SECONDS:
+            with nullcontext() if has_app_context() else self._app.app_context():  # the page cache asks outside one
+                name = self._read_active(name)
+        environment = self.get(name)
+        if environment is None or not environment.configured:
+            return self._environment(self._default)
+        return environment
+
+    def _read_active(self, name: str | None) -> str:
+        """The active environment's name as the database holds it, remembered for ACTIVE_REFRESH_SECONDS."""
+        try:
+            row = db.session.get(Setting, ACTIVE_SETTING)
+            name = row.value if row is not None else self._default
+        except DATABASE_OUTAGES as error:
+            # Customers keep browsing the last known (or default) environment while the database is down.
+            db.session.rollback()
+            log.error("the portal's database is unavailable: %s", type(error).__name__)
+            name = name or self._default
+        self._active = (name, time.monotonic())
+        metrics.show_active(ENVIRONMENT_NAMES, name)
+        return name
+
+    def set_active(self, name: str) -> None:
+        """Make `name` the active environment for every user and every process, once the caller's unit of work
+        commits."""
+        row = db.session.get(Setting, ACTIVE_SETTING)
+        if row is None:
+            db.session.add(Setting(key=ACTIVE_SETTING, value=name))
+        else:
+            row.value = name
+        after_commit(lambda: self._now_active(name))
+
+    def _now_active(self, name: str) -> None:
+        self._active = (name, time.monotonic())
+        metrics.show_active(ENVIRONMENT_NAMES, name)
+
+    def close(self) -> None:
+        """Close every client's connections."""
+        with self._lock:
+            for client in self._clients.values():
+                client.close()
+            self._clients.clear()
+
+
+def environments() -> Environments:
+    """The current app's environments."""
+    registry: Environments = current_app.extensions["petportal.petstore.environments"]
+    return registry
+
+
+def register(app: Flask) -> None:
+    """Give `app` its environments, their clients and their health records."""
+    app.extensions["petportal.petstore.environments"] = Environments(app)
+
+
+def _request_id_header() -> dict[str, str]:
+    return {"X-Request-ID": g.request_id} if has_request_context() and "request_id" in g else {}

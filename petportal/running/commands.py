@@ -1,0 +1,124 @@
+"""Operator commands: `flask --app app init-db`, `user create` and `user reset-mfa`."""
+
+import sys
+
+import click
+from flask import Flask
+from flask.cli import AppGroup, with_appcontext
+from sqlalchemy import inspect
+from sqlalchemy.exc import OperationalError
+
+from petportal.auth import accounts
+from petportal.data import audit
+from petportal.data.database import INIT_DB_HINT, DatabaseState, database_state
+from petportal.data.models import ROLES, AuditAction, AuditDetail
+from petportal.extensions import db
+
+# The first migration: the schema 0.1.0's init-db made with create_all, before there were migrations.
+BASELINE_REVISION = "0001"
+# The audit log's actor for changes made with these commands.
+COMMAND_LINE = audit.COMMAND_LINE
+
+
+@click.command("init-db")
+@with_appcontext
+def init_db() -> None:
+    """Create the portal's tables, or upgrade them to the latest migration; running it again changes nothing."""
+    try:
+        upgrade_database()
+    except OperationalError as error:
+        raise click.ClickException(_unreachable(error)) from None
+    click.echo("The portal's tables are ready.")
+
+
+def warn_before_init_db(app: Flask) -> None:
+    """At a server's start: one log line when the portal's database has no tables yet (every page that needs it
+    would fail), naming the command that makes them. No connection stays open: servers fork their workers next."""
+    with app.app_context():
+        state = database_state()
+        db.session.remove()
+        db.engine.dispose()
+    if state is DatabaseState.NO_TABLES:
+        app.logger.error("the portal's database has no tables: %s", INIT_DB_HINT)
+
+
+def _unreachable(error: OperationalError) -> str:
+    url = db.engine.url.render_as_string(hide_password=True)
+    return f"Cannot reach the portal's database at {url}: {_first_line(error.orig)}"
+
+
+def upgrade_database() -> None:
+    """Bring the database to the latest migration; a database made by 0.1.0's init-db is adopted first."""
+    import flask_migrate  # Alembic, loaded for this command only (see extensions.Migrations)
+
+    tables = inspect(db.engine).get_table_names()
+    if tables and "alembic_version" not in tables:
+        flask_migrate.stamp(revision=BASELINE_REVISION)
+    flask_migrate.upgrade()
+
+
+def _first_line(error: object) -> str:
+    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+
+
+@click.group("user", cls=AppGroup)
+@with_appcontext
+def user_commands() -> None:
+    """Manage staff and admin accounts."""
+    state = database_state()
+    if state is DatabaseState.NO_TABLES:
+        raise click.ClickException(f"The portal's database has no tables yet: {INIT_DB_HINT}.")
+    if state is DatabaseState.UNAVAILABLE:
+        url = db.engine.url.render_as_string(hide_password=True)
+        raise click.ClickException(f"Cannot reach the portal's database at {url}.")
+
+
+@user_commands.command("create")
+@click.argument("name")
+@click.option("--role", type=click.Choice(ROLES), required=True, help="staff adds animals; admin also runs the portal.")
+@click.option("--password-stdin", is_flag=True, help="Read the password from standard input instead of prompting.")
+def create_user(name: str, role: str, password_stdin: bool) -> None:
+    """Add an account called NAME, ready to use."""
+    if accounts.find(name.strip()) is not None:
+        raise click.ClickException(f"An account called {name.strip()!r} already exists.")
+    if audit.is_reserved(name):  # before asking for a password that could not be used
+        raise click.ClickException(f"{name.strip()!r} is a name the audit log uses for itself; choose another.")
+    if password_stdin:
+        password = sys.stdin.readline().rstrip("\r\n")
+    else:
+        password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
+    try:
+        user = accounts.create(name, role, password, must_change_password=False)
+    except accounts.AccountError as error:
+        raise click.ClickException(str(error)) from None
+    audit.record(
+        AuditAction.USER_CREATED,
+        actor=COMMAND_LINE,
+        target=user.username,
+        detail=AuditDetail.CREATED_FROM_COMMAND_LINE,
+        role=role,
+    )
+    db.session.commit()  # the command is the unit of work: the account and its audit entry together
+    click.echo(f"Added {role} {user.username!r}.")
+
+
+@user_commands.command("reset-mfa")
+@click.argument("name")
+def reset_mfa(name: str) -> None:
+    """Remove the second factor of the account called NAME (a lost device, and no other admin to reset it)."""
+    user = accounts.find(name)
+    if user is None:
+        raise click.ClickException(f"There is no account called {name!r}.")
+    try:
+        accounts.reset_mfa(user)
+    except accounts.AccountError as error:
+        raise click.ClickException(str(error)) from None
+    audit.record(AuditAction.MFA_RESET, actor=COMMAND_LINE, target=user.username, detail=AuditDetail.FROM_COMMAND_LINE)
+    db.session.commit()
+    click.echo(f"Removed {user.username!r}'s second factor; they set up a new one at their next admin page.")
+
+
+def register(app: Flask) -> None:
+    """Add the operator commands to `flask --app app`."""
+    app.cli.add_command(init_db)
+    app.cli.add_command(user_commands)

@@ -1,0 +1,211 @@
+"""Demo mode: two reference stores on their own ports, seeded and keyed, and two demo accounts."""
+
+import atexit
+import ctypes
+import json
+import logging
+import os
+import secrets
+import shutil
+import signal
+import string
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+
+import click
+from flask import Flask, current_app
+from werkzeug.serving import is_running_from_reloader
+
+from petportal.catalog import categories
+from petportal.config import DEMO_STARTED_VARIABLE, ENVIRONMENT_NAMES, INSTANCE_PATH, ConfigurationError, demo_wanted
+from petportal.data.models import User
+from petportal.extensions import db
+from petportal.running.commands import upgrade_database, warn_before_init_db
+from petportal.running.processes import free_port, listen_error, stop, wait_for_port
+
+STORE_COMMAND = [sys.executable, "-m", "flask", "--app", "petportal.reference_store"]
+DEMO_ACCOUNTS = (("staff", "staff"), ("admin", "admin"))
+# The sample animals' categories, by name, in both environments (the import page's example row uses "Cats").
+DEMO_LABELS = {1: "Dogs", 2: "Cats", 3: "Fish", 4: "Birds", 5: "Rabbits", 6: "Turtles"}
+PR_SET_PDEATHSIG = 1
+log = logging.getLogger(__name__)
+
+
+def portal(create_app: Callable[..., Flask], host: str, port: int, port_option: str) -> Flask:
+    """The portal that `create_app` builds for a demo entry point (`python app.py`, `flask --app app run`), which
+    will serve it on host:port: in demo mode when no pet store is configured (`config.demo_wanted`), else as
+    configured. The port is checked
+    before the demo starts anything, so a busy one costs no store and prints no password; `port_option` is the
+    option that chooses another.
+
+    The stores start once per process tree: a reloader child (`flask run --debug`) reuses its parent's stores,
+    database and accounts (and its parent's socket), so its reloads neither start stores twice nor change the
+    printed passwords.
+    """
+    if not demo_wanted(os.environ):
+        app = create_app()
+        _check_port(host, port, port_option)
+        warn_before_init_db(app)
+        return app
+    started = os.environ.get(DEMO_STARTED_VARIABLE)
+    if started:
+        return create_app(demo=json.loads(started))
+    _check_port(host, port, port_option)
+    instance_path = INSTANCE_PATH or "instance"  # always a checkout's: the demo's entry points live in one
+    stores = start_stores(instance_path)
+    settings = {
+        "PETSTORE_ENVIRONMENTS": stores,
+        "SQLALCHEMY_DATABASE_URI": fresh_portal_database(instance_path),
+        "PUBLIC_URL": f"http://localhost:{port}",  # single sign-on's way back and the passkeys' origin
+    }
+    app = create_app(demo=settings)
+    # For a reloader child of this process (the only process that starts from this one's environment).
+    os.environ[DEMO_STARTED_VARIABLE] = json.dumps(settings)
+    with app.app_context():
+        _open(stores)
+    return app
+
+
+def _check_port(host: str, port: int, port_option: str) -> None:
+    """Refuse, in one line naming `port_option`, a port this process could not listen on (but in a reloader child,
+    which serves on the socket its parent opened)."""
+    reason = None if is_running_from_reloader() else listen_error(host, port)
+    if reason:
+        raise ConfigurationError(
+            f"cannot listen on {host}:{port} ({reason}): stop what uses it, or choose another port with "
+            f"{port_option}, for example {port_option} 8080."
+        )
+
+
+def _open(stores: Mapping[str, Mapping[str, str]]) -> None:
+    """The fresh database's tables, the category labels, then the accounts."""
+    upgrade_database()
+    for environment in ENVIRONMENT_NAMES:
+        for category_id, label in DEMO_LABELS.items():
+            categories.name(environment, category_id, label, actor="demo")
+    create_accounts(stores)
+
+
+def start_stores(instance_path: str) -> dict[str, dict[str, str]]:
+    """Start one reference store per environment and return their settings (URL and key)."""
+    folder = Path(instance_path) / "demo"
+    folder.mkdir(parents=True, exist_ok=True)
+    _exit_cleanly_on(signal.SIGTERM, signal.SIGHUP)  # before seeding: a stop while seeding still cleans up
+    stores: dict[str, dict[str, str]] = {}
+    processes: list[subprocess.Popen[bytes]] = []
+    ports: list[int] = []
+    for name in ENVIRONMENT_NAMES:
+        database = folder / f"{name}.sqlite"
+        env = {
+            # Not the portal's own Flask settings: `--debug` would give each store a reloader too.
+            **{k: v for k, v in os.environ.items() if not k.startswith(("FLASK_", "WERKZEUG_", DEMO_STARTED_VARIABLE))},
+            "PETSTORE_API_KEYS": secrets.token_urlsafe(24),
+            "PETSTORE_DATABASE_URL": f"sqlite:///{database}",
+        }
+        if not database.exists():
+            _seed(database, env, name)
+        port = free_port()
+        process = subprocess.Popen(
+            [*STORE_COMMAND, "run", "--host", "127.0.0.1", "--port", str(port)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            preexec_fn=_die_with_parent,  # noqa: PLW1509 - before any thread of the portal starts serving
+        )
+        processes.append(process)
+        ports.append(port)
+        stores[name] = {"url": f"http://127.0.0.1:{port}/v1", "key": env["PETSTORE_API_KEYS"]}
+    atexit.register(_stop, processes, os.getpid())
+    for port in ports:
+        wait_for_port(port)
+    return stores
+
+
+def _seed(database: Path, env: Mapping[str, str], name: str) -> None:
+    """Seed a new store's `database` with the sample animals of environment `name`. It is seeded under a name of its
+    own, then linked into place only if no other demo started from this folder got there first: so two demos
+    starting at once never seed one file together, and a demo stopped while seeding leaves no half-seeded store."""
+    handle, path = tempfile.mkstemp(prefix=f"{database.stem}-seeding-", suffix=".sqlite", dir=database.parent)
+    os.close(handle)  # an empty file, which SQLite takes as a new database
+    seeding = Path(path)
+    try:
+        command = [*STORE_COMMAND, "seed", "--sample", name]
+        subprocess.run(
+            command, env={**env, "PETSTORE_DATABASE_URL": f"sqlite:///{seeding}"}, check=True, stdout=subprocess.DEVNULL
+        )
+        os.link(seeding, database)
+    except FileExistsError:
+        pass  # another demo seeded it first: its animals are the ones kept
+    finally:
+        seeding.unlink(missing_ok=True)
+
+
+def fresh_portal_database(instance_path: str) -> str:
+    """A new, empty SQLite file for the portal's own demo data (accounts, audit, settings), of this demo alone:
+    another demo started from the same folder has its own, and each is removed (with SQLite's journal files) when
+    its demo stops."""
+    folder = tempfile.mkdtemp(prefix="portal-", dir=Path(instance_path) / "demo")
+    atexit.register(_remove, folder, os.getpid())
+    return f"sqlite:///{Path(folder) / 'portal.sqlite'}"
+
+
+def _remove(folder: str, owner: int) -> None:
+    if os.getpid() != owner:
+        return  # a process forked from the demo's exiting: the database is still the demo's
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+# Letters and digits only: a printed password that began with "-" was read as an option by shells and commands.
+PASSWORD_CHARACTERS = string.ascii_letters + string.digits
+PASSWORD_LENGTH = 14
+
+
+def demo_password() -> str:
+    """A new demo password: 14 letters and digits (about 83 bits), safe to paste anywhere."""
+    return "".join(secrets.choice(PASSWORD_CHARACTERS) for _ in range(PASSWORD_LENGTH))
+
+
+def create_accounts(stores: Mapping[str, Mapping[str, str]]) -> None:
+    """Create (or reset) the demo accounts; print the stores' addresses and the new passwords once."""
+    lines = [f"  {name:<10} store: {settings['url']}" for name, settings in stores.items()]
+    for username, role in DEMO_ACCOUNTS:
+        password = demo_password()
+        user = db.session.scalar(db.select(User).filter_by(username=username))
+        if user is None:
+            user = User(username=username, role=role)
+            db.session.add(user)
+        user.set_password(password)
+        lines.append(f"  {role:<6} user name: {username:<6} password: {password}")
+    db.session.commit()
+    title = "Pet Portal demo mode: both environments are served by bundled reference stores."
+    if current_app.config["LOG_FORMAT"] == "json":  # every line the portal writes is then one JSON object
+        log.info(title, extra={"demo": [line.strip() for line in lines]})
+        return
+    click.echo(title)
+    click.echo("\n".join(lines))
+
+
+def _stop(processes: Iterable[subprocess.Popen[bytes]], owner: int) -> None:
+    if os.getpid() != owner:
+        return  # a forked process exiting; the stores belong to the process that started them
+    stop(processes, seconds=5)
+
+
+def _exit_cleanly_on(*signals: signal.Signals) -> None:
+    """Turn these signals into a normal exit, so the atexit hook stops the stores (SIGINT already is one)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for number in signals:
+        signal.signal(number, lambda received, _frame: sys.exit(128 + received))
+
+
+def _die_with_parent() -> None:
+    """In a store process: be sent SIGTERM when the portal that started it dies, even by SIGKILL (Linux)."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass  # not Linux: the atexit hook and the signal handlers still stop the stores

@@ -1,0 +1,144 @@
+"""What operators watch: Prometheus metrics, summed over every worker of the process group.
+
+Under gunicorn, `gunicorn.conf.py` points `PROMETHEUS_MULTIPROC_DIR` at a fresh folder before any
+worker starts, and prometheus_client's multiprocess mode adds the workers' figures up at `/metrics`.
+Labels are few and bounded: endpoints, statuses, environments, operations and outcomes; never a user
+name, an id or a URL.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from flask import Flask, Response, g, request
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+    multiprocess,
+)
+
+KNOWN_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+REQUESTS = Counter(
+    "petportal_requests", "Requests answered, by endpoint, method and status.", ["endpoint", "method", "status"]
+)
+REQUEST_SECONDS = Histogram(
+    "petportal_request_duration_seconds", "Time to answer a request, by endpoint.", ["endpoint"]
+)
+UPSTREAM_SECONDS = Histogram(
+    "petportal_upstream_request_duration_seconds",
+    "Pet store calls, retries included, by environment, operation and outcome "
+    "(ok, client_error, server_error, timeout, unusable).",
+    ["environment", "operation", "outcome"],
+)
+UPSTREAM_RETRIES = Counter(
+    "petportal_upstream_retries", "Pet store calls sent again after a failure.", ["environment", "operation"]
+)
+UPSTREAM_REFUSED = Counter(
+    "petportal_upstream_busy", "Pages not sent to the pet store because too many already wait on it.", ["environment"]
+)
+PAGE_CACHE = Counter("petportal_page_cache", "Anonymous pages looked up in the micro-cache, by result.", ["result"])
+# Resolved once: a cached page is answered in a few dozen microseconds, and looking a label up is part of that.
+PAGE_CACHE_HITS, PAGE_CACHE_MISSES = PAGE_CACHE.labels("hit"), PAGE_CACHE.labels("miss")
+SUBMISSIONS = Counter(
+    "petportal_submissions",
+    "Add-animal submissions by outcome (created, repeated, refused, unknown, failed).",
+    ["outcome"],
+)
+LOGINS = Counter("petportal_logins", "Login attempts by outcome (success, failure, limited).", ["outcome"])
+ACTIVE_ENVIRONMENT = Gauge(
+    "petportal_active_environment",
+    "1 for the environment every user is served from, 0 for the others.",
+    ["environment"],
+    multiprocess_mode="livemostrecent",
+)
+
+
+def observe_upstream(environment: str) -> Callable[[str, str, float, int], None]:
+    """The client's hook for one environment: record each call's duration, outcome and retries."""
+
+    def observe(operation: str, outcome: str, seconds: float, retries: int) -> None:
+        UPSTREAM_SECONDS.labels(environment, operation, outcome).observe(seconds)
+        if retries:
+            UPSTREAM_RETRIES.labels(environment, operation).inc(retries)
+        if outcome == "busy":
+            UPSTREAM_REFUSED.labels(environment).inc()
+
+    return observe
+
+
+def show_active(names: Iterable[str], active: str) -> None:
+    """Record which of `names` is the active environment."""
+    for name in names:
+        ACTIVE_ENVIRONMENT.labels(name).set(1 if name == active else 0)
+
+
+def exposition() -> tuple[bytes, dict[str, str]]:
+    """The metrics in Prometheus text format: every worker's, when running under several."""
+    folder = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if folder:
+        forget_dead_workers(folder)
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)
+    else:
+        registry = REGISTRY
+    return generate_latest(registry), {"Content-Type": CONTENT_TYPE_LATEST}
+
+
+def forget_dead_workers(folder: str) -> None:
+    """Drop the live gauges of workers that are gone (killed, or replaced by the server); their counters stay in
+    the sums. Done here, where the figures are read, so it holds under any server."""
+    for path in Path(folder).glob("gauge_live*_*.db"):
+        pid = path.stem.rpartition("_")[2]
+        if pid.isdigit() and not _alive(int(pid)):
+            multiprocess.mark_process_dead(int(pid), folder)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # it exists, under another user
+    return True
+
+
+def register(app: Flask) -> None:
+    """Time and count every request."""
+
+    @app.before_request
+    def start_timer() -> None:
+        g.metrics_started = time.perf_counter()
+
+    @app.after_request
+    def count_request(response: Response) -> Response:
+        count(request.endpoint, request.method, response.status_code, g.get("metrics_started"))
+        return response
+
+
+def count(endpoint: str | None, method: str, status: int, started: float | None) -> None:
+    """One request answered; `started` is its `time.perf_counter()` (None if unknown). Also used by the page
+    cache, which answers before Flask."""
+    labels = (endpoint or "none", method if method in KNOWN_METHODS else "other", status)
+    series = _REQUEST_SERIES.get(labels)
+    if series is None:  # the first request of its kind in this process: the label sets are few and bounded
+        series = _REQUEST_SERIES[labels] = (
+            REQUESTS.labels(labels[0], labels[1], str(status)),
+            REQUEST_SECONDS.labels(labels[0]),
+        )
+    series[0].inc()
+    if started is not None:
+        series[1].observe(time.perf_counter() - started)
+
+
+# (endpoint, method, status) -> its request counter and duration histogram, looked up once per process.
+_REQUEST_SERIES: dict[tuple[str, str, int], tuple[Any, Any]] = {}

@@ -1,0 +1,72 @@
+"""Pages, stylesheets and scripts compressed by what the browser accepts: Brotli, else gzip, else none.
+
+Flask-Compress does the compressing and adds `Vary: Accept-Encoding`. Three things are the portal's own:
+- `encoding_for` is the one choice of encoding, read with Werkzeug's parser of Accept headers: a coding with
+  q=0 is refused, a coding named outranks `*`, and `identity` asked for with a higher q than any coding means
+  none. The compressor is told that choice, and the page cache keys each stored page by it
+  (`page_cache._page_key`), so a page stored compressed one way is only replayed to a browser that chose it.
+- A range of a file (206) is sent as the file's own bytes: its range counts those, not compressed ones.
+- A page that shows a secret worth guessing (the second factor's key, the recovery codes) is never compressed
+  (`uncompressed`): such a page also repeats what the visitor's URL holds (its language links), and the length
+  of a compressed page could tell, over many visits from another site, how much of it matches a guess (BREACH).
+  Every other page carries only the CSRF token, whose signed part changes every second.
+The compressor runs from the portal's own hook, which then takes out the `Date` that its conditional handling
+writes: the server writes the one `Date` of every response (see page_cache).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import lru_cache, wraps
+from typing import ParamSpec, TypeVar
+
+from flask import Flask, Response, g, request
+from flask_compress import Compress
+from werkzeug.http import parse_accept_header
+
+from petportal.config import ENCODINGS
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+compress = Compress()
+
+
+@lru_cache(maxsize=256)
+def encoding_for(accept_encoding: str) -> str | None:
+    """The encoding a response to this `Accept-Encoding` is sent in ("br", "gzip"), or None for none."""
+    qualities = {value.lower(): quality for value, quality in parse_accept_header(accept_encoding)}
+
+    def quality(coding: str) -> float:
+        return qualities.get(coding, qualities.get("*", 0))
+
+    best = max(ENCODINGS, key=quality)  # the first of equals
+    if quality(best) <= 0 or qualities.get("identity", 0) > quality(best):
+        return None
+    return best
+
+
+def uncompressed(view: Callable[P, T]) -> Callable[P, T]:
+    """Never compress this view's answers: it shows a secret that its page's length must not give away."""
+
+    @wraps(view)
+    def marked(*args: P.args, **kwargs: P.kwargs) -> T:
+        g.uncompressed = True
+        return view(*args, **kwargs)
+
+    return marked
+
+
+def register(app: Flask) -> None:
+    """Compress each whole answer the browser chose to take compressed, as the last step before it leaves Flask."""
+    compress.init_app(app)
+
+    @app.after_request
+    def compressed(response: Response) -> Response:
+        if response.status_code == 206 or g.get("uncompressed"):
+            return response  # the same bytes, whatever the browser accepts
+        # Flask-Compress reads the header itself: it is given the choice made here, and nothing else.
+        request.environ["HTTP_ACCEPT_ENCODING"] = encoding_for(request.headers.get("Accept-Encoding", "")) or ""
+        response = compress.after_request(response)
+        del response.headers["Date"]  # written by make_conditional; the server writes its own
+        return response

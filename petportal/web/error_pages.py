@@ -1,0 +1,203 @@
+"""Friendly error pages: no stack trace, no upstream body, always the request id."""
+
+import functools
+import re
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from flask import Flask, current_app, g, render_template, request
+from flask.typing import ResponseReturnValue
+from flask_babel import gettext as _
+from flask_login import current_user
+from markupsafe import escape
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from werkzeug.exceptions import (
+    BadHost,
+    HTTPException,
+    InternalServerError,
+    MethodNotAllowed,
+    SecurityError,
+)
+
+from petportal.data.database import INIT_DB_HINT, tables_missing
+from petportal.extensions import DATABASE_OUTAGES, db
+from petportal.i18n.lazy_text import lazy_gettext as _l
+from petportal.petstore import Busy, NotFound, PetStoreError, Unauthorized, Unavailable, client
+from petportal.petstore.active import serving
+from petportal.petstore.errors import ANSWERED_WITH_STATUS, WITHHELD
+from petportal.web.front_door import UnreadableRequest
+
+BARE_PAGE = (
+    '<!doctype html><html lang="en"><meta charset="utf-8"><title>{title} · Pet Portal</title>'
+    '<meta name="description" content="{message}">'
+    "<h1>{title}</h1><p>{message}</p><p>Request id: <code>{request_id}</code></p></html>"
+)
+MESSAGES = {
+    400: (_l("Bad request"), _l("The request could not be understood. Go back and try again.")),
+    403: (_l("Not allowed"), _l("Your account may not open this page.")),
+    404: (_l("Not found"), _l("There is nothing at this address.")),
+    405: (_l("Not allowed"), _l("This page cannot be used that way.")),
+    413: (_l("Too large"), _l("What you sent is larger than the portal accepts (1 MB at most).")),
+    429: (_l("Too many attempts"), _l("Please wait a little, then try again.")),
+    500: (_l("Something went wrong"), _l("The portal failed to show this page. It has been logged.")),
+    502: (_l("Temporarily unavailable"), _l("The pet store gave an answer the portal could not use.")),
+    503: (_l("The pet store is not answering"), _l("The pet store did not answer in time. Try again in a moment.")),
+}
+# The pet store client's own words, as a page shows them (`store_words`); what the store itself said is not here.
+CLIENT_WORDS = {
+    WITHHELD: _l("The pet store's message was withheld: it quoted a credential."),
+    client.NO_TIME_LEFT: _l("No time was left to ask the pet store."),
+    client.TOO_BUSY: _l("Too many pages are waiting on the pet store already."),
+    client.TOO_LARGE: _l("The store's answer is larger than the portal accepts."),
+    client.TOO_SLOW: _l("The store's answer arrived too slowly."),
+    client.UNDECODABLE: _l("The store's answer could not be decoded."),
+    client.CONNECTION_BROKE: _l("The connection broke while the store was answering."),
+    client.NOT_REACHED: _l("The pet store could not be reached."),
+    client.NO_ANSWER_IN_TIME: _l("The pet store did not answer in time."),
+    client.CONNECTION_FAILED: _l("The connection to the pet store failed."),
+}
+_ANSWERED_WITH_STATUS = re.compile(re.escape(ANSWERED_WITH_STATUS).replace(r"\{status\}", "([0-9]{3})"))
+_UNUSABLE = re.compile(re.escape(client.UNUSABLE).replace(r"\{reason\}", "(.*)"), re.DOTALL)
+# An error page and its status.
+ErrorPage = tuple[str, int]
+E = TypeVar("E", bound=Exception)
+
+
+def render_error(
+    status: int, message: str | None = None, *, retry: bool = False, title: str | None = None
+) -> ErrorPage:
+    """The error page for `status`, with an optional more specific message (and title), in the request's
+    language. Never raises: when even the page's template fails, a bare page that needs nothing is sent instead."""
+    if status in MESSAGES:
+        default_title, default_message = (str(text) for text in MESSAGES[status])
+    else:
+        default_title, default_message = _("Error %(status)s", status=status), _("The request failed.")
+    title = str(title or default_title)
+    message = str(message or default_message)
+    template = "errors/404.html" if status == 404 else "errors/error.html"
+    try:
+        page = render_template(
+            template,
+            status=status,
+            title=title,
+            message=message,
+            retry_url=request.full_path.rstrip("?") if retry and request.method == "GET" else None,
+            request_id=g.get("request_id"),
+        )
+    except Exception:
+        current_app.logger.exception("the error page could not be drawn")
+        page = BARE_PAGE.format(
+            title=escape(title), message=escape(message), request_id=escape(g.get("request_id", "-"))
+        )
+    return page, status
+
+
+def handle_http_error(error: HTTPException) -> ResponseReturnValue:
+    """Any HTTP error Flask raises (404, 405, 413, ...)."""
+    if isinstance(error, SecurityError | BadHost):
+        # An untrusted or malformed Host: no URLs can be built for it, so the page stands alone.
+        return render_template("errors/bad_host.html", request_id=g.get("request_id")), 400
+    if isinstance(error, UnreadableRequest):
+        return render_error(400, error.description)
+    if isinstance(error, MethodNotAllowed):
+        page, status = render_error(405)
+        return page, status, {"Allow": ", ".join(sorted(error.valid_methods or ()))}
+    if error.code == 503:
+        # Raised by the portal itself (logins while its own stores are down), with a message for people.
+        return render_error(503, error.description, title=_("Temporarily unavailable"), retry=True)
+    return render_error(error.code or 500)
+
+
+def handle_database_error(error: SQLAlchemyError) -> ErrorPage:
+    """The portal's own database failed: one log line, a 503 page that needs no database. An error that is not
+    an outage (a statement on a row another request deleted, say) is a bug, and answered as one."""
+    if isinstance(error, IntegrityError):
+        # Two requests wrote the same thing at once (two admins adding one account name, say): this one lost.
+        current_app.logger.warning("a change lost a race with another: %s", type(error.orig).__name__)
+        message = _("Someone else made the same change at the same moment, so nothing was saved. Reload and check.")
+        return render_error(409, message, title=_("Changed at the same moment"))
+    missing = tables_missing(error)  # not a bug either: the database was never set up
+    if not isinstance(error, DATABASE_OUTAGES) and not missing:
+        return handle_unexpected_error(error)
+    db.session.rollback()
+    if missing:
+        current_app.logger.error("the portal's database has no tables: %s", INIT_DB_HINT)
+    else:
+        current_app.logger.error("the portal's database is unavailable: %s", type(error).__name__)
+    message = _("The portal cannot reach its own database, so this page cannot be shown. Customers' pages still work.")
+    return render_error(503, message, title=_("Temporarily unavailable"), retry=True)
+
+
+def handle_pet_store_error(error: PetStoreError) -> ResponseReturnValue:
+    """What customers, staff and admins are told when the pet store fails."""
+    if isinstance(error, NotFound):
+        return render_error(404, _("No animal has this id in this environment."))
+    if isinstance(error, Busy):
+        current_app.logger.warning("not waiting on the pet store: %s", error)
+        page, status = render_error(
+            503, _("The pet store is slow to answer right now. Try again in a moment."), retry=True
+        )
+        return page, status, {"Retry-After": "2"}
+    if isinstance(error, Unavailable):
+        current_app.logger.warning("pet store unavailable: %s", error)
+        return render_error(503, _("The pet store is not answering. Try again in a moment."), retry=True)
+    if isinstance(error, Unauthorized):
+        return key_rejected_page(serving().environment.name)
+    current_app.logger.error("unusable answer from the pet store: %s", error)
+    return render_error(502, retry=True)
+
+
+def key_rejected_page(name: str) -> ErrorPage:
+    """The store refused environment `name`'s key: admins are told so, everyone else that it is unavailable."""
+    current_app.logger.error("the %s API key was rejected", name)
+    if current_user.is_authenticated and current_user.is_admin:
+        message = _(
+            "The %(environment)s API key was rejected by the pet store. Check its configuration.", environment=name
+        )
+        return render_error(502, message)
+    return render_error(502, _("The pet store is temporarily unavailable. Try again later."), retry=True)
+
+
+def store_words(message: str) -> str:
+    """A pet store error's message as a page shows it, in the request's language: the client's own words (a
+    connection that failed, a message withheld, a bare status) translated; what the store said, as it said it
+    (already cleaned by the client)."""
+    words = CLIENT_WORDS.get(message)
+    if words is not None:
+        return str(words)
+    if found := _ANSWERED_WITH_STATUS.fullmatch(message):
+        return _("The store answered with status %(status)s.", status=found[1])
+    if found := _UNUSABLE.fullmatch(message):
+        # The reason is the client's technical detail (which field of the answer was wrong): kept as it is.
+        return _("The store's answer is unusable: %(reason)s.", reason=found[1])
+    return message
+
+
+def handle_unexpected_error(error: Exception) -> ErrorPage:
+    """A bug: log it with the request id, show a generic page."""
+    current_app.logger.exception("unhandled error", exc_info=error)
+    return render_error(500)
+
+
+def register(app: Flask, *more: tuple[type[Exception], Callable[[Any], ResponseReturnValue]]) -> None:
+    """Install the error pages, and `more` of other parts (error class, handler). Each first rolls back what the
+    request had added: a request that fails on its way leaves nothing half-written (see unit_of_work)."""
+    handlers: tuple[tuple[type[Exception], Callable[[Any], ResponseReturnValue]], ...] = (
+        (HTTPException, handle_http_error),
+        (PetStoreError, handle_pet_store_error),
+        (SQLAlchemyError, handle_database_error),
+        (InternalServerError, handle_unexpected_error),
+        (Exception, handle_unexpected_error),
+        *more,
+    )
+    for error_class, handler in handlers:
+        app.register_error_handler(error_class, _rolled_back_first(handler))
+
+
+def _rolled_back_first(handler: Callable[[E], ResponseReturnValue]) -> Callable[[E], ResponseReturnValue]:
+    @functools.wraps(handler)
+    def handle(error: E) -> ResponseReturnValue:
+        db.session.rollback()
+        return handler(error)
+
+    return handle

@@ -1,0 +1,50 @@
+"""The base of every form of the portal."""
+
+from typing import Any
+
+from flask import g, request
+from flask_wtf import FlaskForm
+
+from petportal.web.front_door import NOT_UTF8
+
+SUBMIT_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+# A form shown again after an error repeats at most this much of what was typed in a field.
+ECHO_CHARS = 200
+
+
+class PortalForm(FlaskForm):
+    """A FlaskForm that reads a submission from the form body only.
+
+    Flask-WTF would also take uploaded files and JSON bodies as field values; a text field sent as a
+    file (or a JSON list) is then not text, and its validators fail with a 500 instead of an error
+    next to the field.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if not args and "formdata" not in kwargs and request.method in SUBMIT_METHODS:
+            kwargs["formdata"] = request.form
+        super().__init__(*args, **kwargs)
+
+    def validate(self, extra_validators: Any = None) -> bool:
+        """The fields' own checks, plus: a field whose bytes were not UTF-8 (see front_door) is refused next
+        to itself; and a form that failed repeats only a short prefix of what was typed in any field."""
+        valid: bool = super().validate(extra_validators)
+        for name in g.get("unreadable_fields", ()):
+            if name in self._fields:
+                field = self._fields[name]
+                field.errors = [*field.errors, NOT_UTF8]
+                field.data, field.raw_data = "", [""]  # Werkzeug kept the bytes as "%FF" text: nothing to show
+                valid = False
+        if not valid:
+            for field in self:
+                if isinstance(field.data, str):
+                    field.data = field.data[:ECHO_CHARS]
+                if field.raw_data:
+                    field.raw_data = [
+                        value[:ECHO_CHARS] if isinstance(value, str) else value for value in field.raw_data
+                    ]
+        return valid
+
+
+class ButtonForm(PortalForm):
+    """An empty form: a button that makes a CSRF-protected POST (log out, end sessions, disable...)."""
