@@ -16,8 +16,6 @@ from petportal.extensions import db
 
 # The first migration: the schema 0.1.0's init-db made with create_all, before there were migrations.
 BASELINE_REVISION = "0001"
-# The audit log's actor for changes made with these commands.
-COMMAND_LINE = audit.COMMAND_LINE
 
 
 @click.command("init-db")
@@ -32,8 +30,8 @@ def init_db() -> None:
 
 
 def warn_before_init_db(app: Flask) -> None:
-    """At a server's start: one log line when the portal's database has no tables yet (every page that needs it
-    would fail), naming the command that makes them. No connection stays open: servers fork their workers next."""
+    """At a server's start, log an error naming init-db when the database has no tables. No connection stays open:
+    servers fork their workers next."""
     with app.app_context():
         state = database_state()
         db.session.remove()
@@ -42,9 +40,12 @@ def warn_before_init_db(app: Flask) -> None:
         app.logger.error("the portal's database has no tables: %s", INIT_DB_HINT)
 
 
-def _unreachable(error: OperationalError) -> str:
+def _unreachable(error: OperationalError | None = None) -> str:
     url = db.engine.url.render_as_string(hide_password=True)
-    return f"Cannot reach the portal's database at {url}: {_first_line(error.orig)}"
+    if error is None:
+        return f"Cannot reach the portal's database at {url}."
+    reason = (str(error.orig).strip().splitlines() or [type(error.orig).__name__])[0]
+    return f"Cannot reach the portal's database at {url}: {reason}"
 
 
 def upgrade_database() -> None:
@@ -57,10 +58,6 @@ def upgrade_database() -> None:
     flask_migrate.upgrade()
 
 
-def _first_line(error: object) -> str:
-    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-
-
 @click.group("user", cls=AppGroup)
 @with_appcontext
 def user_commands() -> None:
@@ -69,8 +66,7 @@ def user_commands() -> None:
     if state is DatabaseState.NO_TABLES:
         raise click.ClickException(f"The portal's database has no tables yet: {INIT_DB_HINT}.")
     if state is DatabaseState.UNAVAILABLE:
-        url = db.engine.url.render_as_string(hide_password=True)
-        raise click.ClickException(f"Cannot reach the portal's database at {url}.")
+        raise click.ClickException(_unreachable())
 
 
 @user_commands.command("create")
@@ -93,7 +89,7 @@ def create_user(name: str, role: str, password_stdin: bool) -> None:
         raise click.ClickException(str(error)) from None
     audit.record(
         AuditAction.USER_CREATED,
-        actor=COMMAND_LINE,
+        actor=audit.COMMAND_LINE,
         target=user.username,
         detail=AuditDetail.CREATED_FROM_COMMAND_LINE,
         role=role,
@@ -113,7 +109,9 @@ def reset_mfa(name: str) -> None:
         accounts.reset_mfa(user)
     except accounts.AccountError as error:
         raise click.ClickException(str(error)) from None
-    audit.record(AuditAction.MFA_RESET, actor=COMMAND_LINE, target=user.username, detail=AuditDetail.FROM_COMMAND_LINE)
+    audit.record(
+        AuditAction.MFA_RESET, actor=audit.COMMAND_LINE, target=user.username, detail=AuditDetail.FROM_COMMAND_LINE
+    )
     db.session.commit()
     click.echo(f"Removed {user.username!r}'s second factor; they set up a new one at their next admin page.")
 

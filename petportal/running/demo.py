@@ -36,16 +36,9 @@ log = logging.getLogger(__name__)
 
 
 def portal(create_app: Callable[..., Flask], host: str, port: int, port_option: str) -> Flask:
-    """The portal that `create_app` builds for a demo entry point (`python app.py`, `flask --app app run`), which
-    will serve it on host:port: in demo mode when no pet store is configured (`config.demo_wanted`), else as
-    configured. The port is checked
-    before the demo starts anything, so a busy one costs no store and prints no password; `port_option` is the
-    option that chooses another.
-
-    The stores start once per process tree: a reloader child (`flask run --debug`) reuses its parent's stores,
-    database and accounts (and its parent's socket), so its reloads neither start stores twice nor change the
-    printed passwords.
-    """
+    """The portal for a demo entry point (`python app.py`, `flask --app app run`) to serve on host:port: in demo
+    mode when no pet store is configured. The port is checked before any store starts. A reloader child reuses its
+    parent's stores, database and accounts, so reloads neither start stores twice nor change the passwords."""
     if not demo_wanted(os.environ):
         app = create_app()
         _check_port(host, port, port_option)
@@ -71,8 +64,7 @@ def portal(create_app: Callable[..., Flask], host: str, port: int, port_option: 
 
 
 def _check_port(host: str, port: int, port_option: str) -> None:
-    """Refuse, in one line naming `port_option`, a port this process could not listen on (but in a reloader child,
-    which serves on the socket its parent opened)."""
+    """Refuse a port this process cannot listen on (not in a reloader child: it serves on its parent's socket)."""
     reason = None if is_running_from_reloader() else listen_error(host, port)
     if reason:
         raise ConfigurationError(
@@ -82,7 +74,6 @@ def _check_port(host: str, port: int, port_option: str) -> None:
 
 
 def _open(stores: Mapping[str, Mapping[str, str]]) -> None:
-    """The fresh database's tables, the category labels, then the accounts."""
     upgrade_database()
     for environment in ENVIRONMENT_NAMES:
         for category_id, label in DEMO_LABELS.items():
@@ -91,7 +82,6 @@ def _open(stores: Mapping[str, Mapping[str, str]]) -> None:
 
 
 def start_stores(instance_path: str) -> dict[str, dict[str, str]]:
-    """Start one reference store per environment and return their settings (URL and key)."""
     folder = Path(instance_path) / "demo"
     folder.mkdir(parents=True, exist_ok=True)
     _exit_cleanly_on(signal.SIGTERM, signal.SIGHUP)  # before seeding: a stop while seeding still cleans up
@@ -126,9 +116,8 @@ def start_stores(instance_path: str) -> dict[str, dict[str, str]]:
 
 
 def _seed(database: Path, env: Mapping[str, str], name: str) -> None:
-    """Seed a new store's `database` with the sample animals of environment `name`. It is seeded under a name of its
-    own, then linked into place only if no other demo started from this folder got there first: so two demos
-    starting at once never seed one file together, and a demo stopped while seeding leaves no half-seeded store."""
+    """Seed a new store's `database` under a temporary name, then link it into place unless another demo got there
+    first: two demos never seed one file together, and a stopped seeding leaves no half-seeded store."""
     handle, path = tempfile.mkstemp(prefix=f"{database.stem}-seeding-", suffix=".sqlite", dir=database.parent)
     os.close(handle)  # an empty file, which SQLite takes as a new database
     seeding = Path(path)
@@ -145,9 +134,7 @@ def _seed(database: Path, env: Mapping[str, str], name: str) -> None:
 
 
 def fresh_portal_database(instance_path: str) -> str:
-    """A new, empty SQLite file for the portal's own demo data (accounts, audit, settings), of this demo alone:
-    another demo started from the same folder has its own, and each is removed (with SQLite's journal files) when
-    its demo stops."""
+    """A new SQLite file for this demo's portal data, removed when the demo stops."""
     folder = tempfile.mkdtemp(prefix="portal-", dir=Path(instance_path) / "demo")
     atexit.register(_remove, folder, os.getpid())
     return f"sqlite:///{Path(folder) / 'portal.sqlite'}"
@@ -165,12 +152,10 @@ PASSWORD_LENGTH = 14
 
 
 def demo_password() -> str:
-    """A new demo password: 14 letters and digits (about 83 bits), safe to paste anywhere."""
     return "".join(secrets.choice(PASSWORD_CHARACTERS) for _ in range(PASSWORD_LENGTH))
 
 
 def create_accounts(stores: Mapping[str, Mapping[str, str]]) -> None:
-    """Create (or reset) the demo accounts; print the stores' addresses and the new passwords once."""
     lines = [f"  {name:<10} store: {settings['url']}" for name, settings in stores.items()]
     for username, role in DEMO_ACCOUNTS:
         password = demo_password()
@@ -196,7 +181,7 @@ def _stop(processes: Iterable[subprocess.Popen[bytes]], owner: int) -> None:
 
 
 def _exit_cleanly_on(*signals: signal.Signals) -> None:
-    """Turn these signals into a normal exit, so the atexit hook stops the stores (SIGINT already is one)."""
+    """Turn these signals into a normal exit, so the atexit hook stops the stores."""
     if threading.current_thread() is not threading.main_thread():
         return
     for number in signals:
@@ -204,7 +189,7 @@ def _exit_cleanly_on(*signals: signal.Signals) -> None:
 
 
 def _die_with_parent() -> None:
-    """In a store process: be sent SIGTERM when the portal that started it dies, even by SIGKILL (Linux)."""
+    """In a store process: get SIGTERM when the portal dies, even by SIGKILL (Linux)."""
     try:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
     except (OSError, AttributeError):

@@ -23,8 +23,7 @@ def healthz() -> dict[str, str]:
 
 @bp.get("/readyz")
 def readyz() -> tuple[dict[str, str | dict[str, str]], int]:
-    """200 when the database and the active environment's API answer; 503 naming what does not, never why, but
-    for a database that answers without the portal's tables ("no tables": `flask --app app init-db` was not run)."""
+    """200 when the database and the active environment's API answer; else 503 naming what does not (not why)."""
     checks = {"database": str(database_state()), "petstore": "ok"}
     active = environments().active()  # the last known, or the default, while the database is down
     try:
@@ -51,7 +50,6 @@ def metrics_page() -> tuple[bytes, dict[str, str]]:
 
 
 def _from_loopback(address: str | None) -> bool:
-    """Whether the client's address (as a trusted proxy may have given it: any text) is a loopback address."""
     try:
         return ipaddress.ip_address(address or "").is_loopback
     except ValueError:

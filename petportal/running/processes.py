@@ -1,8 +1,4 @@
-"""Local processes on loopback ports: find a free port, wait for a server, stop what was started; and the
-memory allocator's settings for a serving process.
-
-Used by demo mode to run its stores, and by the tests and the benchmark to run real servers.
-"""
+"""Local processes on loopback ports (demo stores, tests, bench), and the malloc settings of a serving process."""
 
 import ctypes
 import ctypes.util
@@ -27,9 +23,8 @@ def is_listening(port: int) -> bool:
 
 
 def listen_error(host: str, port: int) -> str | None:
-    """Why a server could not listen on host:port right now (such as "Address already in use"), or None when it
-    could: a server about to start asks this before it starts anything else. The socket is bound as servers bind
-    theirs (SO_REUSEADDR: a port that only holds closed connections is free), then closed."""
+    """Why a server could not listen on host:port now ("Address already in use"), or None. Bound as servers bind
+    (SO_REUSEADDR: a port holding only closed connections is free), then closed."""
     try:
         addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except (OSError, UnicodeError) as error:
@@ -77,13 +72,8 @@ M_ARENA_MAX = -8
 
 
 def fewer_malloc_arenas(arenas: int = 2) -> None:
-    """Let glibc keep at most `arenas` malloc arenas in this process (and in workers forked from it).
-
-    Each thread that allocates otherwise gets an arena of its own (up to 8 per core), and each keeps freed
-    memory: a threaded worker's RSS then creeps up by about 10% over 10,000 requests while the Python heap
-    stays flat (measured with tracemalloc and mallinfo2; `python -m bench.memory`). Two arenas keep it under
-    5%. Nothing happens where the C library is not glibc.
-    """
+    """Let glibc keep at most `arenas` malloc arenas here and in forked workers: with one per thread, a worker's
+    RSS crept up ~10% over 10,000 requests while the Python heap stayed flat; two keep it under 5% (bench.memory)."""
     library = ctypes.util.find_library("c")
     if library is None:
         return

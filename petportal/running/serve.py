@@ -1,38 +1,12 @@
 """Production serving: `flask --app app serve [--bind HOST:PORT] [--workers N]`, with granian.
 
-granian (a Rust HTTP server running the portal as a WSGI app) was chosen over gunicorn by the figures of
-`python -m bench` (docs/performance.md): the same portal, the same workers and threads, and granian's
-floor (a constant page) several times gunicorn's. `gunicorn -c gunicorn.conf.py app:app` keeps working,
-and both servers get the same things done for the portal:
+granian was chosen over gunicorn by `python -m bench` (docs/performance.md); `gunicorn -c gunicorn.conf.py app:app`
+still works the same way. The app is built once and every worker forked from it; each worker starts its own import
+runner; metrics add up over workers (PROMETHEUS_MULTIPROC_DIR); secret variables are taken out of the environment
+granian copies into each WSGI environ (`forget_secret_variables`); slow request headers are dropped after 10 s.
 
-- the app is built once, in the first process, and every worker is forked from it (the workers share the
-  memory of what was loaded); neither ever runs the demo: without a pet store configured, the build refuses
-  with one line (`config.check`), as does a port in use (`--bind`);
-- each worker starts its own import runner (`worker_started`);
-- metrics add up over the workers (`PROMETHEUS_MULTIPROC_DIR`, a fresh folder per server, removed at its
-  stop); a dead worker's live gauges are dropped when the figures are read (`metrics.forget_dead_workers`);
-- no forwarded header is believed by the server: only the portal reads them, through
-  `PETPORTAL_TRUSTED_PROXIES`;
-- a request cannot hold a worker forever: a client slow to send its request line and headers is dropped by
-  the server's Rust side after 10 s, before any thread is given; pet store calls end at their deadline
-  (`PETPORTAL_UPSTREAM_TIMEOUT`); at a stop, requests under way get `GRACE_SECONDS` to finish before their
-  worker is killed. A body sent slowly holds a thread while it arrives (granian, like gunicorn, has no body
-  timeout), but only 4 of a worker's 8 threads wait on bodies at once (`front_door.BodyGate`): pages and
-  health checks keep their threads; a proxy that buffers request bodies still belongs in front;
-- SIGTERM (or Ctrl+C) finishes the requests under way, then the process exits 0;
-- the secret variables the portal reads (the keys, the session key, passwords in its URLs, the tracing
-  exporter's headers: `config.secret_variables`) never reach a request's WSGI environ, into which granian copies
-  the process's environment: they are taken out once the app is built (`forget_secret_variables`). A credential
-  that a library reads from the environment again later (libpq's PGPASSWORD) stays, and so is better kept in the
-  URL the portal reads;
-- the server's own lines take the portal's log format (`logs.server_logging`), and the access lines are
-  the portal's own (`logs.AccessLog`); an exception no code caught and a Python warning are logged, not printed
-  (`logs.uncaught_exceptions_logged`), so every line, the server's and every library's included, passes the
-  egress guard (`egress`).
-
-`flask serve` is a Flask CLI plugin command (an entry point of the package), so it runs without building
-the app in the CLI's process: it prepares the variables the workers need before anything reads them, then
-replaces itself (same process id, so signals reach the server) with `python -m petportal.running.serve`.
+`flask serve` is a CLI plugin command: it prepares the workers' variables, then execs (same pid, so signals reach
+the server) `python -m petportal.running.serve`.
 """
 
 from __future__ import annotations
@@ -55,8 +29,7 @@ if TYPE_CHECKING:
     from flask import Flask
 
 DEFAULT_BIND = "127.0.0.1:8000"
-# Threads per worker running the portal's code: each covers the time a page waits on the pet store. The
-# shape measured best on 2 cores for both servers (gunicorn.conf.py records the comparison).
+# Threads per worker: each covers a page's wait on the pet store (measured best on 2 cores; see gunicorn.conf.py).
 THREADS = 8
 # Requests under way at a stop get this long to finish (as gunicorn.conf.py's graceful_timeout).
 GRACE_SECONDS = 30
@@ -78,9 +51,7 @@ def parse_bind(bind: str) -> tuple[str, int]:
 
 
 class PortalCommand(click.Command):
-    """A command of the portal alone. Flask's CLI offers a plugin command to every app (to
-    `flask --app petportal.reference_store` too), so this one is hidden from any app but the portal, and refuses to
-    serve one."""
+    """A command hidden from every app but the portal (Flask offers plugin commands to the reference store too)."""
 
     @property  # click sets `hidden` as an attribute; here it follows the app being run
     def hidden(self) -> bool:
@@ -92,8 +63,7 @@ class PortalCommand(click.Command):
 
 
 def _for_the_portal() -> bool:
-    """Whether the app of this `flask --app ...` is the portal (not the reference store); the CLI has already
-    loaded it to list its commands, and a portal that cannot load counts as the portal (its error is the answer)."""
+    """Whether this `flask --app ...` names the portal; one that cannot load counts as it (its error is the answer)."""
     from flask.cli import ScriptInfo
 
     context = click.get_current_context(silent=True)
@@ -104,11 +74,6 @@ def _for_the_portal() -> bool:
         app = info.load_app()
     except (Exception, SystemExit):  # noqa: BLE001 - any app that cannot load is not known to be another one
         return True
-    return is_the_portal(app)
-
-
-def is_the_portal(app: Flask) -> bool:
-    """Whether `app` is the portal (petportal.create_app's), the one app this module serves."""
     return app.import_name == "petportal"
 
 
@@ -129,8 +94,7 @@ def serve_command(context: click.Context, bind: str, workers: int) -> None:
     from flask.cli import ScriptInfo
 
     info = context.ensure_object(ScriptInfo)
-    # Metrics from every worker go to files in this folder, and /metrics adds them up. It must be set before
-    # prometheus_client is first imported, which is why the server runs in a fresh interpreter.
+    # Must be set before prometheus_client is imported: the reason the server runs in a fresh interpreter.
     environ = dict(os.environ)
     environ.setdefault("PROMETHEUS_MULTIPROC_DIR", tempfile.mkdtemp(prefix=METRICS_FOLDER_PREFIX))
     command = [sys.executable, "-m", "petportal.running.serve", "--bind", bind, "--workers", str(workers)]
@@ -155,8 +119,7 @@ def _check_address(host: str, port: int) -> None:
 
 
 def worker_started(app: Flask) -> None:
-    """In each new worker, forked from the process that built `app`: no database connection of the parent is
-    reused, and the worker runs bulk imports (and watches for those a stopped worker left)."""
+    """In each forked worker: drop the parent's database connections and run bulk imports."""
     from petportal.extensions import db
     from petportal.imports import engines
     from petportal.telemetry import logs, tracing
@@ -179,9 +142,9 @@ def run(app_import_path: str | None, bind: str, workers: int) -> None:
 
     host, port = parse_bind(bind)
     uncaught_exceptions_logged()  # the workers are forked from here: theirs too
-    fewer_malloc_arenas()  # before the app is loaded and the workers forked (see fewer_malloc_arenas)
+    fewer_malloc_arenas()  # before the app is loaded and the workers forked
     app = ScriptInfo(app_import_path=app_import_path).load_app()
-    if not is_the_portal(app):
+    if app.import_name != "petportal":
         from petportal.config import ConfigurationError
 
         raise ConfigurationError(f"`flask serve` serves the portal (flask --app app serve), not {app.import_name}.")
@@ -191,10 +154,8 @@ def run(app_import_path: str | None, bind: str, workers: int) -> None:
 
 
 def forget_secret_variables() -> None:
-    """Take the secret variables (`config.secret_variables`) out of this process's environment once the app has
-    read them: granian copies the whole environment into every request's WSGI environ, and the workers are forked
-    from here. So no key is in a request's environ for a page, a log line or Werkzeug's debugger to show. (The
-    environment the process was started with stays readable in /proc by its own user, as any process's does.)"""
+    """Take the secret variables out of the environment once the app has read them: granian copies the environment
+    into every request's WSGI environ, where a page, a log line or Werkzeug's debugger could show them."""
     from petportal.config import secret_variables
 
     for name in secret_variables(os.environ):
@@ -202,15 +163,13 @@ def forget_secret_variables() -> None:
 
 
 def serve(load: Callable[[], WSGIApplication], host: str, port: int, workers: int, log_format: str) -> None:
-    """Serve what `load` returns in each worker from `workers` forked granian workers until stopped: the
-    settings of `flask serve`, which the benchmark's floor shares (bench/floor_server.py)."""
+    """Serve what `load` returns from `workers` forked granian workers (bench/floor_server.py shares these)."""
     from granian.constants import Interfaces
     from granian.http import HTTP1Settings
     from granian.server import Server
 
     from petportal.telemetry.logs import server_logging
 
-    # The workers are forked from this process, which built the app: they inherit it, loaded once.
     multiprocessing.set_start_method("fork", force=True)
     server = Server(
         "petportal",  # not imported: `_loader` hands each worker the app built here
@@ -232,9 +191,7 @@ def serve(load: Callable[[], WSGIApplication], host: str, port: int, workers: in
 
 
 def _no_threads_warning(record: logging.LogRecord) -> bool:
-    """granian warns when a worker has more Python threads than 2 x cores + 1 ("Configuration allows spawning up to
-    8 Python threads ..."): right for threads that compute, not for the portal's, which mostly wait on the pet store
-    (THREADS says why 8). Every other line of granian's passes."""
+    """Drop granian's warning about more threads than 2 x cores + 1: the portal's threads mostly wait."""
     return "Python threads" not in record.getMessage()
 
 
@@ -253,8 +210,7 @@ def _remove_metrics_folder() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """What `flask serve` runs, in a fresh interpreter. Not a click command: the app is built outside any
-    command, as a server builds it."""
+    """What `flask serve` runs, in a fresh interpreter."""
     parser = argparse.ArgumentParser(prog="python -m petportal.running.serve", description=main.__doc__)
     parser.add_argument("--app", dest="app_import_path", default=None)
     parser.add_argument("--bind", default=DEFAULT_BIND)
