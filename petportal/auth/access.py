@@ -31,7 +31,7 @@ OPEN_BEFORE_PASSWORD_CHANGE = frozenset({"account.password", "auth.logout", "sta
 
 
 def require_own_password() -> Response | None:
-    """An account given a password by an admin reaches no page but the password change until it has chosen its own."""
+    """An account given its password by an admin reaches only the password change until it chooses its own."""
     if request.endpoint in OPEN_BEFORE_PASSWORD_CHANGE or request.blueprint == "ops":
         return None
     if current_user.is_authenticated and current_user.must_change_password:
@@ -47,8 +47,8 @@ def login_required(view: Callable[Params, ResponseReturnValue]) -> Callable[Para
 def role_required(
     role: str | None,
 ) -> Callable[[Callable[Params, ResponseReturnValue]], Callable[Params, ResponseReturnValue]]:
-    """Let in users who have `role` (admins have every role; None: any account); send anonymous users to log in;
-    403 others. An admin page first needs a second factor where PETPORTAL_REQUIRE_ADMIN_MFA asks for one."""
+    """Let in users who have `role` (admins have every role; None: any account), send anonymous users to log in,
+    403 others; admin pages need a second factor where PETPORTAL_REQUIRE_ADMIN_MFA says so."""
 
     def decorator(view: Callable[Params, ResponseReturnValue]) -> Callable[Params, ResponseReturnValue]:
         @wraps(view)
@@ -68,13 +68,11 @@ def role_required(
 
 
 def second_factor_satisfied() -> bool:
-    """An admin's second factor, as PETPORTAL_REQUIRE_ADMIN_MFA asks: the account has one of the portal's own
-    (which every password login then asks for), or this login proved one at the identity provider."""
+    """The account has a second factor of its own, or this login proved one at the identity provider."""
     return bool(current_user.mfa_enabled) or logins.used_second_factor()
 
 
 def log_in_again(back_to: str, message: str) -> Response:
-    """Send a login that is not fresh to log in again (its password, and code) before a sensitive change;
-    `message` says so, naming the change ("Log in again to add an account.")."""
+    """Send a login that is not fresh to log in again before a sensitive change, with `message`."""
     flash(message, "warning")
     return redirect(url_for("auth.login", next=back_to), 303)

@@ -1,15 +1,9 @@
-"""Login records: each login is a `LoginSession` row, started by the password (and code), ended for good.
+"""Login records: each login is a `LoginSession` row, which the browser's server-side session names.
 
-The browser's server-side session names its row; every request checks it (see `sessions`), so logout,
-"end every session of this account" and the idle and absolute limits take effect on the next request in
-every process. Flask-Login is told who is logged in through its public calls only (`login_user`,
-`logout_user`), and the portal's own key in the session names the row.
-
-An account with a second factor is logged in in two steps: the password leaves the session waiting for a
-code (for 5 minutes, and not logged in); the code starts the login.
-
-Nothing here commits: the request commits its work once, at its end (see unit_of_work), and before its
-session is saved, so a login row always exists before a cookie names it.
+Every request checks the row (see `sessions`), so logout, "end every session" and the idle and absolute limits take
+effect on the next request in every process. A login with a second factor takes two steps: the password leaves the
+session waiting 5 minutes for a code, not logged in. The request commits before its session is saved, so a row
+always exists before a cookie names it.
 """
 
 from __future__ import annotations
@@ -39,8 +33,7 @@ SECOND_FACTOR_LIMIT = timedelta(minutes=5)
 
 
 def start(user: User, remember_me: bool, second_factor: str | None = None) -> None:
-    """Log `user` in: a new, empty session under a new id, a new login row (with the second factor it used, if
-    any), and a remember token when asked for."""
+    """Log `user` in: a new empty session under a new id, a new login row, and a remember token when asked for."""
     started = now()
     row = LoginSession(
         id=secrets.token_urlsafe(32),
@@ -59,8 +52,7 @@ def start(user: User, remember_me: bool, second_factor: str | None = None) -> No
 
 
 def resume(user: User, row: LoginSession) -> None:
-    """Attach this browser to `user`'s existing login `row` again (its remember token was shown), as a login
-    that is not fresh: a sensitive change then asks for the password again."""
+    """Attach this browser to `user`'s login `row` again (its remember token was shown), not fresh."""
     _attach(user, row, fresh=False)
 
 
@@ -81,18 +73,9 @@ class AwaitingLogin:
 
 
 def await_second_factor(user: User, remember_me: bool, destination: str) -> None:
-    """The password was right: a new session that waits for `user`'s code, and is not logged in.
-
-    A login this browser already had ends here, with its remember-me cookie, which would otherwise
-    restore it over the waiting session on the next request.
-    """
-    row = of_this_browser()
-    if row is not None:
-        close(row)
-    remember.forget()
-    logout_user()
-    session_store.regenerate()
-    session.clear()
+    """The password was right: a new session that waits for `user`'s code, not logged in. A login this browser
+    had ends, with its remember-me cookie (which would restore it over the waiting session)."""
+    end()
     session[SECOND_FACTOR_KEY] = {
         "user_id": user.id,
         "remember": bool(remember_me),
@@ -127,8 +110,7 @@ def end() -> None:
 
 
 def end_all(user_id: int, keep: str | None = None) -> None:
-    """End every open login of an account (but `keep`): each browser is logged out on its next request,
-    and a login still waiting for its second factor cannot finish."""
+    """End every open login of an account (but `keep`); a login waiting for its second factor cannot finish."""
     ended = now()
     db.session.execute(
         update(LoginSession)
@@ -146,7 +128,6 @@ def close(row: LoginSession) -> None:
 
 
 def of_this_browser() -> LoginSession | None:
-    """The login row this browser's session names, or None."""
     return db.session.get(LoginSession, session.get(LOGIN_KEY, ""))
 
 
@@ -157,7 +138,6 @@ def used_second_factor() -> bool:
 
 
 def current_login_id() -> str | None:
-    """The id of this browser's login, or None."""
     login_id = session.get(LOGIN_KEY)
     return login_id if isinstance(login_id, str) else None
 
@@ -175,8 +155,7 @@ def open_login_counts() -> dict[int, int]:
 
 
 def browser_in_words(user_agent: str | None) -> str:
-    """A login's browser and system as people name them ("Firefox on Ubuntu"), from its User-Agent, in the
-    request's language (the names themselves are ua-parser's)."""
+    """A login's browser and system from its User-Agent ("Firefox on Ubuntu")."""
     from ua_parser import parse as parse_user_agent  # 4 MB of patterns, loaded by the first sessions page
 
     parsed = parse_user_agent(user_agent or "")

@@ -1,13 +1,9 @@
 """The second factor: TOTP codes (RFC 6238, pyotp), secrets kept encrypted, and single-use recovery codes.
 
-A secret is encrypted with Fernet (cryptography) under a key derived from `SECRET_KEY` by HKDF, so a
-copy of the database alone gives no codes. Changing `PETPORTAL_SECRET_KEY` makes every secret
-unreadable: those accounts then log in with a recovery code, or an admin resets their second factor.
-
-A code is accepted in its own 30-second step and the steps either side (clocks drift), and once only:
-the account keeps the step of the last accepted code and accepts only later ones, in one conditional
-write, so two requests racing with the same code cannot both win: the second waits for the first's row
-lock, and then finds the step taken. Nothing here commits; the request does, once, at its end.
+Secrets are encrypted with Fernet under a key derived from `SECRET_KEY` (HKDF), so the database alone gives no codes;
+changing the key makes them unreadable (recovery codes or an admin reset then). A code is accepted in its step and
+those either side, once only: the account keeps the last accepted step and one conditional UPDATE accepts only later
+ones, so two requests racing with the same code cannot both win.
 """
 
 from __future__ import annotations
@@ -46,12 +42,10 @@ TOTP_PATTERN = re.compile(r"[0-9]{6}")
 
 
 def new_secret() -> str:
-    """A fresh random TOTP secret (160 bits, base 32), not yet stored."""
     return pyotp.random_base32(32)
 
 
 def encrypt(secret: str) -> str:
-    """`secret` encrypted for the database."""
     return _fernet().encrypt(secret.encode()).decode()
 
 
@@ -67,7 +61,6 @@ def decrypt(token: str) -> str | None:
 
 
 def qr_code(user: User, secret: str) -> Markup:
-    """The enrolment QR code for an authenticator app, as inline SVG made on this server."""
     import segno  # 9 MB, loaded by the first enrolment rather than in every worker at start-up
 
     uri = pyotp.TOTP(secret).provisioning_uri(name=user.username, issuer_name=ISSUER)
@@ -135,7 +128,6 @@ def remove(user: User) -> None:
 
 
 def recovery_codes_left(user: User) -> int:
-    """How many of the account's recovery codes are still unused."""
     left = db.session.scalar(
         select(func.count())
         .select_from(RecoveryCode)
@@ -165,14 +157,12 @@ def _digits(code: str) -> str:
 
 
 def _updated(statement: Update) -> bool:
-    """Whether a conditional UPDATE changed its one row."""
     result = cast("CursorResult[Any]", db.session.execute(statement, execution_options={"synchronize_session": False}))
     return result.rowcount == 1
 
 
 def _fernet() -> Fernet:
-    """The cipher of the secrets. cryptography (about 7 MB) is imported by the first login that uses a second factor,
-    not by every worker at start-up."""
+    """The cipher of the secrets (cryptography, 7 MB, imported by the first login that needs it)."""
     from cryptography.fernet import Fernet
     from cryptography.hazmat.primitives import hashes
     from cryptography.hazmat.primitives.kdf.hkdf import HKDF

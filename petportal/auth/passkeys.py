@@ -1,16 +1,8 @@
 """Passkeys (WebAuthn), with the `webauthn` package: registering one, signing in with one, removing one.
 
-The relying party is the host of PETPORTAL_PUBLIC_URL, and every answer must come from that origin. Passkeys are
-discoverable (the sign-in asks for no user name) and prefer user verification. Each ceremony's challenge is kept
-in the server-side session for CHALLENGE_SECONDS and taken out when its answer arrives, so it is used at most
-once, whatever the answer. The package checks the signature, the origin, the relying party and the sign
-counter; this module decides what a checked passkey means here: its account, which must be enabled.
-
-Nothing here commits: the request that registers, uses or removes a passkey commits it with its audit entry.
-
-The package (with cryptography, pyOpenSSL and its ASN.1 and CBOR parsers, about 13 MB) is imported by the first
-ceremony, inside the functions that use it, never at start-up: a worker that no passkey ceremony reaches never
-loads it (any visitor can start a sign-in ceremony, so a public portal's workers will, once each).
+The relying party is PETPORTAL_PUBLIC_URL's host and origin. Passkeys are discoverable and prefer user verification.
+A ceremony's challenge lives in the session for CHALLENGE_SECONDS and is taken out when its answer arrives (used at
+most once). The package (about 13 MB with its dependencies) is imported by the first ceremony, never at start-up.
 """
 
 from __future__ import annotations
@@ -35,8 +27,7 @@ PASSKEY_ID_MAX = 2**31 - 1
 # A credential id as the browser sends it: base64url of at most 1023 bytes (WebAuthn's limit).
 CREDENTIAL_ID_MAX_BYTES = 1023
 CREDENTIAL_ID = re.compile(r"[A-Za-z0-9_-]{1,1364}", re.ASCII)
-# The parser's errors for an answer that is not one: malformed, the wrong types, or nested beyond recursion (with
-# the package's own WebAuthnException: `_unreadable`).
+# The parser's errors for a malformed answer (with the package's WebAuthnException: `_unreadable`).
 UNREADABLE = (ValueError, TypeError, LookupError, RecursionError)
 CHALLENGE_SECONDS = 300
 NAME_MAX_LENGTH = 80
@@ -45,8 +36,7 @@ CEREMONY_MILLISECONDS = 120_000
 
 
 class PasskeyError(Exception):
-    """A passkey ceremony that the portal refuses; the message is for the person at the browser. `account` names
-    the account whose passkey it was, when a checked signature showed it (for the audit log), else None."""
+    """A refused ceremony; the message is for the person. `account`: whose passkey, once a signature showed it."""
 
     def __init__(self, message: str, account: str | None = None) -> None:
         super().__init__(message)
@@ -54,7 +44,6 @@ class PasskeyError(Exception):
 
 
 def relying_party() -> tuple[str, str]:
-    """The relying party's id (the public address's host) and the one origin passkeys are used from."""
     public_url = current_app.config["PUBLIC_URL"]
     if not public_url:
         raise PasskeyError(_("Passkeys are not set up on this portal (PETPORTAL_PUBLIC_URL)."))
@@ -62,7 +51,6 @@ def relying_party() -> tuple[str, str]:
 
 
 def registration_options(user: User) -> str:
-    """The options for a new passkey of `user`, as JSON for the browser; its passkeys so far are excluded."""
     rp_id, _origin = relying_party()  # first: where passkeys are not set up, a refusal that loads nothing
     from webauthn import generate_registration_options, options_to_json
     from webauthn.helpers import base64url_to_bytes
@@ -92,7 +80,6 @@ def registration_options(user: User) -> str:
 
 
 def register(user: User, credential: Any, name: str) -> Passkey:
-    """Check the browser's new credential against the challenge this session was given, and keep it."""
     from webauthn import verify_registration_response
     from webauthn.helpers import bytes_to_base64url
 
@@ -125,8 +112,7 @@ def register(user: User, credential: Any, name: str) -> Passkey:
 
 
 def authentication_options(user: User | None = None) -> str:
-    """The options for signing in with a passkey, as JSON: any passkey of this site (discoverable), or, for the
-    second step of `user`'s login, one of theirs."""
+    """The options for signing in with any passkey, or, as `user`'s second step, one of theirs."""
     rp_id, _origin = relying_party()  # as above
     from webauthn import generate_authentication_options, options_to_json
     from webauthn.helpers import base64url_to_bytes
@@ -146,13 +132,10 @@ def authentication_options(user: User | None = None) -> str:
 
 
 def authenticate(credential: Any, user: User | None = None) -> Passkey:
-    """The passkey that signed this session's challenge, checked; for `user`'s second step, one of theirs. Its
-    counter, backup state and last use are updated.
+    """The passkey that signed this session's challenge (for `user`'s second step, one of theirs), updated.
 
-    Signing in with a passkey alone needs the authenticator to have verified its user (a PIN, a fingerprint):
-    the passkey is then both factors. As the second step after a password, its presence is enough. Refused: a
-    disabled account's passkeys, and, alone, those of an account of the company's sign-in, whose access the
-    identity provider decides at every sign-in."""
+    Alone it must have verified its user (it is then both factors); after a password, presence is enough. Refused:
+    a disabled account's, and, alone, a single sign-on account's (the provider decides its access)."""
     from webauthn import verify_authentication_response
     from webauthn.helpers import bytes_to_base64url
 
@@ -200,7 +183,6 @@ def authenticate(credential: Any, user: User | None = None) -> Passkey:
 
 
 def of_account(user: User) -> list[Passkey]:
-    """The account's passkeys, oldest first."""
     return list(db.session.scalars(select(Passkey).where(Passkey.user_id == user.id).order_by(Passkey.id)))
 
 
@@ -209,20 +191,14 @@ def count(user: User) -> int:
 
 
 def has_second_factor(user: User) -> bool:
-    """Whether the account has a second factor of the portal's own: an app's codes, or a passkey. A password
-    login of such an account asks for it; an admin without one is sent to set one up."""
+    """Whether the account has a second factor of the portal's own: an app's codes, or a passkey."""
     return user.mfa_enabled or count(user) > 0
 
 
 def remove(user: User, passkey_id: int, second_factor_required: bool) -> Passkey:
-    """Remove one of `user`'s passkeys. When the account must keep a second factor (an admin, with
-    PETPORTAL_REQUIRE_ADMIN_MFA), its last one is refused."""
-    found = passkey_id <= PASSKEY_ID_MAX  # an id in the path may be any number of digits
-    passkey = (
-        db.session.scalar(select(Passkey).where(Passkey.id == passkey_id, Passkey.user_id == user.id))
-        if found
-        else None
-    )
+    """Remove one of `user`'s passkeys; the last second factor is refused when one is required."""
+    mine = select(Passkey).where(Passkey.id == passkey_id, Passkey.user_id == user.id)
+    passkey = db.session.scalar(mine) if passkey_id <= PASSKEY_ID_MAX else None  # a path's id: any number of digits
     if passkey is None:
         raise PasskeyError(_("There is no such passkey on your account."))
     if second_factor_required and not user.mfa_enabled and count(user) <= 1:
@@ -234,7 +210,6 @@ def remove(user: User, passkey_id: int, second_factor_required: bool) -> Passkey
 
 
 def remove_all(user: User) -> int:
-    """Remove every passkey of the account (an admin resetting its second factor); how many there were."""
     found = of_account(user)
     for passkey in found:
         db.session.delete(passkey)
@@ -242,26 +217,22 @@ def remove_all(user: User) -> int:
 
 
 def accounts_with_passkeys() -> set[int]:
-    """The ids of the accounts that have at least one passkey."""
     return set(db.session.scalars(select(Passkey.user_id).distinct()))
 
 
 def _unreadable() -> tuple[type[BaseException], ...]:
-    """`UNREADABLE` with the package's own error (the package is loaded by then: the caller has just used it)."""
     from webauthn.helpers.exceptions import WebAuthnException
 
     return (WebAuthnException, *UNREADABLE)
 
 
 def _readable(name: Any) -> str:
-    """A passkey's name as people read it: one line of text, without control characters, lone surrogates or
-    direction overrides."""
+    """A passkey's name on one line, without control characters, lone surrogates or direction overrides."""
     text = " ".join(str(name or "").split())
     return "".join(char for char in text if unicodedata.category(char) not in ("Cc", "Cf", "Cs", "Co", "Cn"))
 
 
 def _handle(user: User) -> bytes:
-    """The account's WebAuthn user handle: its id, which names nobody."""
     return str(user.id).encode()
 
 
@@ -277,7 +248,6 @@ def _remember(challenge: bytes, purpose: str, user: User | None) -> None:
 
 
 def _take(purpose: str, user: User | None) -> bytes:
-    """The challenge this session was given for `purpose` (and `user`), taken out so it is never used again."""
     kept = session.pop(CHALLENGE_KEY, None)
     if (
         not isinstance(kept, dict)
@@ -292,7 +262,6 @@ def _take(purpose: str, user: User | None) -> bytes:
 
 
 def _as_json(credential: Any) -> str:
-    """The browser's credential (`PublicKeyCredential.toJSON()`) as the JSON text the package reads."""
     if isinstance(credential, str):
         return credential
     if not isinstance(credential, dict):

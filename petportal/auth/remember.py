@@ -1,9 +1,8 @@
 """Keep me logged in: a random token for one login, stored hashed on its row and replaced at every use.
 
-The cookie holds `<login id>.<token>`. Flask-Login's own remember cookie is not used: it holds the
-account's id signed with the secret key, so it cannot be ended for one login (logout, an admin ending
-the account's sessions) and it is not replaced when used, so a stolen copy would stay good until it
-expires. This one names a login, and a copy used once is worthless.
+The cookie holds `<login id>.<token>`. Not Flask-Login's remember cookie: that one (the account's id, signed) cannot
+be ended for one login and is not replaced when used, so a stolen copy stays good. A copy of this one used once is
+worthless.
 """
 
 from __future__ import annotations
@@ -33,7 +32,6 @@ def issue(row: LoginSession) -> None:
 
 
 def forget() -> None:
-    """Delete this browser's remember cookie with this response."""
     setattr(g, _PENDING, "")
 
 
@@ -44,13 +42,11 @@ def presented(cookie: str) -> tuple[str, str] | None:
 
 
 def matches(row: LoginSession, token: str) -> bool:
-    """Whether `token` is login `row`'s current token."""
     return bool(row.remember_hash) and hmac.compare_digest(row.remember_hash or "", _hash(token))
 
 
 def replace(row: LoginSession, token: str) -> bool:
-    """Swap `token` of login `row` for a new one (sent with this response); False when another request used it
-    first."""
+    """Swap login `row`'s `token` for a new one (sent with this response); False when another request used it first."""
     new_token = secrets.token_urlsafe(32)
     replaced = cast(
         "CursorResult[Any]",
@@ -61,8 +57,7 @@ def replace(row: LoginSession, token: str) -> bool:
             execution_options={"synchronize_session": False},
         ),
     )
-    # Durable at once: of two requests racing with one token exactly one wins, and the winner's new cookie
-    # goes out with this response even if its view then fails (and the request's own work is rolled back).
+    # Committed at once: of two racing requests one wins, and its new cookie holds even if its view then fails.
     db.session.commit()
     if replaced.rowcount != 1:
         return False

@@ -1,14 +1,9 @@
 """The checks every request makes of its login, through Flask-Login's user and request loaders.
 
-The user loader accepts the login the browser's session names only while its row is open: not ended
-(logout, an admin, the identity provider's back-channel logout), within the absolute limit (12 h, or
-PETPORTAL_OIDC_SESSION_MAX_AGE for a login through single sign-on) and used within the idle limit (30 min). A login
-that idled out is restored by its remember token, if it has one, as a login that is not fresh. When the
-portal's session store or database is down, nobody is logged in and pages that need a login answer 503,
-while customers browse on.
-
-Nothing here commits but the remember token's replacement (see `remember.replace`): a login ended or
-seen here is written with the request's own work, at its end.
+A login counts only while its row is open: not ended, within the absolute limit (12 h, or
+PETPORTAL_OIDC_SESSION_MAX_AGE for single sign-on) and used within the idle limit (30 min); an idled-out login is
+restored, not fresh, by its remember token. With the session store or database down, nobody is logged in and pages
+that need a login answer 503, while customers browse on.
 """
 
 from __future__ import annotations
@@ -38,7 +33,6 @@ LOGINS_UNAVAILABLE = _l("Logging in is unavailable for the moment. Customers' pa
 
 @login.user_loader
 def load_user(user_id: str) -> User | None:
-    """The account of this browser's login, while that login is open and within its limits."""
     try:
         return _check_login(user_id)
     except SQLAlchemyError as error:
@@ -90,14 +84,10 @@ def _restore(login_id: str, token: str) -> User | None:
     if user is not None and _past_limit(row, user):
         _end_at_limit(row)
         return None
-    if not remember.matches(row, token):
+    if not remember.matches(row, token) or user is None or not user.enabled:
         remember.forget()
         return None
-    if user is None or not user.enabled:
-        remember.forget()
-        return None
-    # This runs where the request first asks who is logged in, before its view has changed anything, so the
-    # replacement's own commit takes nothing of the view's with it.
+    # Runs before the view changes anything, so the replacement's own commit takes nothing of the view's with it.
     if not remember.replace(row, token):
         return None
     logins.resume(user, row)
@@ -105,7 +95,7 @@ def _restore(login_id: str, token: str) -> User | None:
 
 
 def logins_available(probe: bool = False) -> bool:
-    """Whether the portal can keep and check logins now; with `probe`, its session store and database are asked."""
+    """Whether the portal can keep and check logins now; with `probe`, the session store and database are asked."""
     if not session_store.available() or g.get("database_unavailable"):
         return False
     if not probe:
@@ -119,7 +109,6 @@ def logins_available(probe: bool = False) -> bool:
 
 
 def require_session_store(probe: bool = False) -> None:
-    """A page that needs a login answers 503 while the portal cannot keep or check logins."""
     if not logins_available(probe):
         abort(503, str(LOGINS_UNAVAILABLE))
 
@@ -130,8 +119,7 @@ def register(app: Flask) -> None:
 
 
 def _past_limit(row: LoginSession, user: User) -> bool:
-    """Whether login `row` of `user` is older than a login may be: 12 hours, or for an account of single sign-on
-    the provider's sessions' maximum age where the operator set a shorter one (PETPORTAL_OIDC_SESSION_MAX_AGE)."""
+    """Whether `row` is past the absolute limit (for single sign-on, PETPORTAL_OIDC_SESSION_MAX_AGE if shorter)."""
     limit = SESSION_ABSOLUTE_LIMIT
     settings = current_app.config["OIDC"]
     if user.sso_subject is not None and settings is not None and settings["session_max_age"] is not None:
@@ -145,9 +133,7 @@ def _end_at_limit(row: LoginSession) -> None:
 
 
 def _database_failed(error: SQLAlchemyError) -> None:
-    """Customers browse on without the database; pages that need a login answer 503 (see above). Only an
-    outage counts: any other database error is a bug, raised as one (never reported as an outage)."""
-    # A failed statement leaves the database session unusable until it is rolled back.
+    """Roll back; an outage logs nobody in (pages needing a login answer 503), any other error is raised."""
     db.session.rollback()
     if not isinstance(error, DATABASE_OUTAGES):
         raise error
@@ -157,8 +143,7 @@ def _database_failed(error: SQLAlchemyError) -> None:
 
 
 def refuse_form(error: CSRFError) -> ResponseReturnValue:
-    """A form whose CSRF token failed: expired, or sent from another site; or, without the session store, one
-    that cannot be checked at all, which the page says rather than "the form expired"."""
+    """A form whose CSRF token failed (expired, another site's), or could not be checked without the session store."""
     if not logins_available(probe=True):
         return render_error(503, str(LOGINS_UNAVAILABLE), title=_("Temporarily unavailable"), retry=True)
     return render_error(400, _("This form has expired or was not sent from this site. Reload the page and try again."))

@@ -1,16 +1,9 @@
 """Single sign-on through the company's OpenID Connect provider, with Authlib's Flask client.
 
-Authlib does the protocol: the provider's discovery document, the authorization code flow with PKCE (S256),
-`state` and `nonce` kept in the server-side session, and the ID token's signature, issuer, audience, expiry and
-nonce. This module adds that a `state` is used once whatever the answer (Authlib keeps it after an `error`), and
-that the answer's `iss` is the provider's (RFC 9207). It decides what a checked sign-in means here (`signed_in`): the
-account is the one keyed by the issuer and the ID token's `sub`, never by a name, and is made at the first sign-in;
-its role is read again from the configured claim at every sign-in; a person with no mapped value, and a
-disabled account, are refused.
-
-Authlib, joserfc and requests (about 20 MB a process) are imported only where single sign-on is configured.
-
-Nothing here commits: the callback's request commits the account, its role and the audit entries, once.
+Authlib does the protocol (discovery, code flow with PKCE, `state` and `nonce`, the ID token's checks). This module
+adds that a `state` is used once whatever the answer, that the answer's `iss` is the provider's (RFC 9207), and what
+a sign-in means here: the account keyed by issuer and `sub` (never a name), made at the first sign-in, its role read
+again from the configured claim each time. Authlib and its dependencies are imported only where SSO is configured.
 """
 
 from __future__ import annotations
@@ -36,27 +29,23 @@ from petportal.extensions import db
 from petportal.web import security
 
 PROVIDER = "company"
-# Where the sign-in keeps the page to go on to, between the redirect and the callback.
 DESTINATION_KEY = "sso_destination"
 # The `amr` values (RFC 8176) that name a second factor: such a sign-in satisfies PETPORTAL_REQUIRE_ADMIN_MFA.
 SECOND_FACTOR_METHODS = frozenset({"mfa", "otp", "hwk", "swk", "sms"})
 SCOPE = "openid profile email"
-# Sign-ins started in one browser and not finished that are kept (another tab's may still finish).
+# Unfinished sign-ins kept per browser (another tab's may still finish).
 SIGN_INS_KEPT = 5
-# The event a logout token carries (OpenID Connect Back-Channel Logout 1.0, 2.4).
 BACKCHANNEL_LOGOUT_EVENT = "http://schemas.openid.net/event/backchannel-logout"
-# How long after it was issued a logout token is still taken, and how far the provider's clock may be ahead of ours.
+# How old a logout token may be, and how far the provider's clock may be ahead of ours.
 LOGOUT_TOKEN_AGE = timedelta(minutes=5)
 TOKEN_LEEWAY = timedelta(minutes=2)
-# The longest issuer or `sub` kept (users.sso_issuer, users.sso_subject).
+# The longest issuer or `sub` kept (users.sso_issuer, users.sso_subject; OpenID Connect's own limit).
 IDENTIFIER_MAX_LENGTH = 255
-# What a user name made from the provider's claims may hold (accounts.USERNAME_PATTERN's characters).
 NOT_IN_USERNAME = re.compile(r"[^A-Za-z0-9._@-]+")
 
 
 class SignInFailed(Exception):
-    """The sign-in could not be completed (a wrong, missing or used `state`, or a token the checks refuse): 400,
-    nobody logged in. The message is for the person signing in."""
+    """A wrong, missing or used `state`, or a token the checks refuse: 400. The message is for the person."""
 
 
 class SignInRefused(Exception):
@@ -64,25 +53,21 @@ class SignInRefused(Exception):
 
 
 class LogoutRefused(Exception):
-    """A back-channel logout whose token the checks refuse: 400, nothing ended. The message is the code of the first
-    check that failed (`signature`, `iss`, `aud`, `iat`, `exp`, `events`, `sub_or_sid`, `sub`, `nonce`, `no_sub`)."""
+    """A back-channel logout token the checks refuse: 400. The message is the first failed check's code."""
 
 
 class ProviderUnreachable(Exception):
-    """The identity provider did not answer (its discovery document, its token endpoint): 503."""
+    """The identity provider did not answer: 503."""
 
 
 @dataclass(frozen=True)
 class SignedIn:
-    """A checked sign-in: its account, whether the provider says a second factor was used, and where to go."""
-
     user: User
     second_factor: bool
     destination: str
 
 
 def register(app: Flask) -> None:
-    """Offer single sign-on when PETPORTAL_OIDC_ISSUER is set (config.py checks the rest)."""
     settings = app.config["OIDC"]
     if settings is None:
         return
@@ -103,13 +88,11 @@ def register(app: Flask) -> None:
 
 
 def provider_name() -> str | None:
-    """The provider's name for the sign-in button, or None when single sign-on is not configured."""
     settings = current_app.config["OIDC"]
     return None if settings is None else str(settings["name"])
 
 
 def begin(destination: str) -> Response:
-    """Send the browser to the provider's authorization endpoint, remembering `destination` for the way back."""
     client = _client()
     endpoint = _metadata(client).get("authorization_endpoint")
     if not isinstance(endpoint, str):
@@ -123,8 +106,7 @@ def begin(destination: str) -> Response:
 
 
 def _forget_older_sign_ins() -> None:
-    """Keep the state of this browser's few latest sign-ins only (Authlib keeps each one's for an hour), so that
-    starting thousands cannot grow a session without end."""
+    """Keep only this browser's latest sign-ins' state (Authlib keeps each an hour), so no session grows unbounded."""
     prefix = f"_state_{PROVIDER}_"
     started = sorted(
         (key for key in session if key.startswith(prefix)),
@@ -135,8 +117,7 @@ def _forget_older_sign_ins() -> None:
 
 
 def signed_in() -> SignedIn:
-    """The callback: exchange the code and check the ID token (Authlib), then find or make the account and
-    read its role. Raises SignInFailed, SignInRefused or ProviderUnreachable; refusals are audited."""
+    """The callback: exchange the code, check the ID token, find or make the account and read its role."""
     client = _client()  # first: without single sign-on, a 404 that loads nothing
     import requests
     from authlib.integrations.base_client.errors import MismatchingStateError, OAuthError
@@ -154,8 +135,7 @@ def signed_in() -> SignedIn:
             _("This sign-in has expired or was used already. Start again from the login page.")
         ) from error
     except (OAuthError, JoseError, ValueError) as error:
-        # The provider's own error (access_denied), a code it would not exchange, or an ID token that fails a
-        # check (signature, issuer, audience, expiry, nonce). Its text is the provider's: not shown.
+        # The provider's error, a code it would not exchange, or an ID token that fails a check: its text not shown.
         current_app.logger.warning("single sign-on refused: %s", type(error).__name__)
         raise SignInFailed(_("The sign-in could not be completed. Start again from the login page.")) from error
     except requests.RequestException as error:
@@ -177,9 +157,7 @@ def signed_in() -> SignedIn:
 
 
 def _from_the_issuer(metadata: dict[str, Any]) -> bool:
-    """Whether the answer came from this provider (RFC 9207): its `iss` parameter, required where the provider says
-    it sends one and checked wherever there is one, is the issuer of its discovery document, character for
-    character. Without it, a provider mixed up with another could have this sign-in finish with its code."""
+    """Whether the answer's `iss` (RFC 9207; required where the provider says it sends one) is the provider's."""
     answered = request.args.get("iss")
     if answered is None:
         return metadata.get("authorization_response_iss_parameter_supported") is not True
@@ -187,10 +165,7 @@ def _from_the_issuer(metadata: dict[str, Any]) -> bool:
 
 
 def logged_out(logout_token: str) -> None:
-    """OpenID Connect Back-Channel Logout 1.0: the provider says a person's session with it ended (they logged out
-    there, or were removed). Every open login of their account here ends, in every process and instance (the logins
-    are rows in the portal's database), audited. Raises LogoutRefused for a token the checks refuse (400), and
-    ProviderUnreachable when the provider's keys cannot be read (503)."""
+    """Back-Channel Logout 1.0: the person's session at the provider ended, so every open login of theirs ends."""
     client = _client()  # first: without single sign-on, a 404 that loads nothing
     metadata = _metadata(client)
     claims = _logout_claims(client, metadata, logout_token)
@@ -213,10 +188,8 @@ def logged_out(logout_token: str) -> None:
 
 
 def _logout_claims(client: Any, metadata: dict[str, Any], logout_token: str) -> dict[str, Any]:
-    """The claims of a logout token, once every check of the specification (2.6) holds: signed with a key of the
-    provider's JWKS by an algorithm it names (never `none`); `iss` the issuer, `aud` this client, `iat` present
-    and recent, `exp` (if any) not past; `events` holding the back-channel logout event as an object; a `sub` or
-    a `sid`; no `nonce` (so an ID token is never taken for one)."""
+    """The claims of a logout token once every check of the specification (2.6) holds (no `nonce`: an ID token is
+    never taken for one)."""
     import requests
     from joserfc import jwt
     from joserfc.errors import InvalidKeyIdError, JoseError
@@ -261,7 +234,7 @@ def _logout_claims(client: Any, metadata: dict[str, Any], logout_token: str) -> 
 
 
 def role_for(values: Any) -> str | None:
-    """The role that the claim's `values` (a string or a list) give: admin, staff, or None (no mapped value)."""
+    """The role the claim's `values` (a string or a list) give: admin, staff, or None."""
     if isinstance(values, str):
         values = [values]
     found = {value for value in values if isinstance(value, str)} if isinstance(values, list) else set()
@@ -274,8 +247,8 @@ def role_for(values: Any) -> str | None:
 
 
 def _account(claims: Any, role: str | None) -> User:
-    """The account of this issuer and `sub`, made at the first sign-in, with `role`; refused (and audited)
-    without a role, or when disabled."""
+    """The account of this issuer and `sub`, made at the first sign-in, with `role`; refused without a role or
+    when disabled."""
     issuer, subject = str(claims["iss"]), str(claims["sub"])
     user = db.session.scalar(select(User).filter_by(sso_issuer=issuer, sso_subject=subject))
     name = user.username if user is not None else _username(claims)
@@ -309,13 +282,11 @@ def _account(claims: Any, role: str | None) -> User:
 
 
 def _fits(value: Any) -> bool:
-    """An issuer or `sub` the account can be keyed by: text of 1 to 255 characters (OpenID Connect's own limit)."""
     return isinstance(value, str) and 0 < len(value) <= IDENTIFIER_MAX_LENGTH
 
 
 def _username(claims: Any) -> str:
-    """A user name for a new account: the provider's preferred name (else e-mail, else `sub`) in the characters
-    a user name may hold; when taken, with a suffix from the `sub`, so it never becomes another account's."""
+    """A new account's name from the preferred name, e-mail or `sub`; when taken, with a suffix from the `sub`."""
     for claim in ("preferred_username", "email", "sub"):
         value = claims.get(claim)
         if isinstance(value, str):
@@ -336,8 +307,7 @@ def _username(claims: Any) -> str:
 
 
 def _with_userinfo(client: Any, token: Any, claims: Any) -> dict[str, Any]:
-    """The ID token's claims, with the provider's userinfo for the same `sub` beside them (many providers put
-    names and groups only there); the ID token's own claims win."""
+    """The ID token's claims over the provider's userinfo for the same `sub` (many put groups only there)."""
     import requests
     from authlib.integrations.base_client.errors import OAuthError
 
@@ -358,7 +328,6 @@ def _client() -> Any:
 
 
 def _metadata(client: Any) -> dict[str, Any]:
-    """The provider's discovery document (read once per process); its issuer must be the configured one."""
     import requests
 
     try:

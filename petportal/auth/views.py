@@ -59,15 +59,13 @@ def login() -> ResponseReturnValue:
 
 def _login_page(form: LoginForm, status: int) -> ResponseReturnValue:
     """The login form, with "Sign in with ..." when single sign-on is configured (it keeps `next`)."""
-    next_path = request.args.get("next")
-    sso_url = url_for(".sso_login", next=next_path) if next_path else url_for(".sso_login")
-    passkey_url = url_for(".passkey_login", next=next_path) if next_path else url_for(".passkey_login")
+    next_path = request.args.get("next") or None
     return render_template(
         "auth/login.html",
         form=form,
         sso_name=sso.provider_name(),
-        sso_url=sso_url,
-        passkey_url=passkey_url if current_app.config["PUBLIC_URL"] else None,
+        sso_url=url_for(".sso_login", next=next_path),
+        passkey_url=url_for(".passkey_login", next=next_path) if current_app.config["PUBLIC_URL"] else None,
     ), status
 
 
@@ -121,8 +119,8 @@ def sso_login() -> ResponseReturnValue:
 
 @bp.get("/login/sso/callback")
 def sso_callback() -> ResponseReturnValue:
-    """The identity provider sends the browser back here: the account is found or made, and logged in; an
-    admin without a second factor from the provider gives the portal's own where PETPORTAL_REQUIRE_ADMIN_MFA asks."""
+    """The identity provider's way back: the account is found or made and logged in (an admin may owe the portal's
+    own second factor)."""
     sessions.require_session_store()
     try:
         signed_in = sso.signed_in()
@@ -146,8 +144,7 @@ def sso_callback() -> ResponseReturnValue:
 @bp.post("/login/sso/backchannel-logout")
 @csrf.exempt  # the provider's server calls it, with a signed logout token instead of a browser's session
 def sso_backchannel_logout() -> ResponseReturnValue:
-    """The identity provider ends a person's sessions here (OpenID Connect Back-Channel Logout; 404 without single
-    sign-on): 200 when the logout token holds, 400 with the failed check's code when it does not."""
+    """OpenID Connect Back-Channel Logout: 200 when the logout token holds, else 400 naming the failed check."""
     token = request.form.get("logout_token", "")
     try:
         sso.logged_out(token)
@@ -166,8 +163,7 @@ def sso_backchannel_logout() -> ResponseReturnValue:
 
 @bp.post("/login/passkey/options")
 def passkey_options() -> ResponseReturnValue:
-    """What the browser needs to sign in with a passkey: any of this site's, or, as the second step of a login
-    waiting for one, one of that account's (JSON)."""
+    """What the browser needs to sign in with a passkey (JSON)."""
     sessions.require_session_store(probe=True)
     waiting = logins.awaiting_second_factor()
     try:
@@ -179,8 +175,7 @@ def passkey_options() -> ResponseReturnValue:
 
 @bp.post("/login/passkey")
 def passkey_login() -> ResponseReturnValue:
-    """Sign in with the passkey the browser signed this session's challenge with: alone, or as the second step
-    of a password (or single sign-on) login. Answers JSON: where to go, or what went wrong."""
+    """Sign in with a passkey, alone or as a login's second step; answers JSON: where to go, or what went wrong."""
     sessions.require_session_store()
     waiting = logins.awaiting_second_factor()
     answer = json_object(request)
@@ -205,7 +200,7 @@ def passkey_login() -> ResponseReturnValue:
 
 @bp.post("/logout")
 def logout() -> ResponseReturnValue:
-    """Log out (a POST with a CSRF token, so no other site can do it for the user): the login ends for good."""
+    """Log out (a POST with a CSRF token, so no other site can do it for the user)."""
     form = ButtonForm()
     if form.validate_on_submit() and current_user.is_authenticated:
         audit.record(AuditAction.LOGOUT)
@@ -227,7 +222,6 @@ def _log_in(user: User, remember: bool, second_factor: str | None = None) -> Non
 
 
 def _second_factor_page(form: CodeForm, user: User, status: int) -> ResponseReturnValue:
-    """The second step: a code from the app (when the account has one), a passkey (when it has one)."""
     return render_template("auth/mfa.html", form=form, codes=user.mfa_enabled, passkey=passkeys.count(user) > 0), status
 
 
