@@ -1,23 +1,9 @@
-"""Traces with OpenTelemetry: a span for every request and for every pet store call, sent over OTLP/HTTP.
+"""Traces with OpenTelemetry: a span for every request and every pet store call, sent over OTLP/HTTP.
 
-On only when `OTEL_EXPORTER_OTLP_ENDPOINT` (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) is set, and then
-configured by the standard `OTEL_*` variables, which the SDK reads itself (the service name, the sampler,
-the batch sizes, the exporter's headers and timeout). Off, nothing of OpenTelemetry is imported and every
-function here returns at its first line.
-
-- A request's span is made by OpenTelemetry's own WSGI middleware, in front of everything else (the page
-  cache included), and ends once the body is sent. It continues an incoming W3C `traceparent` only when the
-  operator trusts whoever sends it (`PETPORTAL_TRUST_TRACE_HEADERS=1`, behind their own proxy or mesh): else
-  every trace header is dropped before the middleware reads it, so a client neither joins a trace of its own
-  choosing nor switches tracing off with a `-00`. `baggage` is never read. The span is named after the route
-  once one is known, with the environment served as an attribute.
-- A pet store call's span is a child of it (or a root span, for an import's rows sent outside any request)
-  named after the operation; its own W3C `traceparent` (and `tracestate`) goes to the store with the call, and
-  nothing else (no `baggage`).
-- Every span passes the egress guard before it is exported (`GuardedExporter`): URLs keep the names of their
-  query's parameters, never the values (an SSO callback's `code` and `state`), and an attribute, event, status
-  or name that quotes a secret is replaced whole (`egress`).
-- Log lines carry the current trace id (logs.RequestContextFilter asks `trace_id()`).
+On only when `OTEL_EXPORTER_OTLP_ENDPOINT` (or `..._TRACES_ENDPOINT`) is set; the SDK reads the other `OTEL_*`
+variables itself. Off, nothing of OpenTelemetry is imported. Incoming trace headers are dropped unless
+PETPORTAL_TRUST_TRACE_HEADERS=1, so a client can neither join a trace of its choosing nor switch tracing off;
+`baggage` is never read nor sent. Every span passes the egress guard before export (`GuardedExporter`).
 """
 
 from __future__ import annotations
@@ -47,15 +33,11 @@ QUERY_ATTRIBUTES = frozenset({"url.query"})
 
 
 class _ThisProcess:
-    """The tracer of this process, once tracing has started (None: off)."""
-
     tracer: Tracer | None = None
-    # What carries a store call's span on: W3C Trace Context alone.
     propagator: TraceContextTextMapPropagator | None = None
 
 
 def register(app: Flask) -> None:
-    """With tracing asked for: start the SDK (once per process) and trace every request of `app`."""
     if not app.config["TRACING"]:
         return
     from flask import Response, g, request
@@ -77,9 +59,8 @@ def register(app: Flask) -> None:
 
 
 class TraceHeaders:
-    """WSGI layer in front of OpenTelemetry's middleware: the incoming trace headers it may read. Untrusted, none
-    (every field of the configured propagators: `traceparent`, `tracestate`, `baggage`, any other the operator
-    chose); trusted, all but `baggage`, which the portal has no use for."""
+    """WSGI layer in front of OpenTelemetry's middleware dropping incoming trace headers: untrusted, every field of
+    the configured propagators; trusted, `baggage` alone."""
 
     def __init__(self, wsgi_app: WSGIApplication, trusted: bool) -> None:
         from opentelemetry import propagate
@@ -97,8 +78,7 @@ class TraceHeaders:
 
 
 def _start() -> None:
-    """One tracer provider per process, exporting in batches over OTLP/HTTP. The batch processor's thread is
-    started again in each forked worker by the SDK itself."""
+    """One tracer provider per process (the SDK restarts the batch thread in forked workers)."""
     if _ThisProcess.tracer is not None:
         return
     from opentelemetry import trace
@@ -111,7 +91,6 @@ def _start() -> None:
     # OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES, when set, win over this default.
     resource = Resource.create({"service.name": os.environ.get("OTEL_SERVICE_NAME") or "petportal"})
     provider = TracerProvider(resource=resource)
-    # Every span passes the guard on its way out, whoever made it: the exporter's only way in.
     exporter = cast(SpanExporter, GuardedExporter(OTLPSpanExporter()))
     provider.add_span_processor(BatchSpanProcessor(exporter))
     trace.set_tracer_provider(provider)
@@ -120,9 +99,8 @@ def _start() -> None:
 
 
 def describe_request(method: str, route: str | None, environment: str | None) -> None:
-    """Name the current request's span after its route (by its method alone without one), and record the
-    environment it is served from. Called by Flask's hook above and, for a page it replays, by the page
-    cache, which answers before Flask."""
+    """Name the request's span after its route (else its method) and record its environment; also called by the
+    page cache for a page it replays."""
     if _ThisProcess.tracer is None:
         return
     from opentelemetry import trace
@@ -139,15 +117,13 @@ def describe_request(method: str, route: str | None, environment: str | None) ->
 
 @contextmanager
 def pet_store_call(environment: str, operation: str) -> Iterator[dict[str, str]]:
-    """A client span around one pet store call; yields the headers that carry it to the store (`traceparent`),
-    none when tracing is off."""
+    """A client span around one pet store call; yields the headers that carry it to the store."""
     if _ThisProcess.tracer is None:
         yield {}
         return
     from opentelemetry import trace
 
     attributes = {ENVIRONMENT: environment, OPERATION: operation}
-    # A call that raises ends its span with the error recorded and the status set, by the SDK.
     with _ThisProcess.tracer.start_as_current_span(operation, kind=trace.SpanKind.CLIENT, attributes=attributes):
         headers: dict[str, str] = {}
         if _ThisProcess.propagator is not None:  # the call's own span, whatever OTEL_PROPAGATORS says: never baggage
@@ -156,9 +132,7 @@ def pet_store_call(environment: str, operation: str) -> Iterator[dict[str, str]]
 
 
 class GuardedExporter:
-    """An exporter in front of another (OTLP's): each span as `guarded_span` makes it, so no attribute, event,
-    status or name leaves quoting a secret, and no URL with its query's values. It runs in the batch's own
-    thread, out of the requests' way; a span with nothing to change is passed on as it is."""
+    """An exporter in front of OTLP's passing each span through `guarded_span` (in the batch's thread)."""
 
     def __init__(self, exporter: SpanExporter) -> None:
         self.exporter = exporter
@@ -174,9 +148,8 @@ class GuardedExporter:
 
 
 def guarded_span(span: ReadableSpan) -> ReadableSpan:
-    """`span`, or a copy of it with URLs cut to their query's names and every text quoting a secret withheld
-    (`egress.withheld`): its attributes, its events' names and attributes (an exception's message and its
-    stack trace, chained causes included), its links' attributes, its status's description and its name."""
+    """`span`, or a copy with URLs cut to their query's names and every text quoting a secret withheld: attributes,
+    events (exception messages and stack traces), links, status description and name."""
     from opentelemetry.sdk.trace import Event
     from opentelemetry.sdk.trace import ReadableSpan as Copy
     from opentelemetry.trace import Link, Status
@@ -219,8 +192,7 @@ def guarded_span(span: ReadableSpan) -> ReadableSpan:
 
 
 def guarded_attributes(attributes: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """None when nothing in `attributes` needs to change; else a copy with each URL cut to its query's names
-    (`without_query_values`) and each value quoting a secret withheld."""
+    """None when nothing in `attributes` changes; else a guarded copy."""
     if not attributes:
         return None
     guarded = {}
@@ -247,12 +219,10 @@ def without_query_values(url: str) -> str:
 
 
 def query_names(query: str) -> str:
-    """The names of a query's parameters, in their order, without their values: "code&state"."""
     return "&".join(part.partition("=")[0] for part in query.split("&") if part)
 
 
 def trace_id() -> str | None:
-    """The current trace's id as 32 hex digits, or None (tracing off, or outside any span)."""
     if _ThisProcess.tracer is None:
         return None
     from opentelemetry import trace
@@ -262,7 +232,6 @@ def trace_id() -> str | None:
 
 
 def flush(timeout_millis: int = 5_000) -> None:
-    """Send the spans still waiting in the batch (at a server's stop)."""
     if _ThisProcess.tracer is None:
         return
     from opentelemetry import trace

@@ -1,23 +1,14 @@
 """The micro-cache of anonymous list and detail pages, their ETags, and no-store for everything else.
 
-Two parts, with one job each:
-- `cached_page` (inside Flask) gives an anonymous visitor's page `Cache-Control: no-cache` and an ETag,
-  answers a matching If-None-Match with 304, and marks the page as one that may be shared when it used
-  nothing of the visitor's own (no flash, no CSRF token).
-- `SharedPages` (a WSGI layer just inside ProxyFix) stores a marked page as Flask sent it, every header
-  included, and answers the next visitor without a session or remember-me cookie with it, without
-  running Flask. Only what differs between any two responses is made anew, by the functions Flask's own
-  hooks use: the X-Request-ID and the 304. So a stored page carries exactly the security headers, HSTS
-  and cache rules of a fresh one. Neither writes a Date: every server the portal runs under (Werkzeug's,
-  gunicorn, granian) writes its own, and Werkzeug's `make_conditional` adding one made two.
+- `cached_page` (inside Flask) gives an anonymous page `Cache-Control: no-cache`, an ETag and 304s, and marks it
+  shareable when it used nothing of the visitor's (no flash, no CSRF token).
+- `SharedPages` (a WSGI layer inside ProxyFix) stores a marked page with every header and replays it, without
+  Flask, to visitors with no session or remember-me cookie; only X-Request-ID and the 304 are made anew. Neither
+  writes a Date: every server writes its own.
 
-A page is keyed by scheme, host, environment, that environment's generation and full path, so it is only
-replayed to a request that Flask answered with exactly that page: a plain-HTTP request that the HTTPS rule
-redirects, or a host that is not trusted, never finds a stored 200. Only a query of the view's own
-parameters, each once, is shared: any other would only fill the cache. Adding an animal bumps its
-environment's generation, so every process sharing the cache (Redis) stops serving the old pages at
-once; without Redis each process has a cache of its own, and the others show the animal within
-PETPORTAL_CACHE_SECONDS. Another environment's pages are never under the same key.
+A page's key holds scheme, host, environment, its generation, language, encoding and full path, so it is replayed
+only where Flask would answer exactly that page. Adding an animal bumps its environment's generation (with Redis,
+in every process at once; without, other processes catch up within PETPORTAL_CACHE_SECONDS).
 """
 
 from __future__ import annotations
@@ -26,7 +17,7 @@ import math
 import time
 from collections.abc import Callable, Iterable
 from functools import wraps
-from typing import TYPE_CHECKING, ParamSpec, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 from urllib.parse import parse_qsl
 
 from flask import Flask, current_app, make_response, request, session
@@ -59,8 +50,7 @@ SHAREABLE = "petportal.web.page_cache.shareable"
 PER_RESPONSE = frozenset({"date", "x-request-id", "content-length"})
 # A request with any of these gets Werkzeug's conditional handling (a 304, a range); the others a plain replay.
 CONDITIONS = ("HTTP_IF_NONE_MATCH", "HTTP_IF_MODIFIED_SINCE", "HTTP_IF_MATCH", "HTTP_IF_UNMODIFIED_SINCE", "HTTP_RANGE")
-# How many URLs a process remembers the sharing of before it starts again, each at most this long: at most
-# about 2 MB, whatever URLs a client makes up.
+# URLs whose sharing a process remembers before starting again, each at most this long: about 2 MB at most.
 REMEMBERED_URLS = 4096
 REMEMBERED_URL_LENGTH = 512
 
@@ -68,8 +58,8 @@ REMEMBERED_URL_LENGTH = 512
 def cached_page(
     *parameters: str,
 ) -> Callable[[Callable[P, ResponseReturnValue]], Callable[P, ResponseReturnValue]]:
-    """Give this GET view's anonymous pages an ETag and 304s, and let `SharedPages` share those whose query
-    holds nothing but `parameters`, each at most once (any other query would only fill the cache)."""
+    """Give this GET view's anonymous pages an ETag and 304s, and let `SharedPages` share those whose query holds
+    only `parameters`, each at most once (any other would only fill the cache)."""
 
     def decorate(view: Callable[P, ResponseReturnValue]) -> Callable[P, ResponseReturnValue]:
         @wraps(view)
@@ -81,7 +71,7 @@ def cached_page(
                 response.headers["Cache-Control"] = "no-cache"
                 response.add_etag()
                 response.make_conditional(request)
-                del response.headers["Date"]  # the server writes its own (see the module)
+                del response.headers["Date"]  # the server writes its own
                 if not session:
                     request.environ[SHAREABLE] = serving().environment.name
             return response
@@ -92,23 +82,13 @@ def cached_page(
     return decorate
 
 
-class _Answer(TypedDict, total=False):
-    """What Flask started its response with."""
-
-    status: str
-    headers: list[tuple[str, str]]
-
-
 class SharedPages:
-    """The WSGI layer that stores and replays shared pages (see the module's description)."""
-
     def __init__(self, app: Flask, wsgi_app: WSGIApplication) -> None:
         self.app = app
         self.wsgi_app = wsgi_app
         self.seconds = math.ceil(app.config["CACHE_SECONDS"])
         self.cookies = (app.config["SESSION_COOKIE_NAME"], REMEMBER_COOKIE)
-        # (path, query) -> the endpoint whose page may be shared, or None: what the URL map and the view's
-        # parameters say of a URL never changes while the process runs. Bounded: emptied when full.
+        # (path, query) -> the endpoint whose page may be shared, or None; fixed while the process runs.
         self.endpoints: dict[tuple[str, str], str | None] = {}
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
@@ -135,8 +115,7 @@ class SharedPages:
             del response.headers["Date"]
             metrics.count(endpoint, environ["REQUEST_METHOD"], response.status_code, started)
             return response(environ, start_response)
-        # Unconditional, the common case: the headers Werkzeug's Response gives the same page, in its order
-        # (test_caching compares them header for header), without building one.
+        # Unconditional, the common case: Werkzeug's headers in its order (test_caching checks), without a Response.
         start_response(
             "200 OK",
             [*headers, ("Content-Length", str(len(body))), ("X-Request-ID", request_id)],
@@ -148,8 +127,7 @@ class SharedPages:
         """The endpoint of a GET or HEAD that a shared page may answer, else None."""
         if environ["REQUEST_METHOD"] not in ("GET", "HEAD") or unreadable(environ) is not None:
             return None  # not a page to share, or one Flask answers with its 400 page
-        # Any cookie whose name contains the session's or remember-me's is Flask's to read (a few false alarms
-        # cost a fresh page; reading the header as text is what makes this cheap).
+        # A cookie header naming the session or remember-me goes to Flask (a false alarm costs a fresh page).
         cookie = environ.get("HTTP_COOKIE", "")
         if cookie and any(name in cookie for name in self.cookies):
             return None
@@ -163,8 +141,7 @@ class SharedPages:
         return self.endpoints[url]
 
     def _endpoint_sharing(self, environ: WSGIEnvironment) -> str | None:
-        """The endpoint of this URL when its page may be shared: a view marked `cached_page` whose query holds
-        only that view's parameters, each once."""
+        """The endpoint of a `cached_page` view whose query holds only its parameters, each once, else None."""
         try:
             endpoint, _ = self.app.url_map.bind_to_environ(environ).match()
         except HTTPException:
@@ -178,8 +155,8 @@ class SharedPages:
     def _answer_and_store(
         self, environ: WSGIEnvironment, start_response: StartResponse, key: str, environment: str
     ) -> list[bytes]:
-        """Let Flask answer; keep its page when it marked it shareable for the environment of `key`."""
-        answer: _Answer = {}
+        """Let Flask answer; keep its page when it marked it shareable for `environment`."""
+        answer: dict[str, Any] = {}  # what Flask started its response with
 
         def remember(
             status: str, headers: list[tuple[str, str]], exc_info: OptExcInfo | None = None
@@ -206,8 +183,7 @@ class SharedPages:
 
 
 def invalidate(environment_name: str) -> None:
-    """Forget every cached page of one environment, in every process that shares the cache."""
-    if _caching():
+    if current_app.config["CACHE_SECONDS"] > 0:
         _safely(current_app, cache.cache.inc, _generation_key(environment_name))
 
 
@@ -216,8 +192,8 @@ PERSONAL_TYPES = frozenset({"text/html", "application/json", "text/csv"})
 
 
 def register(app: Flask) -> None:
-    """Bind the cache (Redis when configured; see config.derived), put the shared pages in front of Flask
-    when caching is on, and mark every other page, JSON or CSV answer as never to be stored."""
+    """Bind the cache, put the shared pages in front of Flask when caching is on, and mark every other page, JSON
+    or CSV answer no-store."""
     cache.init_app(app)
     app.extensions["petportal.web.page_cache"] = {"down_until": 0.0}
     if app.config["CACHE_SECONDS"] > 0:
@@ -230,21 +206,14 @@ def register(app: Flask) -> None:
         return response
 
 
-def _caching() -> bool:
-    return current_app.config["CACHE_SECONDS"] > 0
-
-
 def _generation_key(environment_name: str) -> str:
     return f"generation:{environment_name}"
 
 
 def _page_key(app: Flask, backend: BaseCache, environment: str, environ: WSGIEnvironment) -> str:
-    """The key of a page: its environment and that environment's generation, the language and the encoding it is
-    served in, the scheme and host the request came to (after ProxyFix, when proxies are trusted) and its path and
-    query as they came."""
     generation = _safely(app, backend.get, _generation_key(environment)) or 0
     host = environ.get("HTTP_HOST") or f"{environ.get('SERVER_NAME', '')}:{environ.get('SERVER_PORT', '')}"
-    # Each part quoted on its own (repr), so no Host header can pass itself off as part of a path.
+    # Quoted (repr) part by part, so no Host header can pass itself off as part of a path.
     where = (environ["wsgi.url_scheme"], host, environ.get("PATH_INFO", ""), environ.get("QUERY_STRING", ""))
     encoding = encoding_for(environ.get("HTTP_ACCEPT_ENCODING", ""))
     return f"page:{environment}:{generation}:{language_of(environ)}:{encoding}:{where!r}"
