@@ -13,12 +13,7 @@ ECHO_CHARS = 200
 
 
 class PortalForm(FlaskForm):
-    """A FlaskForm that reads a submission from the form body only.
-
-    Flask-WTF would also take uploaded files and JSON bodies as field values; a text field sent as a
-    file (or a JSON list) is then not text, and its validators fail with a 500 instead of an error
-    next to the field.
-    """
+    """A FlaskForm that reads a submission from the form body only (a field sent as a file or JSON was a 500)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         if not args and "formdata" not in kwargs and request.method in SUBMIT_METHODS:
@@ -26,8 +21,7 @@ class PortalForm(FlaskForm):
         super().__init__(*args, **kwargs)
 
     def validate(self, extra_validators: Any = None) -> bool:
-        """The fields' own checks, plus: a field whose bytes were not UTF-8 (see front_door) is refused next
-        to itself; and a form that failed repeats only a short prefix of what was typed in any field."""
+        """The fields' checks, plus a refusal of fields that were not UTF-8; a failed form echoes only a short prefix."""
         valid: bool = super().validate(extra_validators)
         for name in g.get("unreadable_fields", ()):
             if name in self._fields:

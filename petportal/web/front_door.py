@@ -1,19 +1,10 @@
 """The front door: whether a request can be read at all, decided once, before the page cache and the views.
 
-A WSGI server hands the path, the query string, the cookies and every header over as bytes (each byte one
-latin-1 character). The portal reads them as UTF-8 text; a request in which any of them is not (after
-percent-decoding, where a URL encodes bytes) is answered with the portal's 400 page and its request id,
-never a 500 and never a traceback. (granian hands over a header value that is not ASCII as empty text, so
-under `flask serve` such a header never reaches this check: docs/security.md.) A form field whose bytes are
-not UTF-8 is marked, and the form shows the error next to that field (`forms.PortalForm`): Werkzeug would
-otherwise keep the bytes as `%FF` text.
-
-Request bodies are read whole by `BodyGate`, in front of everything, and only by a few threads of a process
-at once: a client that sends its body a byte at a time holds one of those places, never every thread, so
-pages and health checks keep being served while forms wait (or get the 503 page when the places are full).
-A body over its limit (`body_limit`) gets the 413 page before anything reads it. A body left unread (too large,
-or no place free) is answered with `Connection: close`: its bytes are still on the way, and the server ends
-the connection after the answer, so the client opens a new one for its next request instead of losing it.
+The server hands path, query, cookies and headers over as latin-1 text; one that is not UTF-8 (after
+percent-decoding) gets the 400 page, never a 500. A form field that is not UTF-8 is marked for its form
+(`forms.PortalForm`). Bodies are read whole by `BodyGate`, at most BODY_READERS threads at once, so a client
+sending a byte at a time never holds every thread; a body left unread (too large, or no place free) is answered
+with `Connection: close`.
 """
 
 from __future__ import annotations
@@ -38,16 +29,13 @@ UPLOAD_BODY = "multipart/form-data"
 # An upload's body may be larger than MAX_CONTENT_LENGTH by this much: the form around a file of the largest size.
 UPLOAD_ROOM = 64 * 1024
 NOT_UTF8 = _l("This is not text the portal can read: it is not UTF-8.")
-# Where `unreadable` keeps its answer in the WSGI environ.
 UNREADABLE = "petportal.unreadable"
-# What the 400 page says for each part of a request that is not UTF-8.
 UNREADABLE_PARTS = {
     "path": _l("This request could not be read: its path is not UTF-8 text."),
     "query": _l("This request could not be read: its query is not UTF-8 text."),
     "cookies": _l("This request could not be read: its cookies are not UTF-8 text."),
     "headers": _l("This request could not be read: its headers are not UTF-8 text."),
 }
-# Set in the WSGI environ by `BodyGate` when every place for reading a body was taken.
 BODIES_BUSY = "petportal.bodies_busy"
 # Threads of a process that may wait on request bodies at once: half of a worker's 8.
 BODY_READERS = 4
@@ -59,9 +47,7 @@ def _from_request(name: str) -> bool:
     return name.startswith("HTTP_") or name in ("CONTENT_TYPE", "CONTENT_LENGTH")
 
 
-# The variables of this process's environment that no request can set. granian copies the whole environment
-# into every request's environ; the check for headers that are not UTF-8 skips these, which are the same for
-# every request, and reads only the request's own (a variable set later in the process is read like a header).
+# This process's environment variables, which granian copies into every environ: the header check skips them.
 PROCESS_ONLY = frozenset(name for name in os.environ if not _from_request(name))
 
 
@@ -70,8 +56,7 @@ class UnreadableRequest(BadRequest):
 
 
 def unreadable(environ: WSGIEnvironment) -> str | None:
-    """The part of the request that is not UTF-8 text ("path", "query", "cookies", "headers"), or None. Worked
-    out once per request: the page cache asks first, then Flask."""
+    """The part of the request that is not UTF-8 ("path", "query", "cookies", "headers"), or None; worked out once."""
     if UNREADABLE not in environ:
         environ[UNREADABLE] = _unreadable_part(environ)
     part: str | None = environ[UNREADABLE]
@@ -105,7 +90,7 @@ def _unreadable_part(environ: WSGIEnvironment) -> str | None:
 
 
 def unreadable_fields(body: bytes) -> set[str]:
-    """The names of the fields of a URL-encoded form body whose values are not UTF-8 text."""
+    """The names of a URL-encoded form body's fields whose values are not UTF-8."""
     found = set()
     for pair in body.split(b"&"):
         name, _, value = pair.partition(b"=")
@@ -117,21 +102,17 @@ def unreadable_fields(body: bytes) -> set[str]:
 
 
 def body_limit(content_type: str, limit: int) -> int:
-    """The most bytes a request body of `content_type` may have, where MAX_CONTENT_LENGTH is `limit`: that, and for
-    an upload (a file of up to `limit` bytes in a form), `UPLOAD_ROOM` more. Over it, the body gets 413 unread."""
+    """The most bytes a body of `content_type` may have: `limit`, plus `UPLOAD_ROOM` for an upload."""
     return limit + UPLOAD_ROOM if content_type.partition(";")[0].strip().lower() == UPLOAD_BODY else limit
 
 
 def too_large(content_type: str, content_length: str, limit: int) -> bool:
-    """Whether a body declared `content_length` bytes long (a Content-Length header's text) is over its limit."""
     return content_length.isdigit() and int(content_length) > body_limit(content_type, limit)
 
 
 class BodyGate:
-    """WSGI layer that reads each request body whole before the portal sees it, with at most `places` threads of
-    this process waiting on bodies at once; a request finding every place taken is not read, and Flask answers
-    it with the 503 page. A body over its limit (`body_limit`) is left for Flask to refuse (413) unread. The
-    answer to a request whose body is left unread says `Connection: close`."""
+    """WSGI layer reading each body whole, at most `places` threads at once: with none free, Flask answers 503;
+    a body over its limit is left for Flask to refuse (413)."""
 
     def __init__(self, wsgi_app: WSGIApplication, places: int, limit: int) -> None:
         self.wsgi_app = wsgi_app
@@ -164,7 +145,6 @@ class BodyGate:
 
 
 def _closing(start_response: StartResponse) -> StartResponse:
-    """`start_response`, with `Connection: close` added to the answer's headers."""
 
     def start(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
         return start_response(status, [*headers, ("Connection", "close")], exc_info)
@@ -173,13 +153,11 @@ def _closing(start_response: StartResponse) -> StartResponse:
 
 
 def gate_bodies(app: Flask) -> None:
-    """Read request bodies through a `BodyGate` (called once every other WSGI layer of the app is in place)."""
+    """Read request bodies through a `BodyGate`, the outermost WSGI layer."""
     app.wsgi_app = BodyGate(app.wsgi_app, BODY_READERS, app.config["MAX_CONTENT_LENGTH"])  # type: ignore[method-assign]
 
 
 def register(app: Flask) -> None:
-    """Answer an unreadable request with the 400 page, and a body over its limit with the 413 page; note a form's
-    unreadable fields for its form."""
     limit = app.config["MAX_CONTENT_LENGTH"]
 
     @app.before_request

@@ -1,9 +1,7 @@
 """Security settings: headers, cookies, the HTTPS rule, trusted hosts and proxies.
 
-The scheme and the client's address are believed from `PETPORTAL_TRUSTED_PROXIES` proxies only
-(ProxyFix); nothing else reads `X-Forwarded-*`. A `Location` header names a host only when that host
-is one of `PETPORTAL_TRUSTED_HOSTS`: with none configured the portal never builds an absolute URL from
-the request's `Host`, and leaves the redirect to HTTPS to the proxy in front of it.
+Scheme and client address are believed from `PETPORTAL_TRUSTED_PROXIES` only (ProxyFix). A `Location` names a host
+only when it is one of `PETPORTAL_TRUSTED_HOSTS`; with none, the redirect to HTTPS is left to the proxy.
 """
 
 from __future__ import annotations
@@ -19,7 +17,6 @@ if TYPE_CHECKING:
     from werkzeug.wrappers import Response as BaseResponse
 
 HSTS = "max-age=31536000; includeSubDomains"
-# Where `allow_location` keeps the addresses elsewhere that a `Location` may name.
 OUTSIDE_LOCATIONS = "petportal.outside_locations"
 # Load balancers and Prometheus ask these over plain HTTP: they answer as they are, never with a redirect.
 HEALTH_ENDPOINTS = frozenset({"ops.healthz", "ops.readyz", "ops.metrics_page"})
@@ -33,8 +30,7 @@ CONTENT_SECURITY_POLICY = {
     "frame-ancestors": "'none'",
     "form-action": "'self'",
 }
-# The same on every response, so written once: what Flask-Talisman sent with the portal's options (it built
-# them anew for each response), in its order. Its Permissions-Policy default turns the Topics API off.
+# What Flask-Talisman sent with the portal's options, in its order, built once (Permissions-Policy: no Topics API).
 SECURITY_HEADERS = (
     ("Permissions-Policy", "browsing-topics=()"),
     ("X-Frame-Options", "DENY"),
@@ -45,7 +41,6 @@ SECURITY_HEADERS = (
 
 
 def register(app: Flask) -> None:
-    """Send the security headers on every response, and honour the HTTPS, proxy and host settings."""
     app.after_request(send_security_headers)
     proxies = app.config["TRUSTED_PROXIES"]
     if proxies:
@@ -60,9 +55,8 @@ def register(app: Flask) -> None:
 
 def send_security_headers(response: Response) -> Response:
     """The headers every response carries, replacing any a view set."""
-    headers = response.headers
     for name, value in SECURITY_HEADERS:
-        headers[name] = value
+        response.headers[name] = value
     return response
 
 
@@ -74,20 +68,17 @@ def send_plain_http_to_https() -> BaseResponse | None:
 
 
 def send_hsts(response: Response) -> Response:
-    """Users reach the portal over HTTPS (`PETPORTAL_HTTPS=1`), even when a proxy ends TLS in front of it."""
     response.headers["Strict-Transport-Security"] = HSTS
     return response
 
 
 def allow_location(address: str) -> None:
-    """Let a `Location` lead to `address` (its scheme, host and path exactly, any query): the identity
-    provider's authorization endpoint, the one page elsewhere the portal sends browsers to."""
+    """Let a `Location` lead to `address` (scheme, host and path exactly, any query): the identity provider's."""
     current_app.extensions.setdefault(OUTSIDE_LOCATIONS, set()).add(_without_query(address))
 
 
 def keep_locations_on_trusted_hosts(response: Response) -> Response:
-    """A `Location` naming an untrusted host (Werkzeug builds some from `Host`) becomes a path on this site,
-    unless it is an address let through by `allow_location`."""
+    """A `Location` naming an untrusted host (Werkzeug builds some from `Host`) becomes a path on this site."""
     location = response.headers.get("Location")
     if not location:
         return response
