@@ -21,7 +21,7 @@ class PortalForm(FlaskForm):
         super().__init__(*args, **kwargs)
 
     def validate(self, extra_validators: Any = None) -> bool:
-        """The fields' checks, plus a refusal of fields that were not UTF-8; a failed form echoes only a short prefix."""
+        """The fields' checks, plus a refusal of fields that were not UTF-8; a failed form echoes a short prefix."""
         valid: bool = super().validate(extra_validators)
         for name in g.get("unreadable_fields", ()):
             if name in self._fields:
