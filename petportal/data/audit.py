@@ -1,11 +1,8 @@
 """Writing the audit log, and reading it back newest first, filtered.
 
-An entry keeps codes, never words: its action (`AuditAction`), and its details as a code and the values their
-words need (`AuditDetail`); admin/audit_log.py puts them into words when they are shown.
-
-The log keeps its meaning under attack: failed and refused attempts are counted on one entry per action, name
-and address in a window (`COUNTED`), not written an entry each; a name that comes from outside is bounded; and
-the names the log uses for itself (`RESERVED_NAMES`) can never be an account's (`is_reserved`).
+An entry keeps codes, never words (`AuditAction`, `AuditDetail`); admin/audit_log.py words them when shown. Floods
+of failed attempts are counted on one entry per window (`COUNTED`), outside names are bounded, and the log's own
+names can never be an account's (`is_reserved`).
 """
 
 from __future__ import annotations
@@ -24,31 +21,26 @@ from petportal.clock import now
 from petportal.data.models import AuditAction, AuditDetail, AuditEntry
 from petportal.extensions import db
 
-# How many entries a download reads at a time.
 BATCH = 500
-# The log's own names for who did something: a visitor who is not logged in, the `flask` commands, the demo's
-# own set-up, and the portal itself. No account may be called so (`is_reserved`).
+# The log's own names for who did something; no account may be called so (`is_reserved`).
 ANONYMOUS = "anonymous"
 COMMAND_LINE = "command line"
 DEMO = "demo"
 SYSTEM = "system"
 RESERVED_NAMES = frozenset({ANONYMOUS, COMMAND_LINE, DEMO, SYSTEM})
-# The longest name an entry keeps: as long as a user name may be (auth.accounts.USERNAME_MAX_LENGTH).
+# As long as a user name may be (auth.accounts.USERNAME_MAX_LENGTH).
 ACTOR_MAX_LENGTH = 80
-# Attempts that anyone can make as often as they like: each is counted on the one entry of its action, name and
-# address opened within the last COUNT_WINDOW, so a flood of them adds an entry per window, not one per attempt.
+# Attempts anyone can make at will: counted on one entry per action, name and address and COUNT_WINDOW.
 COUNTED = frozenset(
     {AuditAction.LOGIN_FAILED, AuditAction.LOGIN_LIMITED, AuditAction.MFA_FAILED, AuditAction.MFA_LIMITED}
 )
 COUNT_WINDOW = timedelta(minutes=15)
-# A value of an entry's details: a name, a number, an id (never words, which are chosen when it is shown).
 Value = str | int
 
 
 @dataclass(frozen=True)
 class Filter:
-    """Which entries the audit page and its download show: each given condition holds (`since` and `until` are
-    UTC days, both included)."""
+    """Which entries the audit page and its download show (`since` and `until`: UTC days, both included)."""
 
     actor: str | None = None
     action: AuditAction | None = None
@@ -66,9 +58,8 @@ def record(
     detail: AuditDetail | None = None,
     **values: Value,
 ) -> None:
-    """Add one audit entry to the current unit of work (see unit_of_work); `target` is the account changed, and
-    `detail` with its `values` what more it says (see AuditDetail). An attempt of a `COUNTED` action adds one to
-    its window's entry instead, when there is one."""
+    """Add one audit entry to the current unit of work (`target`: the account changed); a `COUNTED` action adds
+    one to its window's entry instead, when there is one."""
     if actor is None:
         actor = current_user.username if current_user.is_authenticated else ANONYMOUS
     actor = bounded(actor)
@@ -88,14 +79,12 @@ def record(
 
 
 def is_reserved(name: str) -> bool:
-    """Whether `name` is one the log uses for itself, whatever its case: no account may be called so (the admins'
-    form, `flask user create` and single sign-on all ask here)."""
+    """Whether `name` is one the log uses for itself, whatever its case."""
     return name.strip().casefold() in RESERVED_NAMES
 
 
 def bounded(name: str) -> str:
-    """A name as an entry keeps it: at most ACTOR_MAX_LENGTH characters, with any control, format or line
-    separator character (a newline, a right-to-left override) shown as U+FFFD, so it reads as it was sent."""
+    """A name cut to ACTOR_MAX_LENGTH, control, format and line separator characters shown as U+FFFD."""
     return "".join(
         "\ufffd" if unicodedata.category(char) in ("Cc", "Cf", "Cs", "Zl", "Zp") else char
         for char in name[:ACTOR_MAX_LENGTH]
@@ -103,8 +92,7 @@ def bounded(name: str) -> str:
 
 
 def _counted(action: AuditAction, actor: str, remote_addr: str | None) -> bool:
-    """Add one to the newest entry of this action, name and address opened within COUNT_WINDOW; False when
-    there is none. Two workers opening a window at the same moment may open two: a few entries, never a flood."""
+    """Add one to this action, name and address's newest entry within COUNT_WINDOW; False when there is none."""
     same_address = AuditEntry.remote_addr == remote_addr if remote_addr else AuditEntry.remote_addr.is_(None)
     window = (
         select(func.max(AuditEntry.id))
@@ -124,7 +112,7 @@ def _counted(action: AuditAction, actor: str, remote_addr: str | None) -> bool:
 
 
 def matching(chosen: Filter) -> Select[tuple[AuditEntry]]:
-    """The entries `chosen` lets through, newest first: the one query of the audit page and of its download."""
+    """The entries `chosen` lets through, newest first."""
     query = select(AuditEntry).order_by(AuditEntry.id.desc())
     if chosen.actor is not None:
         query = query.where(AuditEntry.actor == chosen.actor)
@@ -144,11 +132,8 @@ def _midnight(day: date) -> datetime:
 
 
 def read_newest_first(chosen: Filter) -> Iterator[Row[Any]]:
-    """The entries `chosen` lets through, newest first, as rows of the entries' columns read BATCH at a time, each
-    batch from where the last one ended (by id, so entries added meanwhile are not read twice). Each batch is read
-    on a connection of its own, given back before its rows are used: a slow download holds none. The first batch
-    is read by this call, so a database that is down fails the request (with the portal's 503 page), not a
-    download begun."""
+    """The matching rows, BATCH at a time by id, each batch on a connection given back before use (a slow download
+    holds none). The first batch is read now, so a database that is down gets the 503 page, not a cut download."""
     return _from(chosen, _batch(chosen, None))
 
 

@@ -1,16 +1,8 @@
 """Who commits the portal's database session: the code that owns a unit of work, once, at its end.
 
-- A request is one unit. It commits once, after its view and every other hook have run, when its
-  answer is not a server error; an error page, or a request that failed on the way, rolls back whatever
-  it had added. Views and helpers (the audit log, labels, accounts, logins) only add to the session.
-- A job step of the import runner commits itself, once per step (imports/runner.py).
-- A few protocol steps must be durable before the next thing happens, so they commit on their own:
-  claiming and settling an add's ticket around its createPet call (adding.py), replacing a remember-me
-  token, counting a login attempt in the database before its password is checked (auth/throttle.py), and
-  saving a server-side session. Each says so where it does it.
-
-Work that must follow a commit (waking an import runner, clearing cached pages) is handed to
-`after_commit`, so nothing outside the database runs ahead of a change that is then rolled back.
+A request commits once after every hook has run, unless its answer is a server error; views and helpers only add.
+An import job step commits itself. A few protocol steps commit on their own, and say so where they do. Work that must
+follow a commit (waking a runner, clearing cached pages) goes to `after_commit`.
 """
 
 from __future__ import annotations
@@ -34,9 +26,7 @@ def after_commit(callback: Callable[[], None]) -> None:
 
 
 def pending() -> bool:
-    """Whether the current unit has anything to commit: a transaction under way (it read or wrote), objects to
-    write, or work waiting for the commit. A request that never touched the database has nothing (an anonymous
-    visitor's list page), and its commit is skipped rather than made on an empty session."""
+    """Whether the current unit has anything to commit: a transaction, objects to write, or after-commit work."""
     if not db.session.registry.has():
         return False
     session = db.session()
@@ -56,9 +46,8 @@ def _forget_after_rollback(session: Session, _previous_transaction: object) -> N
 
 
 def register(app: Flask, database_failed: Callable[[SQLAlchemyError], ResponseReturnValue]) -> None:
-    """Commit each request's work at its end; a commit that fails is answered by `database_failed`.
-    Registered before every other `after_request` hook, so it runs after all of them (Flask runs them in
-    reverse order)."""
+    """Commit each request's work at its end (`database_failed` answers a failed commit). Registered first, so it
+    runs after every other `after_request` hook."""
 
     @app.after_request
     def commit_the_request(response: Response) -> Response:
