@@ -1,14 +1,9 @@
 """The one egress guard for what leaves the process beside its pages: every log line and every span.
 
-Pages, CSV and errors shown to people pass the pet store client's guard (`petstore.errors`). What the portal's
-libraries write is not theirs to clean: urllib3 logs a store's header line that it could not parse, whole;
-OpenTelemetry records an exception's chained traceback on a span. So every log record, of every logger (the
-portal's, urllib3, Werkzeug, the server's, Authlib, SQLAlchemy, RQ...), is checked with its exception text and
-stack as it is made (`logs` installs `guard_record` as part of the log-record factory, and as a filter on the
-portal's handlers for records made some other way), and every span before it is exported (`tracing`'s
-`GuardedExporter`). The check is the client's own (`SecretGuard`, with this process's secrets:
-`config.secret_values`), handed over by `pipeline.build`. A line or an attribute that quotes a secret is
-replaced whole by a marker; it is never partly redacted.
+Libraries write secrets too (urllib3 logs an unparsable header line whole; OpenTelemetry records chained
+tracebacks), so every log record of every logger is checked as it is made (`guard_every_record`, and
+`EgressFilter` for records made otherwise), and every span before export (`tracing.GuardedExporter`), with the
+pet store client's `SecretGuard` handed over by `pipeline.build`. What quotes a secret is replaced whole.
 """
 
 from __future__ import annotations
@@ -17,11 +12,9 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-# What a log line says instead of one that quoted a secret: its logger, level and time stay.
 WITHHELD_LINE = "[log line withheld: it quoted a secret]"
-# What a span attribute (or a span's name, status or event) says instead.
 WITHHELD_VALUE = "[withheld: quoted a secret]"
-# The attributes every LogRecord has: what a record carries beside them ("extra", a context filter's) is checked.
+# The attributes every LogRecord has: the others ("extra", a context filter's) are checked.
 _RECORD_ATTRIBUTES = frozenset(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
 # A record's attribute saying it needs no check: its maker (`logs.AccessLines`) checked all it can say.
 CHECKED = "egress_checked"
@@ -30,21 +23,18 @@ _PLAIN = (int, float, bool, type(None))
 
 
 class _Guard:
-    """This process's guard: the check of the app built last (a server, a worker or a command builds one; a test
-    process builds many, one after the other, each with its own keys)."""
+    """This process's guard: the check of the app built last (a test process builds many)."""
 
     check: Callable[[str], bool] = staticmethod(lambda _text: False)
     guarding = False
 
 
 def protect(check: Callable[[str], bool] | None) -> None:
-    """Guard every log line and span of this process with `check`, which tells whether a text quotes a secret:
-    the pet store client's `SecretGuard` of the app's secrets (`pipeline.build`); None when it has none."""
+    """Guard every log line and span of this process with `check` (None: the app has no secrets)."""
     _Guard.check, _Guard.guarding = (check, True) if check else (lambda _text: False, False)
 
 
 def quotes_secret(text: str) -> bool:
-    """Whether `text` quotes one of this process's secrets (in any form the client's guard reads back)."""
     return _Guard.check(text)
 
 
@@ -62,9 +52,8 @@ def withheld(value: Any) -> Any:
 
 
 def guard_record(record: logging.LogRecord) -> logging.LogRecord:
-    """`record`, withheld when anything it can write quotes a secret: its message by WITHHELD_LINE, its exception
-    and stack dropped, and each of its extra fields that quotes one by WITHHELD_VALUE. Nothing is copied: every
-    handler the record then reaches writes the marker."""
+    """`record`, changed in place when anything it can write quotes a secret: message WITHHELD_LINE, exception
+    and stack dropped, each extra field that quotes one WITHHELD_VALUE."""
     if not _Guard.guarding or getattr(record, CHECKED, False):
         return record
     if _record_quotes_secret(record):
@@ -77,13 +66,11 @@ def guard_record(record: logging.LogRecord) -> logging.LogRecord:
 
 
 def _record_quotes_secret(record: logging.LogRecord) -> bool:
-    """Whether anything `record` can write quotes a secret: all of it checked as one text, in one pass."""
     try:
         texts = [record.getMessage()]
     except Exception:  # noqa: BLE001 - a message that cannot be made: logging reports it; its parts are checked
         texts = [str(record.msg), str(record.args)]
     if record.exc_info and record.exc_info[1] is not None:
-        # The traceback with its chained causes, as a formatter writes it (the exceptions' own texts included).
         texts.append(_FORMATTER.formatException(record.exc_info))
     texts += [text for text in (record.exc_text, record.stack_info) if text]
     for name, value in record.__dict__.items():
@@ -98,8 +85,7 @@ _FORMATTER = logging.Formatter()
 
 
 class EgressFilter(logging.Filter):
-    """A handler's filter: the record passes, withheld whole when it quotes a secret (`guard_record`). For the
-    records the log-record factory did not make, and for the fields a context filter adds after it."""
+    """A handler's `guard_record`, for records the factory did not make and fields a context filter adds later."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         guard_record(record)
@@ -107,9 +93,8 @@ class EgressFilter(logging.Filter):
 
 
 def guard_every_record() -> None:
-    """Make every log record of this process, of any logger, pass `guard_record` as it is made: the log-record
-    factory sits in front of every handler there is or will be (a server's, RQ's, a library's own). Once per
-    process; a factory set before is kept, inside."""
+    """Pass every log record of this process through `guard_record` as it is made (a log-record factory wrapping
+    any set before; once per process)."""
     make = logging.getLogRecordFactory()
     if getattr(make, "egress_guarded", False):
         return

@@ -1,9 +1,6 @@
-"""What operators watch: Prometheus metrics, summed over every worker of the process group.
+"""What operators watch: Prometheus metrics, summed over every worker (multiprocess mode, PROMETHEUS_MULTIPROC_DIR).
 
-Under gunicorn, `gunicorn.conf.py` points `PROMETHEUS_MULTIPROC_DIR` at a fresh folder before any
-worker starts, and prometheus_client's multiprocess mode adds the workers' figures up at `/metrics`.
-Labels are few and bounded: endpoints, statuses, environments, operations and outcomes; never a user
-name, an id or a URL.
+Labels are few and bounded: endpoints, statuses, environments, operations and outcomes; never a name, id or URL.
 """
 
 from __future__ import annotations
@@ -63,7 +60,6 @@ ACTIVE_ENVIRONMENT = Gauge(
 
 
 def observe_upstream(environment: str) -> Callable[[str, str, float, int], None]:
-    """The client's hook for one environment: record each call's duration, outcome and retries."""
 
     def observe(operation: str, outcome: str, seconds: float, retries: int) -> None:
         UPSTREAM_SECONDS.labels(environment, operation, outcome).observe(seconds)
@@ -76,13 +72,11 @@ def observe_upstream(environment: str) -> Callable[[str, str, float, int], None]
 
 
 def show_active(names: Iterable[str], active: str) -> None:
-    """Record which of `names` is the active environment."""
     for name in names:
         ACTIVE_ENVIRONMENT.labels(name).set(1 if name == active else 0)
 
 
 def exposition() -> tuple[bytes, dict[str, str]]:
-    """The metrics in Prometheus text format: every worker's, when running under several."""
     folder = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
     if folder:
         forget_dead_workers(folder)
@@ -94,8 +88,7 @@ def exposition() -> tuple[bytes, dict[str, str]]:
 
 
 def forget_dead_workers(folder: str) -> None:
-    """Drop the live gauges of workers that are gone (killed, or replaced by the server); their counters stay in
-    the sums. Done here, where the figures are read, so it holds under any server."""
+    """Drop the live gauges of workers that are gone (their counters stay); done at reading, under any server."""
     for path in Path(folder).glob("gauge_live*_*.db"):
         pid = path.stem.rpartition("_")[2]
         if pid.isdigit() and not _alive(int(pid)):
@@ -108,12 +101,11 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True  # it exists, under another user
+        pass  # it exists, under another user
     return True
 
 
 def register(app: Flask) -> None:
-    """Time and count every request."""
 
     @app.before_request
     def start_timer() -> None:
@@ -126,8 +118,7 @@ def register(app: Flask) -> None:
 
 
 def count(endpoint: str | None, method: str, status: int, started: float | None) -> None:
-    """One request answered; `started` is its `time.perf_counter()` (None if unknown). Also used by the page
-    cache, which answers before Flask."""
+    """One request answered (`started`: its perf_counter, or None); also called by the page cache."""
     labels = (endpoint or "none", method if method in KNOWN_METHODS else "other", status)
     series = _REQUEST_SERIES.get(labels)
     if series is None:  # the first request of its kind in this process: the label sets are few and bounded
