@@ -1,7 +1,6 @@
 """The portal's entry point: `python app.py [--host H] [--port N]`, `flask --app app run` and `gunicorn app:app`.
 
-The first two, and they alone, run the demo when no pet store is configured (demo.portal); every other way of
-starting the portal refuses to start then, naming the variables to set.
+Only the first two run the demo when no pet store is configured; every other way refuses to start then.
 """
 
 import argparse
@@ -16,8 +15,7 @@ from petportal.running.processes import fewer_malloc_arenas
 
 
 def main(argv: list[str]) -> None:
-    """`python app.py`: the portal on the development server; in demo mode unless a pet store is configured. The
-    options are read before anything starts, so `--help` starts nothing."""
+    """`python app.py`: the portal on the development server (options read first, so `--help` starts nothing)."""
     parser = argparse.ArgumentParser(
         prog="python app.py",
         description="Run Pet Portal on Flask's development server. With no pet store configured (no "
@@ -37,8 +35,7 @@ def main(argv: list[str]) -> None:
 
 
 def _flask_run_address() -> tuple[str, int] | None:
-    """Where `flask --app app run` will serve, when it is the command loading this module; else None (gunicorn,
-    `flask serve`, `flask init-db`)."""
+    """Where `flask --app app run` will serve, when it is the command loading this module; else None."""
     context = click.get_current_context(silent=True)
     if context is None or context.info_name != "run":
         return None

@@ -4,9 +4,8 @@
     python petportal/translations/catalogs.py check     # fail on a message missing, untranslated or fuzzy
     python petportal/translations/catalogs.py compile   # write each catalog's messages.mo
 
-The `.mo` files are never committed: this module is also the project's build backend (pyproject.toml,
-`backend-path`), setuptools' own with one step first, so every install and every wheel compiles them.
-It imports only Babel, which the build environment installs, never the portal.
+The `.mo` files are never committed: this module is also the build backend (pyproject.toml `backend-path`),
+setuptools' own with the catalogs compiled first. It imports only Babel, never the portal.
 """
 
 from __future__ import annotations
@@ -25,7 +24,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 # Where the messages are, and how each kind of file is read.
 SOURCES = (
-    (ROOT / "petportal", [("**/store/**.py", "ignore"), ("**.py", "python")]),
+    (ROOT / "petportal", [("**/reference_store/**.py", "ignore"), ("**.py", "python")]),
     (ROOT / "templates", [("**.html", "jinja2")]),
 )
 KEYWORDS = {
@@ -103,30 +102,19 @@ def compile_all(folder: Path = HERE) -> None:
             write_mo(file, _read(path, language))
 
 
-# The build backend: setuptools' own, with the catalogs compiled before a wheel or an editable install.
-def build_wheel(
-    wheel_directory: str, config_settings: dict[str, Any] | None = None, metadata_directory: str | None = None
-) -> str:
+def __getattr__(name: str) -> Any:
+    """The build backend's hooks: setuptools' own, with the catalogs compiled before a wheel or editable install."""
     from setuptools import build_meta  # type: ignore[import-untyped]  # no stubs; only the build runs this
 
-    compile_all()
-    return str(build_meta.build_wheel(wheel_directory, config_settings, metadata_directory))
+    hook = getattr(build_meta, name)
+    if name not in ("build_wheel", "build_editable"):
+        return hook
 
+    def compiled_first(*args: Any, **kwargs: Any) -> Any:
+        compile_all()
+        return hook(*args, **kwargs)
 
-def build_editable(
-    wheel_directory: str, config_settings: dict[str, Any] | None = None, metadata_directory: str | None = None
-) -> str:
-    from setuptools import build_meta
-
-    compile_all()
-    return str(build_meta.build_editable(wheel_directory, config_settings, metadata_directory))
-
-
-def __getattr__(name: str) -> Any:
-    """Every other hook of the backend (metadata, sdist, the build requirements) is setuptools' own."""
-    from setuptools import build_meta
-
-    return getattr(build_meta, name)
+    return compiled_first
 
 
 def main() -> None:
