@@ -10,18 +10,17 @@ NAME_MAX_LENGTH = 200
 NAME_PATTERN = r"^[^\u0000]*[^\s\u0000][^\u0000]*$"
 SUNSET = "Thu, 05 Dec 2030 00:00:00 GMT"
 
-_ERROR_REF = {"$ref": "#/components/schemas/Error"}
+_PET = {"application/json": {"schema": {"$ref": "#/components/schemas/Pet"}}}
+_STATUS_REF = {"$ref": "#/components/schemas/PetStatus"}
 _DEPRECATION_HEADERS = {
-    "Deprecation": {
-        "description": "When getPet was deprecated (RFC 9745).",
-        "schema": {"type": "string"},
-    },
+    "Deprecation": {"description": "When getPet was deprecated (RFC 9745).", "schema": {"type": "string"}},
     "Sunset": {"description": "When getPet will be removed (RFC 8594).", "schema": {"type": "string"}},
 }
 
 
 def _error(description: str, headers: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    response: dict[str, Any] = {"description": description, "content": {"application/json": {"schema": _ERROR_REF}}}
+    error = {"schema": {"$ref": "#/components/schemas/Error"}}
+    response: dict[str, Any] = {"description": description, "content": {"application/json": error}}
     if headers:
         response["headers"] = headers
     return response
@@ -34,14 +33,9 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         "required": ["name", "categoryId"],
         "additionalProperties": False,
         "properties": {
-            "name": {
-                "type": "string",
-                "minLength": 1,
-                "maxLength": NAME_MAX_LENGTH,
-                "pattern": NAME_PATTERN,
-            },
+            "name": {"type": "string", "minLength": 1, "maxLength": NAME_MAX_LENGTH, "pattern": NAME_PATTERN},
             "categoryId": INT64,
-            "status": {"$ref": "#/components/schemas/PetStatus"},
+            "status": _STATUS_REF,
         },
     },
     "Pet": {
@@ -52,17 +46,13 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             "id": INT64,
             "name": {"type": "string"},
             "categoryId": INT64,
-            "status": {"$ref": "#/components/schemas/PetStatus"},
+            "status": _STATUS_REF,
         },
     },
     "Error": {
         "type": "object",
         "required": ["code", "message", "status"],
-        "properties": {
-            "code": {"type": "string"},
-            "message": {"type": "string"},
-            "status": {"type": "integer"},
-        },
+        "properties": {"code": {"type": "string"}, "message": {"type": "string"}, "status": {"type": "integer"}},
     },
 }
 
@@ -87,12 +77,7 @@ def describe(server_url: str) -> dict[str, Any]:
                             "required": False,
                             "schema": {"type": "integer", "minimum": 1, "maximum": 100, "default": 20},
                         },
-                        {
-                            "name": "status",
-                            "in": "query",
-                            "required": False,
-                            "schema": {"$ref": "#/components/schemas/PetStatus"},
-                        },
+                        {"name": "status", "in": "query", "required": False, "schema": _STATUS_REF},
                     ],
                     "responses": {
                         "200": {
@@ -118,12 +103,9 @@ def describe(server_url: str) -> dict[str, Any]:
                     "responses": {
                         "201": {
                             "description": "The stored animal.",
-                            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Pet"}}},
+                            "content": _PET,
                             "links": {
-                                "GetPetById": {
-                                    "operationId": "getPet",
-                                    "parameters": {"petId": "$response.body#/id"},
-                                }
+                                "GetPetById": {"operationId": "getPet", "parameters": {"petId": "$response.body#/id"}}
                             },
                         },
                         "400": _error("The body is malformed, misses a required field or has an invalid value."),
@@ -138,14 +120,12 @@ def describe(server_url: str) -> dict[str, Any]:
                     "summary": "Fetch one animal by id. Deprecated: use listPets.",
                     "deprecated": True,
                     "x-stability": "stable",
-                    "parameters": [
-                        {"name": "petId", "in": "path", "required": True, "schema": INT64},
-                    ],
+                    "parameters": [{"name": "petId", "in": "path", "required": True, "schema": INT64}],
                     "responses": {
                         "200": {
                             "description": "The animal.",
                             "headers": _DEPRECATION_HEADERS,
-                            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Pet"}}},
+                            "content": _PET,
                         },
                         "400": _error("The id is not an int64.", _DEPRECATION_HEADERS),
                         "401": _error("The API key is missing or invalid.", _DEPRECATION_HEADERS),
