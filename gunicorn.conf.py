@@ -5,7 +5,6 @@ GUNICORN_CMD_ARGS="--bind ... --workers 4".
 """
 
 import os
-import shutil
 import tempfile
 
 bind = "127.0.0.1:8000"
@@ -75,6 +74,6 @@ def pre_request(worker, req):
 
 
 def on_exit(server):
-    folder = os.environ.get("PROMETHEUS_MULTIPROC_DIR", "")
-    if os.path.basename(folder).startswith("petportal-metrics-"):
-        shutil.rmtree(folder, ignore_errors=True)
+    from petportal.running.serve import remove_metrics_folder
+
+    remove_metrics_folder()

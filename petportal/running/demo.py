@@ -59,7 +59,11 @@ def portal(create_app: Callable[..., Flask], host: str, port: int, port_option: 
     # For a reloader child of this process (the only process that starts from this one's environment).
     os.environ[DEMO_STARTED_VARIABLE] = json.dumps(settings)
     with app.app_context():
-        _open(stores)
+        upgrade_database()
+        for environment in ENVIRONMENT_NAMES:
+            for category_id, label in DEMO_LABELS.items():
+                categories.name(environment, category_id, label, actor="demo")
+        create_accounts(stores)
     return app
 
 
@@ -71,14 +75,6 @@ def _check_port(host: str, port: int, port_option: str) -> None:
             f"cannot listen on {host}:{port} ({reason}): stop what uses it, or choose another port with "
             f"{port_option}, for example {port_option} 8080."
         )
-
-
-def _open(stores: Mapping[str, Mapping[str, str]]) -> None:
-    upgrade_database()
-    for environment in ENVIRONMENT_NAMES:
-        for category_id, label in DEMO_LABELS.items():
-            categories.name(environment, category_id, label, actor="demo")
-    create_accounts(stores)
 
 
 def start_stores(instance_path: str) -> dict[str, dict[str, str]]:
@@ -151,14 +147,10 @@ PASSWORD_CHARACTERS = string.ascii_letters + string.digits
 PASSWORD_LENGTH = 14
 
 
-def demo_password() -> str:
-    return "".join(secrets.choice(PASSWORD_CHARACTERS) for _ in range(PASSWORD_LENGTH))
-
-
 def create_accounts(stores: Mapping[str, Mapping[str, str]]) -> None:
     lines = [f"  {name:<10} store: {settings['url']}" for name, settings in stores.items()]
     for username, role in DEMO_ACCOUNTS:
-        password = demo_password()
+        password = "".join(secrets.choice(PASSWORD_CHARACTERS) for _ in range(PASSWORD_LENGTH))
         user = db.session.scalar(db.select(User).filter_by(username=username))
         if user is None:
             user = User(username=username, role=role)

@@ -185,14 +185,11 @@ def serve(load: Callable[[], WSGIApplication], host: str, port: int, workers: in
         respawn_failed_workers=True,
         workers_kill_timeout=GRACE_SECONDS,
     )
-    server.on_shutdown(_remove_metrics_folder)
-    logging.getLogger("_granian").addFilter(_no_threads_warning)  # after the Server set up granian's logging
+    server.on_shutdown(remove_metrics_folder)
+    # After the Server set up granian's logging: its warning about more threads than 2 x cores + 1 is wrong for
+    # threads that mostly wait on the pet store.
+    logging.getLogger("_granian").addFilter(lambda record: "Python threads" not in record.getMessage())
     server.serve(target_loader=load, wrap_loader=False)
-
-
-def _no_threads_warning(record: logging.LogRecord) -> bool:
-    """Drop granian's warning about more threads than 2 x cores + 1: the portal's threads mostly wait."""
-    return "Python threads" not in record.getMessage()
 
 
 def _loader(app: Flask) -> Callable[[], Flask]:
@@ -203,7 +200,8 @@ def _loader(app: Flask) -> Callable[[], Flask]:
     return load
 
 
-def _remove_metrics_folder() -> None:
+def remove_metrics_folder() -> None:
+    """Remove the metrics folder this server made (also gunicorn.conf.py's)."""
     folder = os.environ.get("PROMETHEUS_MULTIPROC_DIR", "")
     if os.path.basename(folder).startswith(METRICS_FOLDER_PREFIX):
         shutil.rmtree(folder, ignore_errors=True)
