@@ -93,8 +93,7 @@ class EgressFilter(logging.Filter):
 
 
 def guard_every_record() -> None:
-    """Pass every log record of this process through `guard_record` as it is made (a log-record factory wrapping
-    any set before; once per process)."""
+    """Pass every log record through `guard_record` as it is made (a log-record factory wrapping any before)."""
     make = logging.getLogRecordFactory()
     if getattr(make, "egress_guarded", False):
         return

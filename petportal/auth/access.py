@@ -47,8 +47,7 @@ def login_required(view: Callable[Params, ResponseReturnValue]) -> Callable[Para
 def role_required(
     role: str | None,
 ) -> Callable[[Callable[Params, ResponseReturnValue]], Callable[Params, ResponseReturnValue]]:
-    """Let in users who have `role` (admins have every role; None: any account), send anonymous users to log in,
-    403 others; admin pages need a second factor where PETPORTAL_REQUIRE_ADMIN_MFA says so."""
+    """Let in users who have `role` (None: any account), send anonymous users to log in, 403 others."""
 
     def decorator(view: Callable[Params, ResponseReturnValue]) -> Callable[Params, ResponseReturnValue]:
         @wraps(view)

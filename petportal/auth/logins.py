@@ -73,8 +73,7 @@ class AwaitingLogin:
 
 
 def await_second_factor(user: User, remember_me: bool, destination: str) -> None:
-    """The password was right: a new session that waits for `user`'s code, not logged in. A login this browser
-    had ends, with its remember-me cookie (which would restore it over the waiting session)."""
+    """The password was right: end this browser's login, and wait for `user`'s code in a new session."""
     end()
     session[SECOND_FACTOR_KEY] = {
         "user_id": user.id,

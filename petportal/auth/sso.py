@@ -188,8 +188,7 @@ def logged_out(logout_token: str) -> None:
 
 
 def _logout_claims(client: Any, metadata: dict[str, Any], logout_token: str) -> dict[str, Any]:
-    """The claims of a logout token once every check of the specification (2.6) holds (no `nonce`: an ID token is
-    never taken for one)."""
+    """The claims of a logout token once every check of the specification (2.6) holds."""
     import requests
     from joserfc import jwt
     from joserfc.errors import InvalidKeyIdError, JoseError
@@ -247,8 +246,7 @@ def role_for(values: Any) -> str | None:
 
 
 def _account(claims: Any, role: str | None) -> User:
-    """The account of this issuer and `sub`, made at the first sign-in, with `role`; refused without a role or
-    when disabled."""
+    """The account of this issuer and `sub` (made at the first sign-in) with `role`; refused without one."""
     issuer, subject = str(claims["iss"]), str(claims["sub"])
     user = db.session.scalar(select(User).filter_by(sso_issuer=issuer, sso_subject=subject))
     name = user.username if user is not None else _username(claims)

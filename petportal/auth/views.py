@@ -119,8 +119,7 @@ def sso_login() -> ResponseReturnValue:
 
 @bp.get("/login/sso/callback")
 def sso_callback() -> ResponseReturnValue:
-    """The identity provider's way back: the account is found or made and logged in (an admin may owe the portal's
-    own second factor)."""
+    """The identity provider's way back: the account is found or made and logged in."""
     sessions.require_session_store()
     try:
         signed_in = sso.signed_in()

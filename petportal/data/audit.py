@@ -58,8 +58,7 @@ def record(
     detail: AuditDetail | None = None,
     **values: Value,
 ) -> None:
-    """Add one audit entry to the current unit of work (`target`: the account changed); a `COUNTED` action adds
-    one to its window's entry instead, when there is one."""
+    """Add one audit entry (`target`: the account changed), or count a `COUNTED` action on its window's entry."""
     if actor is None:
         actor = current_user.username if current_user.is_authenticated else ANONYMOUS
     actor = bounded(actor)

@@ -46,8 +46,7 @@ def _forget_after_rollback(session: Session, _previous_transaction: object) -> N
 
 
 def register(app: Flask, database_failed: Callable[[SQLAlchemyError], ResponseReturnValue]) -> None:
-    """Commit each request's work at its end (`database_failed` answers a failed commit). Registered first, so it
-    runs after every other `after_request` hook."""
+    """Commit each request's work at its end; registered first, so it runs after every other `after_request` hook."""
 
     @app.after_request
     def commit_the_request(response: Response) -> Response:

@@ -30,8 +30,7 @@ def init_db() -> None:
 
 
 def warn_before_init_db(app: Flask) -> None:
-    """At a server's start, log an error naming init-db when the database has no tables. No connection stays open:
-    servers fork their workers next."""
+    """At a server's start, log an error naming init-db when the database has no tables (no connection kept)."""
     with app.app_context():
         state = database_state()
         db.session.remove()

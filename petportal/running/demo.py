@@ -112,8 +112,7 @@ def start_stores(instance_path: str) -> dict[str, dict[str, str]]:
 
 
 def _seed(database: Path, env: Mapping[str, str], name: str) -> None:
-    """Seed a new store's `database` under a temporary name, then link it into place unless another demo got there
-    first: two demos never seed one file together, and a stopped seeding leaves no half-seeded store."""
+    """Seed a new store's `database` under a temporary name, then link it into place unless another demo did."""
     handle, path = tempfile.mkstemp(prefix=f"{database.stem}-seeding-", suffix=".sqlite", dir=database.parent)
     os.close(handle)  # an empty file, which SQLite takes as a new database
     seeding = Path(path)

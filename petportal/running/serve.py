@@ -1,13 +1,6 @@
-"""Production serving: `flask --app app serve [--bind HOST:PORT] [--workers N]`, with granian.
-
-granian was chosen over gunicorn by `python -m bench` (docs/performance.md); `gunicorn -c gunicorn.conf.py app:app`
-still works the same way. The app is built once and every worker forked from it; each worker starts its own import
-runner; metrics add up over workers (PROMETHEUS_MULTIPROC_DIR); secret variables are taken out of the environment
-granian copies into each WSGI environ (`forget_secret_variables`); slow request headers are dropped after 10 s.
-
-`flask serve` is a CLI plugin command: it prepares the workers' variables, then execs (same pid, so signals reach
-the server) `python -m petportal.running.serve`.
-"""
+"""Production serving: `flask --app app serve [--bind HOST:PORT] [--workers N]`, with granian (faster than gunicorn
+in `python -m bench`; gunicorn.conf.py still works). The command execs `python -m petportal.running.serve` (same
+pid, so signals reach the server), which builds the app once and forks the workers from it."""
 
 from __future__ import annotations
 
@@ -154,8 +147,7 @@ def run(app_import_path: str | None, bind: str, workers: int) -> None:
 
 
 def forget_secret_variables() -> None:
-    """Take the secret variables out of the environment once the app has read them: granian copies the environment
-    into every request's WSGI environ, where a page, a log line or Werkzeug's debugger could show them."""
+    """Drop the secret variables once the app has read them: granian copies the environment into each WSGI environ."""
     from petportal.config import secret_variables
 
     for name in secret_variables(os.environ):

@@ -59,8 +59,7 @@ def register(app: Flask) -> None:
 
 
 class TraceHeaders:
-    """WSGI layer in front of OpenTelemetry's middleware dropping incoming trace headers: untrusted, every field of
-    the configured propagators; trusted, `baggage` alone."""
+    """Drop incoming trace headers before OpenTelemetry's middleware (trusted: only `baggage`)."""
 
     def __init__(self, wsgi_app: WSGIApplication, trusted: bool) -> None:
         from opentelemetry import propagate
@@ -99,8 +98,7 @@ def _start() -> None:
 
 
 def describe_request(method: str, route: str | None, environment: str | None) -> None:
-    """Name the request's span after its route (else its method) and record its environment; also called by the
-    page cache for a page it replays."""
+    """Name the request's span after its route (else its method) and record its environment."""
     if _ThisProcess.tracer is None:
         return
     from opentelemetry import trace
@@ -148,8 +146,7 @@ class GuardedExporter:
 
 
 def guarded_span(span: ReadableSpan) -> ReadableSpan:
-    """`span`, or a copy with URLs cut to their query's names and every text quoting a secret withheld: attributes,
-    events (exception messages and stack traces), links, status description and name."""
+    """`span`, or a copy with URLs cut to their query's names and every text quoting a secret withheld."""
     from opentelemetry.sdk.trace import Event
     from opentelemetry.sdk.trace import ReadableSpan as Copy
     from opentelemetry.trace import Link, Status

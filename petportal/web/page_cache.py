@@ -192,8 +192,7 @@ PERSONAL_TYPES = frozenset({"text/html", "application/json", "text/csv"})
 
 
 def register(app: Flask) -> None:
-    """Bind the cache, put the shared pages in front of Flask when caching is on, and mark every other page, JSON
-    or CSV answer no-store."""
+    """Bind the cache, put the shared pages in front of Flask, and mark every other page, JSON or CSV no-store."""
     cache.init_app(app)
     app.extensions["petportal.web.page_cache"] = {"down_until": 0.0}
     if app.config["CACHE_SECONDS"] > 0:

@@ -1,8 +1,4 @@
-"""Security settings: headers, cookies, the HTTPS rule, trusted hosts and proxies.
-
-Scheme and client address are believed from `PETPORTAL_TRUSTED_PROXIES` only (ProxyFix). A `Location` names a host
-only when it is one of `PETPORTAL_TRUSTED_HOSTS`; with none, the redirect to HTTPS is left to the proxy.
-"""
+"""Security headers, the HTTPS rule, trusted proxies (ProxyFix) and hosts (a `Location` names only those)."""
 
 from __future__ import annotations
 
