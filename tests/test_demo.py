@@ -3,6 +3,7 @@
 import os
 import re
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -17,11 +18,17 @@ import requests
 from bench.portal import PROJECT_ROOT, csrf_token, portal_environment
 from petportal.reference_store import SAMPLES
 from petportal.running import demo
-from petportal.running.processes import is_listening, wait_for_port
+from petportal.running.processes import wait_for_port
 
 from servers import free_port
 
 pytestmark = pytest.mark.slow
+
+
+def is_listening(port: int) -> bool:
+    """Whether something accepts connections on this loopback port."""
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
 def start_demo(command, port):

@@ -44,13 +44,11 @@ def metrics_page() -> tuple[bytes, dict[str, str]]:
         sent = request.headers.get("Authorization", "")
         if not hmac.compare_digest(sent.encode(), f"Bearer {token}".encode()):
             abort(401)
-    elif not _from_loopback(request.remote_addr):
-        abort(403)
+    else:
+        try:
+            loopback = ipaddress.ip_address(request.remote_addr or "").is_loopback
+        except ValueError:  # a trusted proxy may have given any text
+            loopback = False
+        if not loopback:
+            abort(403)
     return metrics.exposition()
-
-
-def _from_loopback(address: str | None) -> bool:
-    try:
-        return ipaddress.ip_address(address or "").is_loopback
-    except ValueError:
-        return False

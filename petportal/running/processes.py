@@ -16,12 +16,6 @@ def free_port() -> int:
         return port
 
 
-def is_listening(port: int) -> bool:
-    """Whether something accepts connections on this loopback port."""
-    with socket.socket() as sock:
-        return sock.connect_ex(("127.0.0.1", port)) == 0
-
-
 def listen_error(host: str, port: int) -> str | None:
     """Why a server could not listen on host:port now ("Address already in use"), or None. Bound as servers bind
     (SO_REUSEADDR: a port holding only closed connections is free), then closed."""

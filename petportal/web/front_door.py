@@ -68,13 +68,13 @@ def _unreadable_part(environ: WSGIEnvironment) -> str | None:
     path = environ.get("PATH_INFO", "")
     if not path.isascii():
         try:
-            _utf8(path)
+            path.encode("latin-1").decode("utf-8")
         except UnicodeError:
             return "path"
     query = environ.get("QUERY_STRING", "")
     if "%" in query or not query.isascii():
         try:
-            unquote_to_bytes(_raw(query).replace(b"+", b" ")).decode("utf-8")
+            unquote_to_bytes(query.encode("latin-1").replace(b"+", b" ")).decode("utf-8")
         except UnicodeError:
             return "query"
     own = environ.keys() - PROCESS_ONLY
@@ -83,7 +83,7 @@ def _unreadable_part(environ: WSGIEnvironment) -> str | None:
     for name, value in environ.items():  # in the environ's order: the first part found is the one named
         if isinstance(value, str) and not value.isascii() and _from_request(name):
             try:
-                _utf8(value)
+                value.encode("latin-1").decode("utf-8")
             except UnicodeError:
                 return "cookies" if name == "HTTP_COOKIE" else "headers"
     return None
@@ -177,11 +177,3 @@ def register(app: Flask) -> None:
         if request.mimetype == FORM_BODY:
             # Cached, so the form is then parsed from the same bytes (never more than MAX_CONTENT_LENGTH).
             g.unreadable_fields = unreadable_fields(request.get_data(cache=True))
-
-
-def _raw(text: str) -> bytes:
-    return text.encode("latin-1")
-
-
-def _utf8(text: str) -> str:
-    return _raw(text).decode("utf-8")
