@@ -21,11 +21,11 @@ from flask import Flask, current_app
 from werkzeug.serving import is_running_from_reloader
 
 from petportal.catalog import categories
-from petportal.config import DEMO_STARTED_VARIABLE, ENVIRONMENT_NAMES, INSTANCE_PATH, ConfigurationError, demo_wanted
+from petportal.config import DEMO_STARTED_VARIABLE, ENVIRONMENT_NAMES, INSTANCE_PATH, demo_wanted
 from petportal.data.models import User
 from petportal.extensions import db
 from petportal.running.commands import upgrade_database, warn_before_init_db
-from petportal.running.processes import free_port, listen_error, stop, wait_for_port
+from petportal.running.processes import check_free, free_port, stop, wait_for_port
 
 STORE_COMMAND = [sys.executable, "-m", "flask", "--app", "petportal.reference_store"]
 DEMO_ACCOUNTS = (("staff", "staff"), ("admin", "admin"))
@@ -68,13 +68,8 @@ def portal(create_app: Callable[..., Flask], host: str, port: int, port_option: 
 
 
 def _check_port(host: str, port: int, port_option: str) -> None:
-    """Refuse a port this process cannot listen on (not in a reloader child: it serves on its parent's socket)."""
-    reason = None if is_running_from_reloader() else listen_error(host, port)
-    if reason:
-        raise ConfigurationError(
-            f"cannot listen on {host}:{port} ({reason}): stop what uses it, or choose another port with "
-            f"{port_option}, for example {port_option} 8080."
-        )
+    if not is_running_from_reloader():  # a reloader child serves on its parent's socket
+        check_free(host, port, f"port with {port_option}, for example {port_option} 8080")
 
 
 def start_stores(instance_path: str) -> dict[str, dict[str, str]]:

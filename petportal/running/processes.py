@@ -33,6 +33,17 @@ def listen_error(host: str, port: int) -> str | None:
     return None
 
 
+def check_free(host: str, port: int, choose: str) -> None:
+    """Refuse, in one line saying how to `choose` another, an address a server could not listen on."""
+    from petportal.config import ConfigurationError
+
+    reason = listen_error(host, port)
+    if reason:
+        raise ConfigurationError(
+            f"cannot listen on {host}:{port} ({reason}): stop what uses it, or choose another {choose}."
+        )
+
+
 def wait_for_port(port: int, process: subprocess.Popen | None = None, seconds: float = 30) -> None:
     """Wait until something listens on loopback `port`; fail if `process` exits first or it takes too long."""
     deadline = time.monotonic() + seconds

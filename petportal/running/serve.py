@@ -82,10 +82,12 @@ def _for_the_portal() -> bool:
 @click.pass_context
 def serve_command(context: click.Context, bind: str, workers: int) -> None:
     """Serve the portal in production, with granian; SIGTERM lets requests under way finish."""
-    host, port = parse_bind(bind)  # a bad address is refused here, before anything starts
-    _check_address(host, port)
     from flask.cli import ScriptInfo
 
+    from petportal.running.processes import check_free
+
+    host, port = parse_bind(bind)  # a bad address is refused here, before anything starts
+    check_free(host, port, f"address with --bind, for example --bind {host}:{port + 1 if port < 65535 else 8000}")
     info = context.ensure_object(ScriptInfo)
     # Must be set before prometheus_client is imported: the reason the server runs in a fresh interpreter.
     environ = dict(os.environ)
@@ -96,19 +98,6 @@ def serve_command(context: click.Context, bind: str, workers: int) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os.execve(sys.executable, command, environ)
-
-
-def _check_address(host: str, port: int) -> None:
-    """Refuse, in one line naming --bind, an address this server could not listen on (a port in use)."""
-    from petportal.config import ConfigurationError
-    from petportal.running.processes import listen_error
-
-    reason = listen_error(host, port)
-    if reason:
-        raise ConfigurationError(
-            f"cannot listen on {host}:{port} ({reason}): stop what uses it, or choose another address with --bind, "
-            f"for example --bind {host}:{port + 1 if port < 65535 else 8000}."
-        )
 
 
 def worker_started(app: Flask) -> None:
