@@ -52,11 +52,9 @@ def relying_party() -> tuple[str, str]:
 
 def registration_options(user: User) -> str:
     rp_id, _origin = relying_party()  # first: where passkeys are not set up, a refusal that loads nothing
-    from webauthn import generate_registration_options, options_to_json
-    from webauthn.helpers import base64url_to_bytes
+    from webauthn import generate_registration_options
     from webauthn.helpers.structs import (
         AuthenticatorSelectionCriteria,
-        PublicKeyCredentialDescriptor,
         ResidentKeyRequirement,
         UserVerificationRequirement,
     )
@@ -71,12 +69,9 @@ def registration_options(user: User) -> str:
             resident_key=ResidentKeyRequirement.REQUIRED,
             user_verification=UserVerificationRequirement.PREFERRED,
         ),
-        exclude_credentials=[
-            PublicKeyCredentialDescriptor(id=base64url_to_bytes(passkey.credential_id)) for passkey in of_account(user)
-        ],
+        exclude_credentials=_descriptors(user),
     )
-    _remember(options.challenge, "register", user)
-    return str(options_to_json(options))
+    return _issued(options, "register", user)
 
 
 def register(user: User, credential: Any, name: str) -> Passkey:
@@ -114,21 +109,16 @@ def register(user: User, credential: Any, name: str) -> Passkey:
 def authentication_options(user: User | None = None) -> str:
     """The options for signing in with any passkey, or, as `user`'s second step, one of theirs."""
     rp_id, _origin = relying_party()  # as above
-    from webauthn import generate_authentication_options, options_to_json
-    from webauthn.helpers import base64url_to_bytes
-    from webauthn.helpers.structs import PublicKeyCredentialDescriptor, UserVerificationRequirement
+    from webauthn import generate_authentication_options
+    from webauthn.helpers.structs import UserVerificationRequirement
 
-    allowed = None
-    if user is not None:
-        allowed = [PublicKeyCredentialDescriptor(id=base64url_to_bytes(p.credential_id)) for p in of_account(user)]
     options = generate_authentication_options(
         rp_id=rp_id,
         timeout=CEREMONY_MILLISECONDS,
-        allow_credentials=allowed,
+        allow_credentials=_descriptors(user) if user is not None else None,
         user_verification=UserVerificationRequirement.PREFERRED,
     )
-    _remember(options.challenge, "sign_in", user)
-    return str(options_to_json(options))
+    return _issued(options, "sign_in", user)
 
 
 def authenticate(credential: Any, user: User | None = None) -> Passkey:
@@ -236,15 +226,25 @@ def _handle(user: User) -> bytes:
     return str(user.id).encode()
 
 
-def _remember(challenge: bytes, purpose: str, user: User | None) -> None:
+def _descriptors(user: User) -> list[Any]:
+    from webauthn.helpers import base64url_to_bytes
+    from webauthn.helpers.structs import PublicKeyCredentialDescriptor
+
+    return [PublicKeyCredentialDescriptor(id=base64url_to_bytes(passkey.credential_id)) for passkey in of_account(user)]
+
+
+def _issued(options: Any, purpose: str, user: User | None) -> str:
+    """`options` as JSON for the browser, their challenge kept in the session for `purpose` (and `user`)."""
+    from webauthn import options_to_json
     from webauthn.helpers import bytes_to_base64url
 
     session[CHALLENGE_KEY] = {
-        "challenge": bytes_to_base64url(challenge),
+        "challenge": bytes_to_base64url(options.challenge),
         "purpose": purpose,
         "user_id": user.id if user is not None else None,
         "at": now().timestamp(),
     }
+    return str(options_to_json(options))
 
 
 def _take(purpose: str, user: User | None) -> bytes:
