@@ -9,8 +9,6 @@ from petportal.web.forms import PortalForm
 
 
 class ChangePasswordForm(PortalForm):
-    """The current password, then the new one twice."""
-
     current_password = PasswordField(
         _l("Current password"), validators=[DataRequired(_l("Enter your current password.")), Length(max=1024)]
     )

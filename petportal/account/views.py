@@ -38,7 +38,6 @@ NEW_CODES_KEY = "mfa_recovery_codes"
 @bp.get("")
 @login_required
 def index() -> ResponseReturnValue:
-    """Your account opens on its first page, your sessions (the menu's link)."""
     return redirect(url_for(".sessions_page"))
 
 
@@ -83,7 +82,6 @@ def sessions_page() -> ResponseReturnValue:
 @bp.post("/sessions/end-others")
 @login_required
 def end_other_sessions() -> ResponseReturnValue:
-    """End every session of your account except this browser's."""
     logins.end_all(current_user.id, keep=logins.current_login_id())
     audit.record(AuditAction.OTHER_SESSIONS_ENDED, target=current_user.username)
     flash(_("Every other session of your account has ended."), "success")

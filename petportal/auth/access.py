@@ -40,7 +40,6 @@ def require_own_password() -> Response | None:
 
 
 def login_required(view: Callable[Params, ResponseReturnValue]) -> Callable[Params, ResponseReturnValue]:
-    """Let in any logged-in user; send anonymous users to log in."""
     return role_required(None)(view)
 
 

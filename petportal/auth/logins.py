@@ -65,8 +65,6 @@ def _attach(user: User, row: LoginSession, fresh: bool) -> None:
 
 @dataclass(frozen=True)
 class AwaitingLogin:
-    """A login whose password was right and whose second factor is still to come."""
-
     user: User
     remember: bool
     destination: str
@@ -142,13 +140,11 @@ def current_login_id() -> str | None:
 
 
 def open_logins(user_id: int) -> Sequence[LoginSession]:
-    """The account's logins that are still open, most recently used first."""
     query = select(LoginSession).where(LoginSession.user_id == user_id, *_still_open(now()))
     return db.session.scalars(query.order_by(LoginSession.last_seen_at.desc())).all()
 
 
 def open_login_counts() -> dict[int, int]:
-    """How many open logins each account has, by user id (accounts without any are absent)."""
     query = select(LoginSession.user_id, func.count()).where(*_still_open(now())).group_by(LoginSession.user_id)
     return {user_id: count for user_id, count in db.session.execute(query)}
 

@@ -120,7 +120,6 @@ def verify(user: User, code: str) -> str | None:
 
 
 def remove(user: User) -> None:
-    """Turn the second factor off: its secret and recovery codes are deleted."""
     user.mfa_secret = None
     user.mfa_enabled_at = None
     user.mfa_last_step = None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from flask import Flask, Request, abort, current_app, flash, g, session
+from flask import Request, abort, current_app, flash, g, session
 from flask.typing import ResponseReturnValue
 from flask_babel import gettext as _
 from flask_wtf.csrf import CSRFError
@@ -113,9 +113,7 @@ def require_session_store(probe: bool = False) -> None:
         abort(503, str(LOGINS_UNAVAILABLE))
 
 
-def register(app: Flask) -> None:
-    """Write or delete the remember cookie when this request changed it."""
-    remember.register(app)
+register = remember.register  # write or delete the remember cookie when this request changed it
 
 
 def _past_limit(row: LoginSession, user: User) -> bool:

@@ -111,7 +111,6 @@ def _counted(action: AuditAction, actor: str, remote_addr: str | None) -> bool:
 
 
 def matching(chosen: Filter) -> Select[tuple[AuditEntry]]:
-    """The entries `chosen` lets through, newest first."""
     query = select(AuditEntry).order_by(AuditEntry.id.desc())
     if chosen.actor is not None:
         query = query.where(AuditEntry.actor == chosen.actor)

@@ -39,7 +39,6 @@ class ApiError(Exception):
 
 
 def error_response(status: int, code: str, message: str, headers: Mapping[str, str] | None = None) -> Response:
-    """An `Error` record with its HTTP status."""
     response = jsonify(code=code, message=message, status=status)
     response.status_code = status
     response.headers.extend(headers or {})
@@ -48,7 +47,6 @@ def error_response(status: int, code: str, message: str, headers: Mapping[str, s
 
 @bp.errorhandler(ApiError)
 def answer_api_error(error: ApiError) -> Response:
-    """An `ApiError` raised by an operation, as its `Error` record."""
     return error_response(error.status, error.code, error.message)
 
 
@@ -144,7 +142,6 @@ def get_pet(pet_id: str) -> dict[str, int | str]:
 
 @bp.get("/openapi.json")
 def openapi() -> dict[str, Any]:
-    """This store's OpenAPI 3 description."""
     return describe(request.url_root + URL_PREFIX.lstrip("/"))
 
 

@@ -10,8 +10,6 @@ db = SQLAlchemy()
 
 
 class Pet(db.Model):
-    """An animal in the store."""
-
     __tablename__ = "pets"
 
     # SQLite only autoincrements a column declared INTEGER; it is 64-bit there anyway.

@@ -50,7 +50,6 @@ def register(app: Flask) -> None:
 
 
 def send_security_headers(response: Response) -> Response:
-    """The headers every response carries, replacing any a view set."""
     for name, value in SECURITY_HEADERS:
         response.headers[name] = value
     return response
