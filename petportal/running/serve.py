@@ -114,35 +114,6 @@ def worker_started(app: Flask) -> None:
     multiprocessing.util.Finalize(None, tracing.flush, exitpriority=10)
 
 
-def run(app_import_path: str | None, bind: str, workers: int) -> None:
-    """Build the app once, then serve it from `workers` forked granian workers until stopped."""
-    from flask.cli import ScriptInfo
-
-    from petportal.running.commands import warn_before_init_db
-    from petportal.running.processes import fewer_malloc_arenas
-    from petportal.telemetry.logs import uncaught_exceptions_logged
-
-    host, port = parse_bind(bind)
-    uncaught_exceptions_logged()  # the workers are forked from here: theirs too
-    fewer_malloc_arenas()  # before the app is loaded and the workers forked
-    app = ScriptInfo(app_import_path=app_import_path).load_app()
-    if app.import_name != "petportal":
-        from petportal.config import ConfigurationError
-
-        raise ConfigurationError(f"`flask serve` serves the portal (flask --app app serve), not {app.import_name}.")
-    warn_before_init_db(app)
-    forget_secret_variables()
-    serve(_loader(app), host, port, workers, app.config["LOG_FORMAT"])
-
-
-def forget_secret_variables() -> None:
-    """Drop the secret variables once the app has read them: granian copies the environment into each WSGI environ."""
-    from petportal.config import secret_variables
-
-    for name in secret_variables(os.environ):
-        del os.environ[name]
-
-
 def serve(load: Callable[[], WSGIApplication], host: str, port: int, workers: int, log_format: str) -> None:
     """Serve what `load` returns from `workers` forked granian workers (bench/floor_server.py shares these)."""
     from granian.constants import Interfaces
@@ -189,13 +160,30 @@ def remove_metrics_folder() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """What `flask serve` runs, in a fresh interpreter."""
+    """What `flask serve` runs, in a fresh interpreter: build the app once, then serve it from forked workers."""
+    from flask.cli import ScriptInfo
+
+    from petportal.config import ConfigurationError, secret_variables
+    from petportal.running.commands import warn_before_init_db
+    from petportal.running.processes import fewer_malloc_arenas
+    from petportal.telemetry.logs import uncaught_exceptions_logged
+
     parser = argparse.ArgumentParser(prog="python -m petportal.running.serve", description=main.__doc__)
     parser.add_argument("--app", dest="app_import_path", default=None)
     parser.add_argument("--bind", default=DEFAULT_BIND)
     parser.add_argument("--workers", type=int, default=default_workers())
     args = parser.parse_args(argv)
-    run(args.app_import_path, args.bind, max(args.workers, 1))
+    host, port = parse_bind(args.bind)
+    uncaught_exceptions_logged()  # the workers are forked from here: theirs too
+    fewer_malloc_arenas()  # before the app is loaded and the workers forked
+    app = ScriptInfo(app_import_path=args.app_import_path).load_app()
+    if app.import_name != "petportal":
+        raise ConfigurationError(f"`flask serve` serves the portal (flask --app app serve), not {app.import_name}.")
+    warn_before_init_db(app)
+    # The secret variables go once the app has read them: granian copies the environment into each WSGI environ.
+    for name in secret_variables(os.environ):
+        del os.environ[name]
+    serve(_loader(app), host, port, max(args.workers, 1), app.config["LOG_FORMAT"])
 
 
 if __name__ == "__main__":
