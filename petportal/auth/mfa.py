@@ -14,16 +14,17 @@ import hmac
 import logging
 import re
 import secrets
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING
 
 import pyotp
 from flask import current_app
 from flask_babel import gettext
 from markupsafe import Markup
-from sqlalchemy import CursorResult, Update, delete, func, or_, select, update
+from sqlalchemy import delete, func, or_, select, update
 
 from petportal.clock import now
 from petportal.data.models import RecoveryCode, User
+from petportal.data.unit_of_work import updated_one
 from petportal.extensions import db
 
 if TYPE_CHECKING:
@@ -101,13 +102,13 @@ def verify(user: User, code: str) -> str | None:
         step = step_of(secret, code) if secret else None
         if step is None:
             return None
-        accepted = _updated(
+        accepted = updated_one(
             update(User)
             .where(User.id == user.id, or_(User.mfa_last_step.is_(None), User.mfa_last_step < step))
             .values(mfa_last_step=step)
         )
         return "totp" if accepted else None
-    used = _updated(
+    used = updated_one(
         update(RecoveryCode)
         .where(
             RecoveryCode.user_id == user.id,
@@ -127,12 +128,8 @@ def remove(user: User) -> None:
 
 
 def recovery_codes_left(user: User) -> int:
-    left = db.session.scalar(
-        select(func.count())
-        .select_from(RecoveryCode)
-        .where(RecoveryCode.user_id == user.id, RecoveryCode.used_at.is_(None))
-    )
-    return left or 0
+    unused = select(func.count()).where(RecoveryCode.user_id == user.id, RecoveryCode.used_at.is_(None))
+    return db.session.scalar(unused) or 0
 
 
 def _replace_recovery_codes(user: User) -> list[str]:
@@ -153,11 +150,6 @@ def _hash(code: str) -> str:
 
 def _digits(code: str) -> str:
     return re.sub(r"\s", "", code)
-
-
-def _updated(statement: Update) -> bool:
-    result = cast("CursorResult[Any]", db.session.execute(statement, execution_options={"synchronize_session": False}))
-    return result.rowcount == 1
 
 
 def _fernet() -> Fernet:

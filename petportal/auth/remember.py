@@ -10,14 +10,14 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from typing import Any, cast
 
 from flask import Flask, Response, g
-from sqlalchemy import CursorResult, update
+from sqlalchemy import update
 
 from petportal.clock import now
 from petportal.config import REMEMBER_COOKIE, SESSION_ABSOLUTE_LIMIT
 from petportal.data.models import LoginSession
+from petportal.data.unit_of_work import updated_one
 from petportal.extensions import db
 
 # The value `g` holds for this response's remember cookie: "" deletes it, None leaves it alone.
@@ -48,18 +48,14 @@ def matches(row: LoginSession, token: str) -> bool:
 def replace(row: LoginSession, token: str) -> bool:
     """Swap login `row`'s `token` for a new one (sent with this response); False when another request used it first."""
     new_token = secrets.token_urlsafe(32)
-    replaced = cast(
-        "CursorResult[Any]",
-        db.session.execute(
-            update(LoginSession)
-            .where(LoginSession.id == row.id, LoginSession.remember_hash == _hash(token))
-            .values(remember_hash=_hash(new_token), last_seen_at=now()),
-            execution_options={"synchronize_session": False},
-        ),
+    replaced = updated_one(
+        update(LoginSession)
+        .where(LoginSession.id == row.id, LoginSession.remember_hash == _hash(token))
+        .values(remember_hash=_hash(new_token), last_seen_at=now())
     )
     # Committed at once: of two racing requests one wins, and its new cookie holds even if its view then fails.
     db.session.commit()
-    if replaced.rowcount != 1:
+    if not replaced:
         return False
     setattr(g, _PENDING, f"{row.id}.{new_token}")
     return True

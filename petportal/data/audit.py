@@ -11,14 +11,15 @@ import unicodedata
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
-from typing import Any, cast
+from typing import Any
 
 from flask import request
 from flask_login import current_user
-from sqlalchemy import CursorResult, Row, Select, func, select, update
+from sqlalchemy import Row, Select, func, select, update
 
 from petportal.clock import now
 from petportal.data.models import AuditAction, AuditDetail, AuditEntry
+from petportal.data.unit_of_work import updated_one
 from petportal.extensions import db
 
 BATCH = 500
@@ -100,14 +101,7 @@ def _counted(action: AuditAction, actor: str, remote_addr: str | None) -> bool:
         )
         .scalar_subquery()
     )
-    added = cast(
-        "CursorResult[Any]",
-        db.session.execute(
-            update(AuditEntry).where(AuditEntry.id == window).values(count=AuditEntry.count + 1),
-            execution_options={"synchronize_session": False},
-        ),
-    )
-    return added.rowcount == 1
+    return updated_one(update(AuditEntry).where(AuditEntry.id == window).values(count=AuditEntry.count + 1))
 
 
 def matching(chosen: Filter) -> Select[tuple[AuditEntry]]:

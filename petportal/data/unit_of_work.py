@@ -8,10 +8,11 @@ follow a commit (waking a runner, clearing cached pages) goes to `after_commit`.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any, cast
 
 from flask import Flask, Response, current_app
 from flask.typing import ResponseReturnValue
-from sqlalchemy import event
+from sqlalchemy import CursorResult, Update, event
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
@@ -32,6 +33,12 @@ def pending() -> bool:
     session = db.session()
     changes = session.new or session.dirty or session.deleted
     return session.in_transaction() or bool(changes) or _AFTER_COMMIT in session.info
+
+
+def updated_one(statement: Update) -> bool:
+    """Run a conditional UPDATE (the session's objects left as they are); whether it changed exactly one row."""
+    result = cast("CursorResult[Any]", db.session.execute(statement, execution_options={"synchronize_session": False}))
+    return result.rowcount == 1
 
 
 @event.listens_for(Session, "after_commit")
