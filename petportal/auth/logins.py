@@ -48,15 +48,11 @@ def start(user: User, remember_me: bool, second_factor: str | None = None) -> No
         remember.issue(row)
     db.session.add(row)
     user.last_login_at = started
-    _attach(user, row, fresh=True)
+    attach(user, row, fresh=True)
 
 
-def resume(user: User, row: LoginSession) -> None:
-    """Attach this browser to `user`'s login `row` again (its remember token was shown), not fresh."""
-    _attach(user, row, fresh=False)
-
-
-def _attach(user: User, row: LoginSession, fresh: bool) -> None:
+def attach(user: User, row: LoginSession, fresh: bool) -> None:
+    """Attach this browser to `user`'s login `row` in a new, empty session (not `fresh`: restored by its token)."""
     session_store.regenerate()
     session.clear()
     login_user(user, fresh=fresh)

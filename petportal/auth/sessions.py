@@ -90,7 +90,7 @@ def _restore(login_id: str, token: str) -> User | None:
     # Runs before the view changes anything, so the replacement's own commit takes nothing of the view's with it.
     if not remember.replace(row, token):
         return None
-    logins.resume(user, row)
+    logins.attach(user, row, fresh=False)  # a sensitive change asks for the password again
     return user
 
 
