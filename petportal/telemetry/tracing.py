@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, cast
 from petportal import egress
 
 if TYPE_CHECKING:
-    from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
+    from _typeshed.wsgi import StartResponse, WSGIEnvironment
     from flask import Flask
     from opentelemetry.sdk.trace import ReadableSpan
     from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
@@ -41,10 +41,10 @@ def register(app: Flask) -> None:
     if not app.config["TRACING"]:
         return
     from flask import Response, g, request
+    from opentelemetry import propagate
     from opentelemetry.instrumentation.wsgi import OpenTelemetryMiddleware
 
     _start()
-    trusted = bool(app.config["TRUST_TRACE_HEADERS"])
 
     @app.after_request
     def describe_the_span(response: Response) -> Response:
@@ -54,26 +54,19 @@ def register(app: Flask) -> None:
         return response
 
     # Outermost: the span covers the page cache and every other layer, and ends after the body is sent.
-    middleware = OpenTelemetryMiddleware(app.wsgi_app)
-    app.wsgi_app = TraceHeaders(middleware, trusted)  # type: ignore[method-assign]  # Flask's own WSGI hook
+    traced = OpenTelemetryMiddleware(app.wsgi_app)
+    # The incoming headers it must not read: untrusted, every propagator's; trusted, `baggage` alone.
+    fields = {"baggage"}
+    if not app.config["TRUST_TRACE_HEADERS"]:
+        fields |= {"traceparent", "tracestate", *propagate.get_global_textmap().fields}
+    keys = tuple("HTTP_" + field.upper().replace("-", "_") for field in sorted(fields))
 
-
-class TraceHeaders:
-    """Drop incoming trace headers before OpenTelemetry's middleware (trusted: only `baggage`)."""
-
-    def __init__(self, wsgi_app: WSGIApplication, trusted: bool) -> None:
-        from opentelemetry import propagate
-
-        self.wsgi_app = wsgi_app
-        fields = {"baggage"}
-        if not trusted:
-            fields |= {"traceparent", "tracestate", *propagate.get_global_textmap().fields}
-        self.keys = tuple("HTTP_" + field.upper().replace("-", "_") for field in sorted(fields))
-
-    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
-        for key in self.keys:
+    def without_trace_headers(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        for key in keys:
             environ.pop(key, None)
-        return self.wsgi_app(environ, start_response)
+        return traced(environ, start_response)
+
+    app.wsgi_app = without_trace_headers  # type: ignore[method-assign]  # Flask's own WSGI hook
 
 
 def _start() -> None:
