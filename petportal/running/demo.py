@@ -75,7 +75,9 @@ def _check_port(host: str, port: int, port_option: str) -> None:
 def start_stores(instance_path: str) -> dict[str, dict[str, str]]:
     folder = Path(instance_path) / "demo"
     folder.mkdir(parents=True, exist_ok=True)
-    _exit_cleanly_on(signal.SIGTERM, signal.SIGHUP)  # before seeding: a stop while seeding still cleans up
+    if threading.current_thread() is threading.main_thread():  # before seeding: a stop while seeding cleans up too
+        for number in (signal.SIGTERM, signal.SIGHUP):  # a normal exit, so the atexit hook stops the stores
+            signal.signal(number, lambda received, _frame: sys.exit(128 + received))
     stores: dict[str, dict[str, str]] = {}
     processes: list[subprocess.Popen[bytes]] = []
     ports: list[int] = []
@@ -164,14 +166,6 @@ def _stop(processes: Iterable[subprocess.Popen[bytes]], owner: int) -> None:
     if os.getpid() != owner:
         return  # a forked process exiting; the stores belong to the process that started them
     stop(processes, seconds=5)
-
-
-def _exit_cleanly_on(*signals: signal.Signals) -> None:
-    """Turn these signals into a normal exit, so the atexit hook stops the stores."""
-    if threading.current_thread() is not threading.main_thread():
-        return
-    for number in signals:
-        signal.signal(number, lambda received, _frame: sys.exit(128 + received))
 
 
 def _die_with_parent() -> None:
