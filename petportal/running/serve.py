@@ -46,28 +46,23 @@ def parse_bind(bind: str) -> tuple[str, int]:
 class PortalCommand(click.Command):
     """A command hidden from every app but the portal (Flask offers plugin commands to the reference store too)."""
 
-    @property  # click sets `hidden` as an attribute; here it follows the app being run
+    @property  # click sets `hidden` as an attribute; here it follows the app of this `flask --app ...`
     def hidden(self) -> bool:
-        return not _for_the_portal()
+        from flask.cli import ScriptInfo
+
+        context = click.get_current_context(silent=True)
+        info = context.find_object(ScriptInfo) if context else None
+        if info is None:
+            return False
+        try:
+            app = info.load_app()
+        except (Exception, SystemExit):  # noqa: BLE001 - an app that cannot load counts as the portal (its error says why)
+            return False
+        return app.import_name != "petportal"
 
     @hidden.setter
     def hidden(self, _value: bool) -> None:
         pass
-
-
-def _for_the_portal() -> bool:
-    """Whether this `flask --app ...` names the portal; one that cannot load counts as it (its error is the answer)."""
-    from flask.cli import ScriptInfo
-
-    context = click.get_current_context(silent=True)
-    info = context.find_object(ScriptInfo) if context else None
-    if info is None:
-        return True
-    try:
-        app = info.load_app()
-    except (Exception, SystemExit):  # noqa: BLE001 - any app that cannot load is not known to be another one
-        return True
-    return app.import_name == "petportal"
 
 
 @click.command("serve", cls=PortalCommand)
