@@ -144,20 +144,15 @@ def sso_callback() -> ResponseReturnValue:
 @csrf.exempt  # the provider's server calls it, with a signed logout token instead of a browser's session
 def sso_backchannel_logout() -> ResponseReturnValue:
     """OpenID Connect Back-Channel Logout: 200 when the logout token holds, else 400 naming the failed check."""
-    token = request.form.get("logout_token", "")
+    no_store = {"Cache-Control": "no-store"}
     try:
-        sso.logged_out(token)
+        sso.logged_out(request.form.get("logout_token", ""))
     except sso.LogoutRefused as refused:
         current_app.logger.warning("back-channel logout refused: %s", refused)
-        answer = jsonify(error="invalid_request", error_description=str(refused))
-        answer.status_code = 400
+        return jsonify(error="invalid_request", error_description=str(refused)), 400, no_store
     except sso.ProviderUnreachable:
-        answer = jsonify(error="temporarily_unavailable")
-        answer.status_code = 503
-    else:
-        answer = Response(status=200)
-    answer.headers["Cache-Control"] = "no-store"
-    return answer
+        return jsonify(error="temporarily_unavailable"), 503, no_store
+    return Response(status=200, headers=no_store)
 
 
 @bp.post("/login/passkey/options")
