@@ -40,15 +40,10 @@ def quotes_secret(text: str) -> bool:
 
 def withheld(value: Any) -> Any:
     """A span attribute's `value`, or WITHHELD_VALUE when it (or any text in it) quotes a secret."""
-    if isinstance(value, str):
-        return WITHHELD_VALUE if _Guard.check(value) else value
-    if isinstance(value, _PLAIN):
+    if isinstance(value, _PLAIN) or (isinstance(value, list | tuple) and all(isinstance(i, _PLAIN) for i in value)):
         return value
-    if isinstance(value, bytes | bytearray):
-        return WITHHELD_VALUE if _Guard.check(bytes(value).decode("latin-1")) else value
-    if isinstance(value, list | tuple) and all(isinstance(item, _PLAIN) for item in value):
-        return value
-    return WITHHELD_VALUE if _Guard.check(str(value)) else value
+    text = bytes(value).decode("latin-1") if isinstance(value, bytes | bytearray) else str(value)
+    return WITHHELD_VALUE if _Guard.check(text) else value
 
 
 def guard_record(record: logging.LogRecord) -> logging.LogRecord:

@@ -285,14 +285,9 @@ def _fits(value: Any) -> bool:
 
 def _username(claims: Any) -> str:
     """A new account's name from the preferred name, e-mail or `sub`; when taken, with a suffix from the `sub`."""
-    for claim in ("preferred_username", "email", "sub"):
-        value = claims.get(claim)
-        if isinstance(value, str):
-            base = NOT_IN_USERNAME.sub("-", value).strip(".-_@")[: USERNAME_MAX_LENGTH - 9]
-            if base:
-                break
-    else:
-        base = "sso"
+    texts = [text for claim in ("preferred_username", "email", "sub") if isinstance(text := claims.get(claim), str)]
+    bases = [NOT_IN_USERNAME.sub("-", text).strip(".-_@")[: USERNAME_MAX_LENGTH - 9] for text in texts]
+    base = next((base for base in bases if base), "sso")
     digest = hashlib.sha256(f"{claims['iss']} {claims['sub']}".encode()).hexdigest()
     # The suffixes can be worked out by anyone who knows the `sub`, and so taken first: the last one is random.
     for name in (base, f"{base}-{digest[:8]}", f"{base[:50]}-{digest[:24]}", f"sso-{secrets.token_hex(12)}"):
