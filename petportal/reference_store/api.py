@@ -116,9 +116,7 @@ def describe_problem(error: ValidationError) -> str:
     """A short sentence for one schema violation, in terms of the NewPet fields."""
     field = ".".join(str(part) for part in error.absolute_path)
     if not field:
-        if error.validator == "type":
-            return "The body must be a JSON object."
-        return error.message[:200]
+        return "The body must be a JSON object." if error.validator == "type" else error.message[:200]
     rule = error.validator
     if rule in ("pattern", "minLength"):
         return f"{field} must contain a visible character and no NUL character."

@@ -1,10 +1,8 @@
 """The front door: whether a request can be read at all, decided once, before the page cache and the views.
 
-The server hands path, query, cookies and headers over as latin-1 text; one that is not UTF-8 (after
-percent-decoding) gets the 400 page, never a 500. A form field that is not UTF-8 is marked for its form
-(`forms.PortalForm`). Bodies are read whole by `BodyGate`, at most BODY_READERS threads at once, so a client
-sending a byte at a time never holds every thread; a body left unread (too large, or no place free) is answered
-with `Connection: close`.
+A path, query, cookie or header that is not UTF-8 gets the 400 page, never a 500; a form field that is not is marked
+for its form. Bodies are read whole by `BodyGate`, a few threads at once, so slow senders never hold every thread;
+a body left unread (too large, or no place free) is answered with `Connection: close`.
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
 """The micro-cache of anonymous list and detail pages, their ETags, and no-store for everything else.
 
-- `cached_page` (inside Flask) gives an anonymous page `Cache-Control: no-cache`, an ETag and 304s, and marks it
-  shareable when it used nothing of the visitor's (no flash, no CSRF token).
-- `SharedPages` (a WSGI layer inside ProxyFix) stores a marked page with every header and replays it, without
-  Flask, to visitors with no session or remember-me cookie; only X-Request-ID and the 304 are made anew. Neither
-  writes a Date: every server writes its own.
-
-A page's key holds scheme, host, environment, its generation, language, encoding and full path, so it is replayed
-only where Flask would answer exactly that page. Adding an animal bumps its environment's generation (with Redis,
-in every process at once; without, other processes catch up within PETPORTAL_CACHE_SECONDS).
+`cached_page` (in Flask) gives an anonymous page an ETag and 304s, and marks it shareable when it used nothing of the
+visitor's; `SharedPages` (WSGI, inside ProxyFix) stores such a page whole and replays it without Flask to visitors
+with no session or remember-me cookie, remaking only X-Request-ID and 304s. A page's key holds scheme, host,
+environment and its generation (bumped when an animal is added), language, encoding and path, so it is replayed only
+where Flask would answer exactly that page. Neither writes a Date: every server writes its own.
 """
 
 from __future__ import annotations
