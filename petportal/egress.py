@@ -1,9 +1,8 @@
 """The one egress guard for what leaves the process beside its pages: every log line and every span.
 
-Libraries write secrets too (urllib3 logs an unparsable header line whole; OpenTelemetry records chained
-tracebacks), so every log record of every logger is checked as it is made (`guard_every_record`, and
-`EgressFilter` for records made otherwise), and every span before export (`tracing.GuardedExporter`), with the
-pet store client's `SecretGuard` handed over by `pipeline.build`. What quotes a secret is replaced whole.
+Libraries write secrets too (urllib3 logs an unparsable header line whole; spans record chained tracebacks), so every
+log record is checked as it is made and every span before export, with the pet store client's `SecretGuard` (handed
+over by `pipeline.build`). What quotes a secret is replaced whole, never partly redacted.
 """
 
 from __future__ import annotations

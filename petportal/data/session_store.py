@@ -1,11 +1,8 @@
 """Sessions kept on the server (Flask-Session): in Redis when configured, else in the portal's database.
 
-The cookie holds only a random id. When the store is down, a request carries on with an empty session marked
-`unavailable`: customers keep browsing, pages that need a login answer 503 (see `auth.sessions`).
-
-The database store is the portal's own, not Flask-Session's `SqlAlchemySessionInterface`, which creates its table
-outside migrations, stores naive utcnow() expiries (not `clock.now()`), and commits the request's shared session
-mid-login (`regenerate`). It implements only the three storage methods Flask-Session declares abstract.
+With the store down, a request carries on with an empty session marked `unavailable` (pages needing a login answer
+503). The database store is the portal's own: Flask-Session's creates its table outside migrations, keeps naive
+utcnow() expiries, and commits the request's shared session mid-login (`regenerate`).
 """
 
 from __future__ import annotations

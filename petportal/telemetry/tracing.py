@@ -1,9 +1,8 @@
 """Traces with OpenTelemetry: a span for every request and every pet store call, sent over OTLP/HTTP.
 
-On only when `OTEL_EXPORTER_OTLP_ENDPOINT` (or `..._TRACES_ENDPOINT`) is set; the SDK reads the other `OTEL_*`
-variables itself. Off, nothing of OpenTelemetry is imported. Incoming trace headers are dropped unless
-PETPORTAL_TRUST_TRACE_HEADERS=1, so a client can neither join a trace of its choosing nor switch tracing off;
-`baggage` is never read nor sent. Every span passes the egress guard before export (`GuardedExporter`).
+On only when `OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT` is set (the SDK reads the other `OTEL_*` variables); off, nothing
+of OpenTelemetry is imported. Incoming trace headers are dropped unless PETPORTAL_TRUST_TRACE_HEADERS=1; `baggage` is
+never read nor sent; every span passes the egress guard before export.
 """
 
 from __future__ import annotations
