@@ -11,15 +11,13 @@ Adding a language is one catalog (`petportal/translations/<code>/LC_MESSAGES/mes
 
 from __future__ import annotations
 
-import functools
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
-from babel import Locale
 from flask import Blueprint, Flask, abort, current_app, has_request_context, redirect, request
-from flask_babel import Babel, format_datetime, format_number, get_locale
+from flask_babel import Babel, format_datetime, format_number, get_locale, gettext
 from markupsafe import Markup
 from werkzeug.datastructures import LanguageAccept
 from werkzeug.http import parse_accept_header, parse_cookie
@@ -27,7 +25,6 @@ from werkzeug.wrappers import Response
 
 from .auth.access import safe_next
 from .lazy_text import lazy_gettext as _l
-from .lazy_text import translations
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import WSGIEnvironment
@@ -73,26 +70,8 @@ def _negotiated(environ: WSGIEnvironment) -> str:
             chosen = None
         if chosen in LANGUAGES:
             return str(chosen)
-    accepted = environ.get("HTTP_ACCEPT_LANGUAGE", "")
-    if not accepted:
-        return DEFAULT_LANGUAGE
-    # Parsing the header costs about 13 us, more than a cached page's own work, and browsers send a handful of
-    # different ones: each is worked out once per process (short ones only, at most REMEMBERED_ACCEPTS of them).
-    best = _ACCEPTED.get(accepted)
-    if best is None:
-        best = parse_accept_header(accepted, LanguageAccept).best_match(LANGUAGES) or DEFAULT_LANGUAGE
-        if len(accepted) <= REMEMBERED_ACCEPT_LENGTH:
-            if len(_ACCEPTED) >= REMEMBERED_ACCEPTS:
-                _ACCEPTED.clear()
-            _ACCEPTED[accepted] = best
-    return best
-
-
-# Accept-Language header -> the language it chooses (see `_negotiated`).
-# Issue 41's bench without the i18n caches (this, _locale, status_names, number's, translations): portal/bare p50 +51%.
-_ACCEPTED: dict[str, str] = {}
-REMEMBERED_ACCEPTS = 1024
-REMEMBERED_ACCEPT_LENGTH = 256
+    accepted = parse_accept_header(environ.get("HTTP_ACCEPT_LANGUAGE", ""), LanguageAccept)
+    return accepted.best_match(LANGUAGES) or DEFAULT_LANGUAGE
 
 
 @bp.get("/language/<code>")
@@ -127,23 +106,9 @@ def time_tag(moment: datetime) -> Markup:
     return Markup('<time datetime="{}">{} UTC</time>').format(machine, format_datetime(utc, "medium"))
 
 
-class StatusNames(dict[str, str]):
-    """The store's statuses in one language; a status the portal does not know reads as the store sent it."""
-
-    def __missing__(self, status: str) -> str:
-        return status
-
-
-# Kept by issue 41's bench, with the other i18n caches (see _ACCEPTED).
-def status_names() -> StatusNames:
-    """Every status as the visitor's language names it: looked up once for a page that shows many (the list)."""
-    catalog = translations()
-    return StatusNames({status: catalog.ugettext(label) for status, label in STATUS_LABELS.items()})
-
-
 def status_label(status: str) -> str:
-    """An animal's status as the visitor's language names it."""
-    return status_names()[status]
+    """An animal's status as the visitor's language names it (an unknown one as the store sent it)."""
+    return gettext(STATUS_LABELS[status]) if status in STATUS_LABELS else status
 
 
 # The environments' names as people read them; the value (in URLs, forms and the database) stays the English word.
@@ -161,11 +126,9 @@ def role_label(role: str) -> str:
     return str(ROLE_LABELS[role]) if role in ROLE_LABELS else role
 
 
-# Kept by issue 41's bench, with the other i18n caches (see _ACCEPTED).
 def number(value: int) -> str:
-    """A whole number as the visitor's language writes it. Below a thousand, English, German and Spanish all
-    write the plain digits, which is what nearly every count on a page is, so Babel is asked only above."""
-    return str(value) if -1000 < value < 1000 else str(format_number(value))
+    """A whole number as the visitor's language writes it."""
+    return str(format_number(value))
 
 
 def register(app: Flask) -> None:
@@ -181,7 +144,6 @@ def register(app: Flask) -> None:
         LANGUAGES=LANGUAGES,
         time_tag=time_tag,
         status_label=status_label,
-        status_names=status_names,
         current_language=_current_language,
         language_back=language_back,
     )
@@ -197,17 +159,10 @@ def register(app: Flask) -> None:
         return response
 
 
-def _request_language() -> Locale:
+def _request_language() -> str:
     """Flask-Babel's locale selector: the request's language; outside a request (a command, the import
     runner), English."""
-    return _locale(language_of(request.environ) if has_request_context() else DEFAULT_LANGUAGE)
-
-
-@functools.cache  # kept by issue 41's bench, with the other i18n caches (see _ACCEPTED)
-def _locale(code: str) -> Locale:
-    """The Babel locale of one of the portal's languages, made once: Flask-Babel would parse the code again for
-    every request, each time asking the disk whether Babel has data for it."""
-    return Locale.parse(code)
+    return language_of(request.environ) if has_request_context() else DEFAULT_LANGUAGE
 
 
 def _current_language() -> str:
