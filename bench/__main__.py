@@ -296,8 +296,11 @@ def main():
 
 
 def granian_portal(env, folder=PROJECT_ROOT):
-    """The portal as production serves it: `flask --app app serve` (petportal/production.py), from `folder`."""
-    return ["-m", "flask", "--app", "app", "serve"], {**env, "PYTHONPATH": str(folder)}, folder
+    """The portal as production serves it, from `folder`: what `flask --app app serve` runs (petportal/production.py),
+    started without the `flask serve` command, which the installed package names (and so another checkout's)."""
+    metrics = tempfile.mkdtemp(prefix="petportal-metrics-")  # as `flask serve` makes it; the server removes it
+    environ = {**env, "PYTHONPATH": str(folder), "PROMETHEUS_MULTIPROC_DIR": metrics}
+    return ["-m", "petportal.production", "--app", "app"], environ, folder
 
 
 def gunicorn_portal(app, env):
