@@ -17,7 +17,7 @@ writes: the server writes the one `Date` of every response (see page_cache).
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import lru_cache, wraps
+from functools import wraps
 from typing import ParamSpec, TypeVar
 
 from flask import Flask, Response, g, request
@@ -48,7 +48,6 @@ def settings() -> dict[str, object]:
     }
 
 
-@lru_cache(maxsize=256)
 def encoding_for(accept_encoding: str) -> str | None:
     """The encoding a response to this `Accept-Encoding` is sent in ("br", "gzip"), or None for none."""
     qualities = {value.lower(): quality for value, quality in parse_accept_header(accept_encoding)}
