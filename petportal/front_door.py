@@ -19,7 +19,6 @@ the connection after the answer, so the client opens a new one for its next requ
 from __future__ import annotations
 
 import io
-import os
 import threading
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -59,12 +58,6 @@ def _from_request(name: str) -> bool:
     return name.startswith("HTTP_") or name in ("CONTENT_TYPE", "CONTENT_LENGTH")
 
 
-# The variables of this process's environment that no request can set. granian copies the whole environment
-# into every request's environ; the check for headers that are not UTF-8 skips these, which are the same for
-# every request, and reads only the request's own (a variable set later in the process is read like a header).
-PROCESS_ONLY = frozenset(name for name in os.environ if not _from_request(name))
-
-
 class UnreadableRequest(BadRequest):
     """A request whose path, query, cookies or headers are not UTF-8 text."""
 
@@ -92,11 +85,8 @@ def _unreadable_part(environ: WSGIEnvironment) -> str | None:
             unquote_to_bytes(_raw(query).replace(b"+", b" ")).decode("utf-8")
         except UnicodeError:
             return "query"
-    own = environ.keys() - PROCESS_ONLY
-    if "".join([value for name in own if isinstance(value := environ[name], str)]).isascii():
-        return None
     for name, value in environ.items():  # in the environ's order: the first part found is the one named
-        if isinstance(value, str) and not value.isascii() and _from_request(name):
+        if _from_request(name) and isinstance(value, str) and not value.isascii():
             try:
                 _utf8(value)
             except UnicodeError:
