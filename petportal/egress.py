@@ -25,6 +25,8 @@ WITHHELD_LINE = "[log line withheld: it quoted a secret]"
 WITHHELD_VALUE = "[withheld: quoted a secret]"
 # The attributes every LogRecord has: what a record carries beside them ("extra", a context filter's) is checked.
 _RECORD_ATTRIBUTES = frozenset(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
+# A record's attribute saying it needs no check: its maker (`logs.AccessLog`) checked all it can say.
+CHECKED = "egress_checked"
 # Values that cannot hold text.
 _PLAIN = (int, float, bool, type(None))
 
@@ -66,7 +68,7 @@ def guard_record(record: logging.LogRecord) -> logging.LogRecord:
     """`record`, withheld when anything it can write quotes a secret: its message by WITHHELD_LINE, its exception
     and stack dropped, and each of its extra fields that quotes one by WITHHELD_VALUE. Nothing is copied: every
     handler the record then reaches writes the marker."""
-    if not _Guard.secrets:
+    if not _Guard.secrets or getattr(record, CHECKED, False):
         return record
     if _record_quotes_secret(record):
         record.msg, record.args = WITHHELD_LINE, ()

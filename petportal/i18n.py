@@ -23,6 +23,7 @@ from werkzeug.datastructures import LanguageAccept
 from werkzeug.http import parse_accept_header, parse_cookie
 from werkzeug.wrappers import Response
 
+from . import template_text
 from .auth.access import safe_next
 from .lazy_text import lazy_gettext as _l
 
@@ -140,7 +141,11 @@ def register(app: Flask) -> None:
         default_timezone="UTC",
     )
     app.register_blueprint(bp)
+    app.context_processor(template_text.page_text)
     app.jinja_env.globals.update(
+        _=template_text.gettext,
+        gettext=template_text.gettext,
+        ngettext=template_text.ngettext,
         LANGUAGES=LANGUAGES,
         time_tag=time_tag,
         status_label=status_label,

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from flask import Flask, Response, g, has_request_context, request
+from pythonjsonlogger.core import RESERVED_ATTRS
 from pythonjsonlogger.json import JsonFormatter
 from werkzeug.wsgi import ClosingIterator
 
@@ -66,7 +67,8 @@ def formatter(log_format: str) -> logging.Formatter:
     """The one formatter of every line: the portal's, its access lines' and, through `server_logging`, the
     server's."""
     if log_format == "json":
-        return JsonFormatter(JSON_FIELDS, rename_fields=JSON_NAMES)
+        # Every attribute of a record not in `reserved_attrs` becomes a field: the guard's mark is not one.
+        return JsonFormatter(JSON_FIELDS, rename_fields=JSON_NAMES, reserved_attrs=[*RESERVED_ATTRS, egress.CHECKED])
     return logging.Formatter(TEXT_FORMAT)
 
 
@@ -171,15 +173,20 @@ class AccessLog:
             return start_response(status, headers, exc_info)
 
         def write() -> None:
+            if not ACCESS_LOG.isEnabledFor(logging.INFO):
+                return
             method = environ.get("REQUEST_METHOD", "-")
             # PATH_INFO is the percent-decoded path as Latin-1 text; the formatter escapes what it must.
             path = environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", "")
-            if egress.quotes_secret(f"{method} {path}"):  # what a client chose is all a line can quote a secret with
+            # What a client chose is all a line can quote a secret with (the rest is the portal's own): checked here,
+            # and the record made directly, not by the log-record factory, whose guard would check all of it again.
+            if egress.quotes_secret(f"{method} {path}"):
                 method, path = "-", egress.WITHHELD_VALUE
-            milliseconds = round((time.perf_counter() - started) * 1000, 2)
-            fields = {"method": method, "path": path, "status": seen["status"], "duration_ms": milliseconds}
-            fields |= {"request_id": environ[REQUEST_ID], "trace_id": seen["trace_id"]}
-            ACCESS_LOG.info(ACCESS_MESSAGE, method, path, seen["status"], milliseconds, extra=fields)
+            args = (method, path, seen["status"], round((time.perf_counter() - started) * 1000, 2))
+            record = logging.LogRecord(ACCESS_LOGGER, logging.INFO, __file__, 0, ACCESS_MESSAGE, args, None)
+            record.__dict__.update(zip(("method", "path", "status", "duration_ms"), args, strict=True))
+            record.__dict__.update(request_id=environ[REQUEST_ID], trace_id=seen["trace_id"], **{egress.CHECKED: True})
+            ACCESS_LOG.handle(record)
 
         body = self.wsgi_app(environ, remember)
         if isinstance(body, list):  # made whole: a server sends a list in one piece, without iterating it

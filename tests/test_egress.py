@@ -128,6 +128,7 @@ def test_a_hostile_store_never_gets_the_key_into_the_output_a_span_a_page_or_a_c
     # Each channel was tried, and its guard did withhold: urllib3's warning about the header line without a
     # colon, and the exceptions the store calls' spans recorded.
     records = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
+    assert not [r for r in records if egress.CHECKED in r], "the guard's own mark is no field of a line"
     assert [r for r in records if r["logger"].startswith("urllib3") and r["message"] == egress.WITHHELD_LINE]
     events = [attributes for span in spans for name, attributes in span["events"] if name == "exception"]
     assert any(attributes.get("exception.stacktrace") == egress.WITHHELD_VALUE for attributes in events)

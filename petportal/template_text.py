@@ -1,0 +1,147 @@
+"""How templates translate: `_`, `gettext` and `ngettext`, and each language's templates compiled apart.
+
+Most of a page's messages are constants (`_('Log in')`). Each language gets its own compiled copy of every
+template (`TranslatedEnvironment`), in which such a message is translated once, when the template is compiled,
+and written into the template as its text. A message with values is translated there too, and only its values
+are put in as the page is drawn. What is left to the page, a plural whose count is known only then, goes
+through the page's catalog (`TemplateText`). Either way a message means the same: the text of the catalog,
+with its named values escaped into it, as Jinja's "newstyle" gettext does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import has_request_context
+from flask.templating import Environment
+from flask_babel import force_locale, get_locale, get_translations
+from jinja2 import nodes
+from jinja2.visitor import NodeTransformer
+from markupsafe import Markup
+
+GETTEXT_NAMES = ("_", "gettext")
+# Compiled templates kept per language (Jinja's own default for an environment).
+TEMPLATES_PER_LANGUAGE = 400
+NGETTEXT_NAME = "ngettext"
+
+
+class TemplateText:
+    """The `_`, `gettext` and `ngettext` of templates over one catalog, as Jinja's "newstyle" ones behave: the
+    values are named, escaped, and put into the translated text; `ngettext` also offers its count as `num`.
+
+    They are plain functions, not Jinja's context functions: Jinja copies a template's variables into a new
+    context for each call of one of those inside a block that sets variables, which made the list page's
+    render about twice as slow (bench/render.py). Each page gets them bound to its catalog (`page_text`);
+    a macro imported without the page's context reaches the globals, which look the catalog up per message."""
+
+    __slots__ = ("catalog",)
+
+    def __init__(self, catalog: Any) -> None:
+        self.catalog = catalog
+
+    def gettext(self, message: str, **variables: Any) -> Markup:
+        return Markup(self.catalog.ugettext(message)) % variables
+
+    def ngettext(self, singular: str, plural: str, count: int, **variables: Any) -> Markup:
+        variables.setdefault("num", count)
+        return Markup(self.catalog.ungettext(singular, plural, count)) % variables
+
+
+def gettext(message: str, **variables: Any) -> Markup:
+    return TemplateText(get_translations()).gettext(message, **variables)
+
+
+def ngettext(singular: str, plural: str, count: int, **variables: Any) -> Markup:
+    return TemplateText(get_translations()).ngettext(singular, plural, count, **variables)
+
+
+def page_text() -> dict[str, Any]:
+    """The page's own `_`, `gettext` and `ngettext`, bound to its language's catalog once."""
+    text = TemplateText(get_translations())
+    return {"_": text.gettext, "gettext": text.gettext, "ngettext": text.ngettext}
+
+
+class TranslatedEnvironment(Environment):
+    """Flask's template environment, with one linked copy per language (`in_language`) that compiles its
+    templates with their messages already translated (`_Translate`). A page drawn in a request is drawn from
+    its language's copy; a template drawn outside one (a command) is translated as it is drawn."""
+
+    language: str | None = None
+
+    def __init__(self, *args: Any, **options: Any) -> None:
+        super().__init__(*args, **options)
+        self.languages: dict[str, TranslatedEnvironment] = {}
+
+    def in_language(self, language: str) -> TranslatedEnvironment:
+        """This environment's copy for `language`: its own cache of compiled templates, the same globals,
+        filters and loader."""
+        linked = self.languages.get(language)
+        if linked is None:
+            linked = self.overlay(cache_size=TEMPLATES_PER_LANGUAGE)
+            linked.language = language
+            self.languages[language] = linked
+        return linked
+
+    def get_template(self, name: Any, parent: str | None = None, globals: Any = None) -> Any:
+        if self.language is None and has_request_context():
+            return self.in_language(str(get_locale())).get_template(name, parent, globals)
+        return super().get_template(name, parent, globals)
+
+    def select_template(self, names: Any, parent: str | None = None, globals: Any = None) -> Any:
+        if self.language is None and has_request_context():
+            return self.in_language(str(get_locale())).select_template(names, parent, globals)
+        return super().select_template(names, parent, globals)
+
+    def _parse(self, source: str, name: str | None, filename: str | None) -> nodes.Template:
+        tree = super()._parse(source, name, filename)
+        if self.language is None:
+            return tree
+        with force_locale(self.language):
+            catalog = get_translations()
+        translated = _Translate(TemplateText(catalog), _assigned_names(tree)).visit(tree)
+        translated.set_environment(self)
+        return translated
+
+
+def _assigned_names(tree: nodes.Template) -> set[str]:
+    """The names a template assigns (`{% set _ = ... %}`, a loop's variable): a call of one of those is not
+    a message."""
+    return {node.name for node in tree.find_all(nodes.Name) if node.ctx in ("store", "param")}
+
+
+class _Translate(NodeTransformer):
+    """Rewrites each call of `_`, `gettext` or `ngettext` whose message is written out in the template: into
+    its translated text when every value is a constant too; into the translated text with the values put in
+    (`%`) when only its values are known as the page is drawn. A plural whose count is a variable stays a call."""
+
+    def __init__(self, text: TemplateText, assigned: set[str]) -> None:
+        self.text = text
+        self.assigned = assigned
+
+    def visit_Call(self, node: nodes.Call) -> nodes.Node:
+        self.generic_visit(node)
+        called = node.node
+        if not isinstance(called, nodes.Name) or called.name in self.assigned or node.dyn_args or node.dyn_kwargs:
+            return node
+        texts = [arg.value for arg in node.args if isinstance(arg, nodes.Const)]
+        if len(texts) != len(node.args):
+            return node
+        values = {keyword.key: keyword.value for keyword in node.kwargs}
+        constants = {key: value.value for key, value in values.items() if isinstance(value, nodes.Const)}
+        if called.name in GETTEXT_NAMES and len(texts) == 1 and isinstance(texts[0], str):
+            if len(constants) == len(values):
+                return _markup(self.text.gettext(texts[0], **constants), node.lineno)
+            translated = Markup(self.text.catalog.ugettext(texts[0]))
+            line = node.lineno
+            pairs = [nodes.Pair(nodes.Const(key), value, lineno=line) for key, value in values.items()]
+            return nodes.Mod(_markup(translated, line), nodes.Dict(pairs, lineno=line), lineno=line)
+        if called.name == NGETTEXT_NAME and len(texts) == 3 and len(constants) == len(values):
+            singular, plural, count = texts
+            if isinstance(singular, str) and isinstance(plural, str) and isinstance(count, int):
+                return _markup(self.text.ngettext(singular, plural, count, **constants), node.lineno)
+        return node
+
+
+def _markup(text: Markup, lineno: int) -> nodes.MarkSafe:
+    """A translated text written into the template: markup, as the call it replaces returned."""
+    return nodes.MarkSafe(nodes.Const(str(text), lineno=lineno), lineno=lineno)
