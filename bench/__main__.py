@@ -327,8 +327,8 @@ def start_servers(stack, commands):
         processes.append(process)
         started[name] = (f"http://127.0.0.1:{port}", process)
     for origin, process in started.values():
-        wait_for_port(int(origin.rsplit(":", 1)[1]), process, seconds=60)
-        workers(process, PORTAL_WORKERS)  # granian listens before its workers are forked
+        wait_for_port(int(origin.rsplit(":", 1)[1]), process, seconds=300)  # many start at once, on two cores
+        workers(process, PORTAL_WORKERS, seconds=300)  # granian listens before its workers are forked
     return started
 
 
