@@ -17,7 +17,7 @@ writes: the server writes the one `Date` of every response (see page_cache).
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import wraps
+from functools import lru_cache, wraps
 from typing import ParamSpec, TypeVar
 
 from flask import Flask, Response, g, request
@@ -48,6 +48,7 @@ def settings() -> dict[str, object]:
     }
 
 
+@lru_cache(maxsize=256)  # kept by issue 41's bench with the page cache's memos (page_cache.REMEMBERED_URLS)
 def encoding_for(accept_encoding: str) -> str | None:
     """The encoding a response to this `Accept-Encoding` is sent in ("br", "gzip"), or None for none."""
     qualities = {value.lower(): quality for value, quality in parse_accept_header(accept_encoding)}

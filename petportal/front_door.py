@@ -19,6 +19,7 @@ the connection after the answer, so the client opens a new one for its next requ
 from __future__ import annotations
 
 import io
+import os
 import threading
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -58,6 +59,13 @@ def _from_request(name: str) -> bool:
     return name.startswith("HTTP_") or name in ("CONTENT_TYPE", "CONTENT_LENGTH")
 
 
+# The variables of this process's environment that no request can set. granian copies the whole environment
+# into every request's environ; the check for headers that are not UTF-8 skips these, which are the same for
+# every request, and reads only the request's own (a variable set later in the process is read like a header).
+# Kept by issue 41's bench with the page cache's memos (see page_cache.REMEMBERED_URLS).
+PROCESS_ONLY = frozenset(name for name in os.environ if not _from_request(name))
+
+
 class UnreadableRequest(BadRequest):
     """A request whose path, query, cookies or headers are not UTF-8 text."""
 
@@ -85,8 +93,11 @@ def _unreadable_part(environ: WSGIEnvironment) -> str | None:
             unquote_to_bytes(_raw(query).replace(b"+", b" ")).decode("utf-8")
         except UnicodeError:
             return "query"
+    own = environ.keys() - PROCESS_ONLY
+    if "".join([value for name in own if isinstance(value := environ[name], str)]).isascii():
+        return None
     for name, value in environ.items():  # in the environ's order: the first part found is the one named
-        if _from_request(name) and isinstance(value, str) and not value.isascii():
+        if isinstance(value, str) and not value.isascii() and _from_request(name):
             try:
                 _utf8(value)
             except UnicodeError:

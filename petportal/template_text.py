@@ -19,6 +19,8 @@ from jinja2 import nodes
 from jinja2.visitor import NodeTransformer
 from markupsafe import Markup
 
+from .lazy_text import translations
+
 GETTEXT_NAMES = ("_", "gettext")
 # Compiled templates kept per language (Jinja's own default for an environment).
 TEMPLATES_PER_LANGUAGE = 400
@@ -48,16 +50,16 @@ class TemplateText:
 
 
 def gettext(message: str, **variables: Any) -> Markup:
-    return TemplateText(get_translations()).gettext(message, **variables)
+    return TemplateText(translations()).gettext(message, **variables)
 
 
 def ngettext(singular: str, plural: str, count: int, **variables: Any) -> Markup:
-    return TemplateText(get_translations()).ngettext(singular, plural, count, **variables)
+    return TemplateText(translations()).ngettext(singular, plural, count, **variables)
 
 
 def page_text() -> dict[str, Any]:
     """The page's own `_`, `gettext` and `ngettext`, bound to its language's catalog once."""
-    text = TemplateText(get_translations())
+    text = TemplateText(translations())
     return {"_": text.gettext, "gettext": text.gettext, "ngettext": text.ngettext}
 
 
