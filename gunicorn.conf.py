@@ -68,11 +68,15 @@ def when_ready(server):
 
 
 def post_worker_init(worker):
-    """Without Redis each worker sends bulk imports itself, and watches for those a killed worker left."""
+    """Without Redis each worker sends bulk imports itself, and watches for those a killed worker left; each
+    writes its access lines in batches (as under `flask serve`)."""
+    from petportal import logs
     from petportal.imports import engines
 
     if hasattr(worker.wsgi, "extensions"):
         engines.watch(worker.wsgi)
+    if "LOG_FORMAT" in getattr(worker.wsgi, "config", {}):  # the portal (this file also serves the reference store)
+        logs.batch_access_lines(worker.wsgi.config["LOG_FORMAT"])
 
 
 def pre_request(worker, req):

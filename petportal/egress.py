@@ -25,7 +25,7 @@ WITHHELD_LINE = "[log line withheld: it quoted a secret]"
 WITHHELD_VALUE = "[withheld: quoted a secret]"
 # The attributes every LogRecord has: what a record carries beside them ("extra", a context filter's) is checked.
 _RECORD_ATTRIBUTES = frozenset(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
-# A record's attribute saying it needs no check: its maker (`logs.AccessLog`) checked all it can say.
+# A record's attribute saying it needs no check: its maker (`logs.AccessLines`) checked all it can say.
 CHECKED = "egress_checked"
 # Values that cannot hold text.
 _PLAIN = (int, float, bool, type(None))

@@ -156,13 +156,14 @@ def _check_address(host: str, port: int) -> None:
 def worker_started(app: Flask) -> None:
     """In each new worker, forked from the process that built `app`: no database connection of the parent is
     reused, and the worker runs bulk imports (and watches for those a stopped worker left)."""
-    from . import tracing
+    from . import logs, tracing
     from .extensions import db
     from .imports import engines
 
     with app.app_context():
         db.engine.dispose(close=False)  # the parent's connections stay the parent's
     engines.watch(app)
+    logs.batch_access_lines(app.config["LOG_FORMAT"])
     # A forked worker ends without running atexit: the spans still in the batch are sent from its finaliser.
     multiprocessing.util.Finalize(None, tracing.flush, exitpriority=10)
 

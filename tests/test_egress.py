@@ -6,11 +6,11 @@ logger, a span's attributes and events."""
 import json
 import logging
 import re
+import time
 import traceback
 
 import pytest
 import requests
-from werkzeug.test import EnvironBuilder
 
 from bench.portal import csrf_token, logged_in, prepare_portal
 from petportal import egress, logs, tracing
@@ -164,7 +164,7 @@ def test_a_line_of_any_logger_quoting_the_key_is_withheld_whole_with_its_traceba
 
 
 def test_a_record_made_without_the_factory_or_with_extra_fields_is_withheld_by_the_handlers_filter(guarded):
-    # A record made by hand; "extra" fields are set after the factory has made the record.
+    # An access line's record is a copy; "extra" fields are set after the factory has made the record.
     copied = logging.makeLogRecord({"msg": "GET %r", "args": (f"/x/{PRODUCTION_KEY}",), "levelno": logging.INFO})
     extra = logging.makeLogRecord({"msg": "a call failed", "detail": f"key={PRODUCTION_KEY[3:14]}", "status": 502})
     for record in (copied, extra):
@@ -174,19 +174,14 @@ def test_a_record_made_without_the_factory_or_with_extra_fields_is_withheld_by_t
 
 
 def test_an_access_line_whose_path_quotes_the_key_is_withheld_and_keeps_its_status_and_ids(guarded, caplog):
-    def answer(environ, start_response):
-        start_response("404 NOT FOUND" if PRODUCTION_KEY in environ["PATH_INFO"] else "200 OK", [])
-        return [b""]
-
-    access = logs.AccessLog(answer)
+    quoting = logs.AccessEvent(time.time(), "GET", f"/animals/{PRODUCTION_KEY}", 404, 1.5, "a1" * 16, "-")
+    plain = logs.AccessEvent(time.time(), "GET", "/animals/1", 200, 1.5, "b2" * 16, "-")
     with caplog.at_level(logging.INFO, logs.ACCESS_LOGGER):
-        for path, request_id in ((f"/animals/{PRODUCTION_KEY}", "a1" * 16), ("/animals/1", "b2" * 16)):
-            environ = EnvironBuilder(path=path, headers={"X-Request-ID": request_id}).get_environ()
-            access(environ, lambda status, headers, exc_info=None: None)
+        logs.ACCESS_LINES._log(quoting)
+        logs.ACCESS_LINES._log(plain)
     withheld, shown = caplog.records
     assert (withheld.path, withheld.status, withheld.request_id) == (egress.WITHHELD_VALUE, 404, "a1" * 16)
-    assert re.fullmatch(r"GET '/animals/1' 200 \d+\.\d\d ms", shown.getMessage())
-    assert shown.request_id == "b2" * 16
+    assert shown.getMessage() == "GET '/animals/1' 200 1.50 ms"
     assert not leaks(caplog.text)
 
 

@@ -2,6 +2,7 @@
 ports in front of a real store; their output read line by line, signals sent as a process manager sends them."""
 
 import json
+import logging
 import os
 import signal
 import socket
@@ -11,6 +12,8 @@ from pathlib import Path
 
 import pytest
 import requests
+
+from petportal import logs
 
 from helpers import metric, production_variables
 from servers import running, serve
@@ -133,6 +136,25 @@ def test_with_json_logs_every_line_of_the_server_is_one_json_object(tmp_path, pr
         messages = " ".join(record.get("message", "") for record in records)
         assert "Listening at" in messages or "Listening at: http" in messages
         assert any(word in messages for word in ("Shutting down", "Handling signal")), "its stop is logged too"
+
+
+def test_a_workers_access_lines_are_made_later_with_the_time_of_their_answers(caplog):
+    """In a worker, a request only keeps its access line's fields: the line is made by the worker's own thread, and
+    says when the answer was made, not when the line was."""
+    caplog.set_level(logging.INFO, logger=logs.ACCESS_LOGGER)
+    lines = logs.AccessLines()
+    lines.keep_for_later()
+    answered = time.time() - 3600.25
+    lines.write(logs.AccessEvent(answered, "GET", "/animals", 200, 1.5, "a" * 32, "-"))
+    lines.write(logs.AccessEvent(answered + 1, "GET", "/animals/7", 404, 0.5, "b" * 32, "-"))
+    assert not [record for record in caplog.records if record.name == logs.ACCESS_LOGGER]
+    lines.drain()
+    first, second = [record for record in caplog.records if record.name == logs.ACCESS_LOGGER]
+    assert (first.created, first.request_id, first.getMessage()) == (answered, "a" * 32, "GET '/animals' 200 1.50 ms")
+    assert (second.created, second.status, second.path) == (answered + 1, 404, "/animals/7")
+    text = logs.formatter("text").format(first)
+    milliseconds = int((answered - int(answered)) * 1000)
+    assert text.startswith(time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(answered)) + f",{milliseconds:03d} "), text
 
 
 @pytest.mark.parametrize("command", ["flask serve", "gunicorn"])
