@@ -1,6 +1,6 @@
 """Side-by-side benchmark of the pet store and the portal under granian and gunicorn, on this machine.
 
-    python -m bench [--seconds 3] [--rounds 5] [--memory-requests 10000]
+    python -m bench [--seconds 3] [--rounds 5] [--memory-requests 10000] [--figures] [--checkout NAME=FOLDER ...]
 
 Needs wrk (apt-get install wrk). Starts, on loopback: the reference store seeded with 100 animals under
 gunicorn; a slow copy of it (2 s per answer) as the staging environment; then under granian (`flask --app
@@ -13,6 +13,11 @@ over the same store (bench/bare_page.py): the least an uncached page costs with 
 the target ratios for each server, peak RSS per portal worker, what a slow environment does to the other
 pages, and the CPU time per request of the store's workers and of each server's own. Last, on servers of its own, one
 portal worker's RSS after a warm-up and after 10,000 mixed requests (bench/memory.py).
+
+`--checkout NAME=FOLDER` also serves the portal of another checkout (another commit: `git worktree add`, with its
+catalogs compiled) under granian, cache off and cached, as "portal NAME" and "cached NAME", loaded in the same
+rounds: issue 41's four figures are printed for each, side by side. `--figures` loads only what those figures need
+(no gunicorn, traced or German portal, no slow environment, no memory section).
 """
 
 import argparse
@@ -144,8 +149,21 @@ def wrk(url, connections, seconds, headers=()):
     return Load(rps, float(value) * {"us": 0.001, "ms": 1, "s": 1000}[unit], requests)
 
 
-def run_options(description, memory=False):
-    """`--seconds` and `--rounds`, as every benchmark here takes them (and, with `memory`, `--memory-requests`)."""
+def _figures_options(parser):
+    parser.add_argument("--figures", action="store_true", help="load only what issue 41's four figures need")
+    parser.add_argument(
+        "--checkout",
+        type=checkout_option,
+        action="append",
+        default=[],
+        metavar="NAME=FOLDER",
+        help="also serve the portal of the checkout in FOLDER, as 'portal NAME' and 'cached NAME'",
+    )
+
+
+def run_options(description, memory=False, more=None):
+    """`--seconds` and `--rounds`, as every benchmark here takes them (and, with `memory`, `--memory-requests`;
+    `more` adds a bench's own)."""
     parser = argparse.ArgumentParser(description=description.splitlines()[0])
     parser.add_argument("--seconds", type=int, default=3, help="length of each wrk run")
     parser.add_argument("--rounds", type=int, default=5, help="rounds, alternating the order of targets")
@@ -153,6 +171,8 @@ def run_options(description, memory=False):
         parser.add_argument(
             "--memory-requests", type=int, default=10_000, help="mixed requests after the memory warm-up"
         )
+    if more:
+        more(parser)
     return parser.parse_args()
 
 
@@ -185,8 +205,27 @@ def seeded_store(folder, name):
     return env
 
 
+# The targets issue 41's four figures need (`--figures`), and what each checkout adds (`--checkout`).
+FIGURES_PLAN = {
+    target: PLAN[target] for target in ("portal granian", "cached granian", "floor granian", "bare granian")
+}
+CHECKOUT_PLAN = {"portal {name}": ((1, 20), (8, 20)), "cached {name}": ((8, 20),)}
+
+
+def checkout_option(text):
+    """`NAME=FOLDER` of `--checkout`: a name and another checkout's folder."""
+    name, _, folder = text.partition("=")
+    if not name or not (Path(folder) / "app.py").is_file():
+        raise argparse.ArgumentTypeError(f"{text!r}: NAME=FOLDER, where FOLDER is a checkout with app.py")
+    return name, Path(folder).resolve()
+
+
 def main():
-    args = run_options(__doc__, memory=True)
+    args = run_options(__doc__, memory=True, more=_figures_options)
+    checkouts = dict(args.checkout)
+    plan = dict(FIGURES_PLAN if args.figures else PLAN)
+    for name in checkouts:
+        plan |= {target.format(name=name): runs for target, runs in CHECKOUT_PLAN.items()}
     folder = Path(tempfile.mkdtemp(prefix="petportal-bench-"))
     with ThreadPoolExecutor() as seeding:  # each seed is a process of its own
         store_env, slow_env = seeding.map(lambda name: seeded_store(folder, name), ("store", "slow"))
@@ -209,31 +248,34 @@ def main():
         prepare_portal(portal_env, [("bench", "admin", ADMIN_PASSWORD)])
         cached_env = {**portal_env, "PETPORTAL_CACHE_SECONDS": "2"}
         traced_env = {**portal_env, "OTEL_EXPORTER_OTLP_ENDPOINT": sink.origin}
-        servers = start_servers(
-            stack,
-            {
-                "portal granian": granian_portal(portal_env),
-                "cached granian": granian_portal(cached_env),
-                "floor granian": (["-m", "bench.floor_server"], portal_env),
-                "bare granian": (["-m", "bench.floor_server", "--app", "bench.bare_page:app"], portal_env),
-                "traced granian": granian_portal(traced_env),
-                "portal gunicorn": gunicorn_portal("app:app", portal_env),
-                "cached gunicorn": gunicorn_portal("app:app", cached_env),
-                "floor gunicorn": gunicorn_portal("bench.floor_app:app", portal_env),
-            },
-        )
+        commands = {
+            "portal granian": granian_portal(portal_env),
+            "cached granian": granian_portal(cached_env),
+            "floor granian": (["-m", "bench.floor_server"], portal_env),
+            "bare granian": (["-m", "bench.floor_server", "--app", "bench.bare_page:app"], portal_env),
+            "traced granian": granian_portal(traced_env),
+            "portal gunicorn": gunicorn_portal("app:app", portal_env),
+            "cached gunicorn": gunicorn_portal("app:app", cached_env),
+            "floor gunicorn": gunicorn_portal("bench.floor_app:app", portal_env),
+        }
+        commands = {name: command for name, command in commands.items() if name in plan}
+        for name, folder in checkouts.items():
+            commands[f"portal {name}"] = granian_portal(portal_env, folder)
+            commands[f"cached {name}"] = granian_portal(cached_env, folder)
+        servers = start_servers(stack, commands)
         # Each target's (origin, master process); German pages come from the same portal as the English ones.
         targets = {"store": (store, store_master)} | servers | {"german granian": servers["portal granian"]}
+        targets = {name: target for name, target in targets.items() if name in plan or name == "store"}
         origins = {name: origin for name, (origin, _) in targets.items()}
         masters = {name: master for name, (_, master) in targets.items()}
         print_settings(args, serving_lines())
-        for target in TARGETS:  # warm every server, its pools and its caches
+        for target in plan:  # warm every server, its pools and its caches
             wrk(url(origins, target, 20), 8, 1, headers=auth_header(target))
         results, cpu = {}, {}
         for round_number in range(args.rounds):
-            order = TARGETS if round_number % 2 == 0 else tuple(reversed(TARGETS))
+            order = tuple(plan) if round_number % 2 == 0 else tuple(reversed(plan))
             for target in order:
-                for connections, limit in PLAN[target]:
+                for connections, limit in plan[target]:
                     before = workers_cpu_seconds(store_master), workers_cpu_seconds(masters[target])
                     measured = wrk(url(origins, target, limit), connections, args.seconds, headers=auth_header(target))
                     after = workers_cpu_seconds(store_master), workers_cpu_seconds(masters[target])
@@ -244,15 +286,21 @@ def main():
                         [(end - start) * 1000 / measured.requests for start, end in zip(before, after, strict=True)]
                     )
         rss = {name: worker_peak_rss_mb(master) for name, (_, master) in servers.items()}
-        slow_effect = slow_environment_effect(servers["portal granian"][0], args.seconds, results)
-        print_report(results, rss, slow_effect, sink.exports)
-        print_cpu(cpu)
-    print_memory_section(args.memory_requests)
+        if not args.figures:
+            slow_effect = slow_environment_effect(servers["portal granian"][0], args.seconds, results)
+            print_report(results, rss, slow_effect, sink.exports)
+            print_cpu(cpu)
+        print_figures(results, rss, ["granian", *checkouts])
+    if not args.figures:
+        print_memory_section(args.memory_requests)
 
 
-def granian_portal(env):
-    """The portal as production serves it: `flask --app app serve` (petportal/running/serve.py)."""
-    return ["-m", "flask", "--app", "app", "serve"], env
+def granian_portal(env, folder=PROJECT_ROOT):
+    """The portal as production serves it, from `folder`: what `flask --app app serve` runs
+    (petportal/running/serve.py), started without the `flask serve` command, which names the installed package."""
+    metrics = tempfile.mkdtemp(prefix="petportal-metrics-")  # as `flask serve` makes it; the server removes it
+    environ = {**env, "PYTHONPATH": str(folder), "PROMETHEUS_MULTIPROC_DIR": metrics}
+    return ["-m", "petportal.running.serve", "--app", "app"], environ, folder
 
 
 def gunicorn_portal(app, env):
@@ -261,17 +309,17 @@ def gunicorn_portal(app, env):
 
 
 def start_servers(stack, commands):
-    """Start every `python <arguments> --bind 127.0.0.1:PORT --workers 2` of `commands` (name: (arguments, env))
-    at once, each on a free port; {name: (origin, master process)} once all listen and have their workers.
-    They are stopped when `stack` closes."""
+    """Start every `python <arguments> --bind 127.0.0.1:PORT --workers 2` of `commands` (name: (arguments, env[,
+    folder to run in])) at once, each on a free port; {name: (origin, master process)} once all listen and have
+    their workers. They are stopped when `stack` closes."""
     started, processes = {}, []
     stack.callback(lambda: stop(processes, seconds=30))
-    for name, (arguments, env) in commands.items():
+    for name, (arguments, env, *folder) in commands.items():
         port = free_port()
         bind = ["--bind", f"127.0.0.1:{port}", "--workers", str(PORTAL_WORKERS)]
         process = subprocess.Popen(
             [sys.executable, *arguments, *bind],
-            cwd=PROJECT_ROOT,
+            cwd=folder[0] if folder else PROJECT_ROOT,
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -279,8 +327,8 @@ def start_servers(stack, commands):
         processes.append(process)
         started[name] = (f"http://127.0.0.1:{port}", process)
     for origin, process in started.values():
-        wait_for_port(int(origin.rsplit(":", 1)[1]), process, seconds=60)
-        workers(process, PORTAL_WORKERS)  # granian listens before its workers are forked
+        wait_for_port(int(origin.rsplit(":", 1)[1]), process, seconds=300)  # many start at once, on two cores
+        workers(process, PORTAL_WORKERS, seconds=300)  # granian listens before its workers are forked
     return started
 
 
@@ -502,6 +550,11 @@ def print_row(label, cells, target):
     print(f"| {label} | {' | '.join(cells)} | {target} |")
 
 
+def _order(target):
+    """Where a target's rows come in the tables: the plan's order, then the checkouts'."""
+    return TARGETS.index(target) if target in TARGETS else len(TARGETS)
+
+
 def print_cpu(cpu):
     """CPU time per request of the store's workers and of the target's own (the same for the store), from /proc: what
     the store costs alone and what it costs behind each portal, whose own work runs between its requests."""
@@ -509,11 +562,41 @@ def print_cpu(cpu):
     print("| target | c | limit | the store's workers | the target's own workers |")
     print("|---|---:|---:|---:|---:|")
     for (target, connections, limit), runs in sorted(
-        cpu.items(), key=lambda item: (item[0][1], item[0][2] or 0, TARGETS.index(item[0][0]))
+        cpu.items(), key=lambda item: (item[0][1], item[0][2] or 0, _order(item[0][0]))
     ):
         store = statistics.median(run[0] for run in runs)
         own = "" if target == "store" else f"{statistics.median(run[1] for run in runs):.3f}"
         print(f"| {target} | {connections} | {limit or '-'} | {store:.3f} | {own} |")
+
+
+def print_figures(results, rss, names):
+    """Issue 41's four figures for the portal under granian and each checkout's, side by side (the median of the
+    per-round ratios, min-max), over this checkout's bare page and floor."""
+    print(f"\nIssue 41's figures, over the bare page and the floor of this checkout: {' | '.join(names)}\n")
+    print("| figure | " + " | ".join(names) + " |")
+    print("|---|" + "---:|" * len(names))
+    for label, over, under, connections, field in (
+        ("uncached portal / bare page, p50 at c=1", "portal", "bare granian", 1, "p50_ms"),
+        ("uncached portal / bare page, rps at c=8", "portal", "bare granian", 8, "rps"),
+        ("cached portal / floor, rps at c=8", "cached", "floor granian", 8, "rps"),
+    ):
+        under_limit = None if under.startswith("floor") else "same"
+        cells = [ratio_cell(results, f"{over} {name}", under, connections, under_limit, field, 20) for name in names]
+        print_row(label, cells, "")
+    peaks = [f"{max(rss[f'portal {name}'], rss[f'cached {name}']):.0f}" for name in names]
+    print_row("peak RSS per worker (MB)", peaks, "")
+    for name in names:
+        runs = [results[(f"{target} {name}", c, 20)] for target, c in (("portal", 1), ("portal", 8), ("cached", 8))]
+        p50, rps, cached = (
+            statistics.median(getattr(run, field) for run in of)
+            for of, field in zip(runs, ("p50_ms", "rps", "rps"), strict=True)
+        )
+        print(f"{name}: portal p50 {p50:.2f} ms at c=1, {rps:,.0f} req/s at c=8; cached {cached:,.0f} req/s at c=8")
+    bare, floor = results[("bare granian", 1, 20)], results[("floor granian", 8, None)]
+    print(
+        f"bare page p50 {statistics.median(run.p50_ms for run in bare):.2f} ms at c=1; "
+        f"floor {statistics.median(run.rps for run in floor):,.0f} req/s at c=8"
+    )
 
 
 def print_report(results, rss, slow, exports):
@@ -521,7 +604,7 @@ def print_report(results, rss, slow, exports):
     print("| target | c | limit | req/s (median) | p50 ms (median) |")
     print("|---|---:|---:|---:|---:|")
     for (target, connections, limit), runs in sorted(
-        results.items(), key=lambda item: (item[0][1], item[0][2] or 0, TARGETS.index(item[0][0]))
+        results.items(), key=lambda item: (item[0][1], item[0][2] or 0, _order(item[0][0]))
     ):
         rps, p50 = statistics.median(run.rps for run in runs), statistics.median(run.p50_ms for run in runs)
         print(f"| {target} | {connections} | {limit or '-'} | {rps:,.0f} | {p50:.2f} |")

@@ -2,7 +2,6 @@
 sends for secrets. Loaded by conftest.py; the run prints them at its end and writes them to test-output/figures.json."""
 
 import json
-import os
 import re
 from pathlib import Path
 
@@ -19,9 +18,7 @@ FIGURES = {
     "duplicates": 0,
     "lost": 0,
 }
-FIGURES_FILE = Path(
-    os.environ.get("PETPORTAL_FIGURES_FILE", Path(__file__).parent.parent / "test-output" / "figures.json")
-)
+FIGURES_FILE = Path(__file__).parent.parent / "test-output" / "figures.json"
 
 
 def pytest_sessionfinish(session):

@@ -31,7 +31,7 @@ def lazy_gettext(string: str, **variables: Any) -> LazyText:
     return LazyText(_gettext, string, **variables)
 
 
-# Kept by issue 41's bench, with the other i18n caches (see i18n._ACCEPTED).
+# Kept by issue 41's bench, with the other i18n caches (see i18n._locale).
 def translations() -> Any:
     """The catalog of the request's language, looked up once per request and language: Flask-Babel's `gettext`
     looks it up for each message (about 5 us), and a page reads dozens. Inside `force_locale`, that language's.

@@ -131,5 +131,6 @@ def count(endpoint: str | None, method: str, status: int, started: float | None)
         series[1].observe(time.perf_counter() - started)
 
 
-# (endpoint, method, status) -> its request counter and duration histogram, looked up once per process.
+# (endpoint, method, status) -> its request counter and duration histogram, looked up once per process (kept by
+# issue 41's bench with the page cache's memos: see page_cache.REMEMBERED_URLS).
 _REQUEST_SERIES: dict[tuple[str, str, int], tuple[Any, Any]] = {}

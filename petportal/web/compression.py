@@ -32,7 +32,7 @@ T = TypeVar("T")
 compress = Compress()
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=256)  # kept by issue 41's bench with the page cache's memos (page_cache.REMEMBERED_URLS)
 def encoding_for(accept_encoding: str) -> str | None:
     """The encoding a response to this `Accept-Encoding` is sent in ("br", "gzip"), or None for none."""
     qualities = {value.lower(): quality for value, quality in parse_accept_header(accept_encoding)}

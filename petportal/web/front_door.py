@@ -45,7 +45,10 @@ def _from_request(name: str) -> bool:
     return name.startswith("HTTP_") or name in ("CONTENT_TYPE", "CONTENT_LENGTH")
 
 
-# This process's environment variables, which granian copies into every environ: the header check skips them.
+# The variables of this process's environment that no request can set. granian copies the whole environment
+# into every request's environ; the check for headers that are not UTF-8 skips these, which are the same for
+# every request, and reads only the request's own (a variable set later in the process is read like a header).
+# Kept by issue 41's bench with the page cache's memos (see page_cache.REMEMBERED_URLS).
 PROCESS_ONLY = frozenset(name for name in os.environ if not _from_request(name))
 
 
