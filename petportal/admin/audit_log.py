@@ -16,7 +16,7 @@ from flask_babel import force_locale, ngettext
 from flask_babel import gettext as _
 
 from ..downloads import FILE_LANGUAGE, Cell
-from ..i18n import environment_label, number, role_label
+from ..i18n import environment_label, environments_label, number, role_label
 from ..lazy_text import lazy_gettext as _l
 from ..models import AuditAction, AuditDetail
 
@@ -58,6 +58,8 @@ ACTIONS = {
     AuditAction.ANIMALS_IMPORTED: _l("animals imported"),
     AuditAction.IMPORT_STARTED: _l("import started"),
     AuditAction.IMPORT_DISCARDED: _l("import discarded"),
+    AuditAction.ENVIRONMENTS_CHANGED: _l("environments changed"),
+    AuditAction.ANIMALS_PROMOTED: _l("animals promoted"),
 }
 
 
@@ -192,6 +194,30 @@ def _described(entry: Any) -> str:
                 "from %(previous)s to %(environment)s",
                 previous=environment_label(found["previous"]),
                 environment=environment,
+            )
+        case AuditDetail.ENVIRONMENTS:
+            return _(
+                "works on %(environments)s, before on %(previous)s",
+                environments=environments_label(found["environments"]),
+                previous=environments_label(found["previous"]),
+            )
+        case AuditDetail.ANIMAL_PROMOTED:
+            return _(
+                "id %(id)s: %(name)s (staging id %(staging_id)s, promotion %(import_id)s)",
+                id=found["pet_id"],
+                name=found["name"],
+                staging_id=found["staging_id"],
+                import_id=found["import_id"],
+            )
+        case AuditDetail.ANIMALS_PROMOTED:
+            return _(
+                "promotion %(import_id)s from staging: %(created)s created, %(refused)s refused, %(unknown)s "
+                "unknown, of %(total)s animals",
+                import_id=found["import_id"],
+                created=number(found["created"]),
+                refused=number(found["refused"]),
+                unknown=number(found["unknown"]),
+                total=number(found["total"]),
             )
         case AuditDetail.PREVIEW_CLEARED:
             return _("cleared")

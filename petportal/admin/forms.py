@@ -7,11 +7,11 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from flask_babel import gettext as _
-from wtforms import Field, HiddenField, SelectChoice, SelectField, StringField
+from wtforms import Field, HiddenField, SelectChoice, SelectField, SelectMultipleField, StringField
 from wtforms.validators import DataRequired, Length, ValidationError
 
 from .. import audit
-from ..auth.accounts import USERNAME_MAX_LENGTH
+from ..auth.accounts import USERNAME_MAX_LENGTH, AccountError, environments_of
 from ..auth.forms import new_password_field
 from ..catalog.categories import LABEL_MAX_LENGTH
 from ..catalog.forms import Readable, category_id_field, stripped
@@ -19,7 +19,7 @@ from ..config import ENVIRONMENT_NAMES
 from ..forms import PortalForm
 from ..i18n import environment_label
 from ..lazy_text import lazy_gettext as _l
-from ..models import AuditAction
+from ..models import EVERY_ENVIRONMENT, AuditAction
 from ..reading import DayField
 from .audit_log import action_label
 
@@ -40,6 +40,21 @@ def environment_choices(environments: Iterable[Environment], empty_label: str | 
         label = name if environment.configured else _("%(environment)s (not configured)", environment=name)
         choices.append(SelectChoice(environment.name, label, {"disabled": True} if not environment.configured else {}))
     return choices
+
+
+class EnvironmentsField(SelectMultipleField):
+    """The environments an account may work on: one or both (check boxes); `chosen` keeps them as
+    `User.environments` does."""
+
+    def __init__(self, label: Any = None, **kwargs: Any) -> None:
+        choices = [(name, name) for name in ENVIRONMENT_NAMES]  # the page shows each in the reader's language
+        super().__init__(label, choices=choices, validate_choice=False, default=EVERY_ENVIRONMENT.split(), **kwargs)
+
+    def pre_validate(self, form: Any) -> None:
+        try:
+            self.chosen = environments_of([value for value in self.data or [] if isinstance(value, str)])
+        except AccountError as error:
+            raise ValidationError(str(error)) from error
 
 
 class SwitchEnvironmentForm(PortalForm):
@@ -75,6 +90,7 @@ class NewUserForm(PortalForm):
         description=_l("Letters, digits and . _ @ - only."),
     )
     role = SelectField(_l("Role"), choices=ROLE_CHOICES, default="staff")
+    environments = EnvironmentsField(_l("Works on"))
     password = new_password_field(_l("Initial password"))
 
 
@@ -82,6 +98,12 @@ class RoleForm(PortalForm):
     """Another role for an account."""
 
     role = SelectField(_l("Role"), choices=ROLE_CHOICES)
+
+
+class EnvironmentsForm(PortalForm):
+    """The environments an account may work on."""
+
+    environments = EnvironmentsField(_l("Works on"))
 
 
 class ResetPasswordForm(PortalForm):
