@@ -154,7 +154,8 @@ class AuditDetail(StrEnum):
     open), sign_on_logout (`count`); every_session_ended (a disabled account), password_reset, wrong_password,
     other_sessions_ended, new_device, account_disabled, no_role_claim, from_command_line; codes_left (`count`);
     passkey (`name`). Environments: switched_from (`previous`; the entry's environment is the new one),
-    preview_cleared; environments (`previous`, `environments`: an account's, as `User.environments` keeps them).
+    preview_cleared; environments, environments_by_sign_on (`previous`, `environments`: an account's, as
+    `User.environments` keeps them); no_environment_claim.
     Promotions: animal_promoted (`pet_id`, `name`, `staging_id`, `import_id`), animals_promoted (`import_id`,
     `created`, `refused`, `unknown`, `total`). recorded: words kept before details were codes (`text`).
     """
@@ -190,6 +191,8 @@ class AuditDetail(StrEnum):
     SWITCHED_FROM = "switched_from"
     PREVIEW_CLEARED = "preview_cleared"
     ENVIRONMENTS = "environments"
+    ENVIRONMENTS_BY_SIGN_ON = "environments_by_sign_on"
+    NO_ENVIRONMENT_CLAIM = "no_environment_claim"
     ANIMAL_PROMOTED = "animal_promoted"
     ANIMALS_PROMOTED = "animals_promoted"
     RECORDED = "recorded"

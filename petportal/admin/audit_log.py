@@ -201,6 +201,14 @@ def _described(entry: Any) -> str:
                 environments=environments_label(found["environments"]),
                 previous=environments_label(found["previous"]),
             )
+        case AuditDetail.ENVIRONMENTS_BY_SIGN_ON:
+            return _(
+                "single sign-on: works on %(environments)s, before on %(previous)s",
+                environments=environments_label(found["environments"]),
+                previous=environments_label(found["previous"]),
+            )
+        case AuditDetail.NO_ENVIRONMENT_CLAIM:
+            return _("single sign-on: no environment in the environments claim")
         case AuditDetail.ANIMAL_PROMOTED:
             return _(
                 "id %(id)s: %(name)s (staging id %(staging_id)s, promotion %(import_id)s)",

@@ -29,9 +29,10 @@ from werkzeug.wrappers import Response
 
 from .. import audit, security
 from ..clock import now
+from ..config import ENVIRONMENT_NAMES
 from ..extensions import db
-from ..models import AuditAction, AuditDetail, User
-from . import logins
+from ..models import EVERY_ENVIRONMENT, AuditAction, AuditDetail, User
+from . import accounts, logins
 from .accounts import USERNAME_MAX_LENGTH
 
 PROVIDER = "company"
@@ -166,7 +167,8 @@ def signed_in() -> SignedIn:
     if not claims or not _fits(claims.get("sub")) or not _fits(claims.get("iss")):
         raise SignInFailed(_("The sign-in could not be completed. Start again from the login page."))
     claims = _with_userinfo(client, token, claims)
-    user = _account(claims, role_for(claims.get(current_app.config["OIDC"]["role_claim"])))
+    settings = current_app.config["OIDC"]
+    user = _account(claims, role_for(claims.get(settings["role_claim"])), environments_for(claims, settings))
     methods = claims.get("amr")
     second_factor = isinstance(methods, list) and any(method in SECOND_FACTOR_METHODS for method in methods)
     destination = session.pop(DESTINATION_KEY, None)
@@ -272,9 +274,22 @@ def role_for(values: Any) -> str | None:
     return None
 
 
-def _account(claims: Any, role: str | None) -> User:
-    """The account of this issuer and `sub`, made at the first sign-in, with `role`; refused (and audited)
-    without a role, or when disabled."""
+def environments_for(claims: Any, settings: dict[str, Any]) -> str | None:
+    """The environments the claim PETPORTAL_OIDC_ENVIRONMENTS_CLAIM gives (as `User.environments` keeps them):
+    both when no claim is configured; None when it names neither."""
+    if settings["environments_claim"] is None:
+        return EVERY_ENVIRONMENT
+    values = claims.get(settings["environments_claim"])
+    found = [values] if isinstance(values, str) else values if isinstance(values, list) else []
+    try:
+        return accounts.environments_of(list({value for value in found if value in ENVIRONMENT_NAMES}))
+    except accounts.AccountError:
+        return None
+
+
+def _account(claims: Any, role: str | None, environments: str | None) -> User:
+    """The account of this issuer and `sub`, made at the first sign-in, with `role` and `environments`; refused
+    (and audited) without a role or an environment, or when disabled."""
     issuer, subject = str(claims["iss"]), str(claims["sub"])
     user = db.session.scalar(select(User).filter_by(sso_issuer=issuer, sso_subject=subject))
     name = user.username if user is not None else _username(claims)
@@ -283,8 +298,20 @@ def _account(claims: Any, role: str | None) -> User:
         raise SignInRefused(
             _("Your account at the company's sign-in gives you no access to this portal. Ask an admin.")
         )
+    if environments is None:
+        audit.record(AuditAction.LOGIN_REFUSED, actor=name, detail=AuditDetail.NO_ENVIRONMENT_CLAIM)
+        raise SignInRefused(
+            _("Your account at the company's sign-in gives you no environment of this portal. Ask an admin.")
+        )
     if user is None:
-        user = User(username=name, role=role, password_hash=None, sso_issuer=issuer, sso_subject=subject)
+        user = User(
+            username=name,
+            role=role,
+            environments=environments,
+            password_hash=None,
+            sso_issuer=issuer,
+            sso_subject=subject,
+        )
         db.session.add(user)
         db.session.flush()
         audit.record(
@@ -304,6 +331,16 @@ def _account(claims: Any, role: str | None) -> User:
             role=role,
         )
         user.role = role
+    if user.environments != environments:
+        audit.record(
+            AuditAction.ENVIRONMENTS_CHANGED,
+            actor=name,
+            target=name,
+            detail=AuditDetail.ENVIRONMENTS_BY_SIGN_ON,
+            previous=user.environments,
+            environments=environments,
+        )
+        user.environments = environments
     return user
 
 
