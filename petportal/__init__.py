@@ -38,6 +38,7 @@ from .catalog import bp as catalog_bp
 from .extensions import csrf, db, login, migrate
 from .imports import bp as imports_bp
 from .imports import engines as import_engines
+from .imports.promote import bp as promote_bp
 from .serving import page_context
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -122,6 +123,7 @@ def register_blueprints(app: Flask) -> None:
     """One blueprint per area a user recognises."""
     app.register_blueprint(catalog_bp)
     app.register_blueprint(imports_bp)
+    app.register_blueprint(promote_bp)
     app.register_blueprint(auth_bp)
     app.register_blueprint(account_bp)
     app.register_blueprint(admin_bp)

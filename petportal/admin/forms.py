@@ -47,7 +47,9 @@ class EnvironmentsField(SelectMultipleField):
     `User.environments` does."""
 
     def __init__(self, label: Any = None, **kwargs: Any) -> None:
-        choices = [(name, name) for name in ENVIRONMENT_NAMES]  # the page shows each in the reader's language
+        choices = [
+            SelectChoice(name, name) for name in ENVIRONMENT_NAMES
+        ]  # the page names each in the reader's language
         super().__init__(label, choices=choices, validate_choice=False, default=EVERY_ENVIRONMENT.split(), **kwargs)
 
     def pre_validate(self, form: Any) -> None:

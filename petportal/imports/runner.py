@@ -39,6 +39,7 @@ from ..models import (
     BulkImport,
     ImportRow,
     ImportState,
+    Promotion,
     Reason,
     RowReason,
     StopReason,
@@ -81,6 +82,12 @@ def _take_over(import_id: str, runner: str, lease: float) -> bool:
             .values(state=TicketState.UNKNOWN, reason={"code": RowReason.PORTAL_STOPPED}, updated_at=now()),
             execution_options={"synchronize_session": False},
         )
+        db.session.execute(
+            update(Promotion)
+            .where(Promotion.import_id == import_id, Promotion.state == TicketState.SENDING)
+            .values(state=TicketState.UNKNOWN),
+            execution_options={"synchronize_session": False},
+        )
     db.session.commit()  # the take-over step
     return taken
 
@@ -96,13 +103,21 @@ class Sending:
     username: str
     filename: str
     total: int
+    source: str | None
 
 
 def _send_rows(app: Flask, import_id: str, runner: str) -> None:
     found = db.session.get(BulkImport, import_id)
     assert found is not None
     batch = Sending(
-        found.id, found.environment, found.active_at_start, found.user_id, found.username, found.filename, found.total
+        found.id,
+        found.environment,
+        found.active_at_start,
+        found.user_id,
+        found.username,
+        found.filename,
+        found.total,
+        found.source,
     )
     db.session.commit()  # end the read: the loop below runs for minutes
     environment, active_at_start = batch.environment, batch.active_at_start
@@ -184,13 +199,14 @@ def _finish(batch: Sending, runner: str, pause: StopReason | None, stop: Reason 
     if ended and state == ImportState.DONE:
         found = counts(batch.id)
         failed = sum(found[name] for name in FAILED_STATES)
+        promotion = batch.source is not None
         audit.record(
-            AuditAction.ANIMALS_IMPORTED,
+            AuditAction.ANIMALS_PROMOTED if promotion else AuditAction.ANIMALS_IMPORTED,
             actor=batch.username,
             environment=batch.environment,
-            detail=AuditDetail.ANIMALS_IMPORTED,
+            detail=AuditDetail.ANIMALS_PROMOTED if promotion else AuditDetail.ANIMALS_IMPORTED,
             import_id=batch.id,
-            filename=batch.filename,
+            **({} if promotion else {"filename": batch.filename}),
             created=found["created"],
             refused=failed,
             unknown=found["unknown"],
