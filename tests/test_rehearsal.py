@@ -217,7 +217,7 @@ def test_a_gone_staging_animal_and_a_refused_one_are_reported_on_their_rows_and_
         ([], "Choose at least one animal to promote."),
         (["abc"], "An animal&#39;s id is a whole number"),
         (["-1"], "An animal&#39;s id is a whole number"),
-        (["١"], "An animal&#39;s id is a whole number"),
+        (["\u0661"], "An animal&#39;s id is a whole number"),
         (["9" * 30], "An animal&#39;s id is a whole number"),
         ([str(number) for number in range(101)], "Choose at most 100 animals at once."),
     ],
