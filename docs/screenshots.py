@@ -59,6 +59,42 @@ def shoot(browser, origin, name, path, widths=WIDTHS, account=None, language="en
         context.close()
 
 
+LONG_NAME = "Bartholomew" * 9 + "X"  # 100 characters, the longest name an animal may have
+
+
+def promote_one(browser, origin, admin):
+    """As `admin`: add an animal with the longest name to staging (through a preview of staging) and promote the
+    first of staging's animals, so the promote page shows both kinds of row; the promoted one's staging id."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.goto(f"{origin}/login")
+    page.fill("#username", admin[0])
+    page.fill("#password", admin[1])
+    page.click("button[type=submit]")
+    page.wait_for_load_state()
+    page.goto(f"{origin}/admin/environment")
+    page.select_option("#preview_environment", "staging")
+    page.click("form[action$='/preview'] button[type=submit]")
+    page.goto(f"{origin}/animals/new")
+    page.fill("#name", LONG_NAME)
+    page.fill("#category_id", "1")
+    page.click("button[data-submit-once]")
+    page.wait_for_load_state()
+    page.goto(f"{origin}/admin/environment")
+    page.select_option("#preview_environment", "")
+    page.click("form[action$='/preview'] button[type=submit]")
+    page.goto(f"{origin}/animals/promote?limit=100")
+    first = page.get_attribute("input[name=pet_id]:not([disabled])", "value")
+    page.check(f"#pet-{first}")
+    page.click("main form[method=post] button[type=submit]")
+    page.wait_for_load_state()
+    page.click("form[action$='/start'] button[type=submit]")
+    page.wait_for_load_state()
+    page.wait_for_timeout(1500)  # the promotion of one animal ends at once
+    context.close()
+    return first
+
+
 def main():
     from petportal.processes import free_port, stop, wait_for_port
 
@@ -86,6 +122,16 @@ def main():
                 then=lambda page: (page.click("main form button[type=submit]"), page.wait_for_load_state()),
             )
             shoot(browser, origin, "login", "/login", widths=(1280,))
+            promoted_before = promote_one(browser, origin, admin)
+            shoot(
+                browser,
+                origin,
+                "promote-de",
+                f"/animals/promote?limit=100#pet-{promoted_before}",
+                widths=(1280, 320),
+                account=admin,
+                language="de",
+            )
             browser.close()
     finally:
         stop([demo])
