@@ -321,26 +321,16 @@ def _account(claims: Any, role: str | None, environments: str | None) -> User:
     if not user.enabled:
         audit.record(AuditAction.LOGIN_REFUSED, actor=name, detail=AuditDetail.ACCOUNT_DISABLED)
         raise SignInRefused(_("This account is disabled. Ask an admin to enable it."))
-    if user.role != role:
-        audit.record(
-            AuditAction.ROLE_CHANGED,
-            actor=name,
-            target=name,
-            detail=AuditDetail.ROLE_CHANGED_BY_SIGN_ON,
-            previous=user.role,
-            role=role,
-        )
-        user.role = role
-    if user.environments != environments:
-        audit.record(
-            AuditAction.ENVIRONMENTS_CHANGED,
-            actor=name,
-            target=name,
-            detail=AuditDetail.ENVIRONMENTS_BY_SIGN_ON,
-            previous=user.environments,
-            environments=environments,
-        )
-        user.environments = environments
+    # What the claims say now wins, audited: the role, and the environments.
+    claimed = (
+        ("role", role, AuditAction.ROLE_CHANGED, AuditDetail.ROLE_CHANGED_BY_SIGN_ON),
+        ("environments", environments, AuditAction.ENVIRONMENTS_CHANGED, AuditDetail.ENVIRONMENTS_BY_SIGN_ON),
+    )
+    for attribute, value, action, detail in claimed:
+        previous = getattr(user, attribute)
+        if previous != value:
+            audit.record(action, actor=name, target=name, detail=detail, previous=previous, **{attribute: value})
+            setattr(user, attribute, value)
     return user
 
 
