@@ -120,15 +120,15 @@ def _preview(ids: list[int], client: PetStoreClient) -> Any:
 
 
 def _staging_animals(ids: list[int], client: PetStoreClient) -> dict[int, Pet | str | None]:
-    """Each staging animal by its id (getPet), or the store's reason it has none (a 404's message, or None once
-    getPet is retired and listPets does not return it)."""
+    """Each staging animal by its id, or the store's reason it has none (a 404's message; None once getPet is
+    retired): one listPets, then getPet for any chosen animal beyond the first LIMIT_MAX it lists."""
+    listed = {animal.id: animal for animal in client.list_pets(limit=LIMIT_MAX)}
     found: dict[int, Pet | str | None] = {}
     for staging_id in ids:
         try:
-            found[staging_id] = client.get_pet(staging_id)
+            found[staging_id] = listed.get(staging_id) or client.get_pet(staging_id)
         except NotFound as missing:
             found[staging_id] = missing.message
         except Gone:
-            listed = {animal.id: animal for animal in client.list_pets(limit=LIMIT_MAX)}
-            return {number: listed.get(number) for number in ids}
+            found[staging_id] = None
     return found
