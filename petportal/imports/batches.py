@@ -146,8 +146,9 @@ def progress(batch: BulkImport, found: Counter[str] | None = None) -> dict[str, 
 
 
 def start(batch: BulkImport, active_name: str | None) -> bool:
-    """Queue the import's unsent rows, bound to its environment while `active_name` stays active; False when it
-    was already queued, running or done (another tab or process started it first)."""
+    """Queue the import's unsent rows, bound to its environment while `active_name` stays active (None: a
+    promotion, bound to none); False when it was already queued, running or done (another tab or process started
+    it first)."""
     changed = change(
         batch.id,
         BulkImport.state.in_(STARTABLE),
