@@ -86,13 +86,15 @@ class StopReason(StrEnum):
     """Why an import stopped sending, kept as `BulkImport.reason`: `{"code": ..., values}`.
 
     key_rejected, unavailable, row_unknown (a row got no usable answer): paused; switched: the active environment
-    changed (`previous`, `active`); recorded: words kept before reasons were codes (`text`).
+    changed (`previous`, `active`); limited: its owner no longer works on its environments; recorded: words kept
+    before reasons were codes (`text`).
     """
 
     KEY_REJECTED = "key_rejected"
     UNAVAILABLE = "unavailable"
     ROW_UNKNOWN = "row_unknown"
     SWITCHED = "switched"
+    LIMITED = "limited"
     RECORDED = "recorded"
 
 

@@ -8,6 +8,7 @@ production at most once, ever, through a ledger claimed before sending; an unkno
 import csv
 import io
 import json
+import time
 
 import pytest
 
@@ -15,8 +16,8 @@ from bench.portal import csrf_token
 from petportal.extensions import db
 from petportal.models import AuditEntry, Promotion, User
 
-from helpers import AuthActions, creates, finished, post_form, press, submission_token, upload
-from servers import serve
+from helpers import AuthActions, SlowStore, creates, finished, post_form, press, submission_token, upload
+from servers import FaultServer, serve
 
 BOM = "\ufeff"
 
@@ -237,3 +238,21 @@ def test_only_admins_and_staff_who_work_on_both_may_promote(portal_app, auth_for
     limit(portal_app, "staff", "staging")
     assert staff.get("/animals/promote").status_code == 403
     assert staff.post("/animals/promote", data={"pet_id": "1"}).status_code in (400, 403)
+
+
+def test_an_import_running_when_its_owner_is_limited_to_the_other_environment_stops(make_portal, auth_for, tmp_path):
+    store = SlowStore(tmp_path, seconds=0.05)
+    with serve(store) as origin, FaultServer() as staging:
+        app = make_portal.over(origin + "/v1", staging.base_url, IMPORT_CONCURRENCY=1)
+        staff = auth_for(app, "staff")
+        rows = "".join(f"Pup {number},1,\n" for number in range(60))
+        path = upload(staff, "name,categoryId,status\n" + rows).headers["Location"]
+        press(staff, path, "start")
+        while staff.get(f"{path}.json").get_json()["created"] < 3:
+            time.sleep(0.02)
+        assert limit(app, "staff", "staging").status_code == 303
+        stopped = finished(staff, path)
+        assert stopped["state"] == "stopped" and stopped["created"] < 60
+        assert "staff no longer works on production, so nothing more was sent." in staff.get(path).text
+        assert press(staff, path, "start").status_code == 409
+        assert len(store.names) == stopped["created"]

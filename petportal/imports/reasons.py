@@ -75,6 +75,12 @@ def import_reason(batch: BulkImport) -> str | None:
                 active=reason.get("active"),
                 environment=environment,
             )
+        case StopReason.LIMITED:
+            return _(
+                "%(owner)s no longer works on %(environment)s, so nothing more was sent.",
+                owner=batch.username,
+                environment=environment,
+            )
         case StopReason.RECORDED:
             return str(reason.get("text", "")) or None
     return None

@@ -25,7 +25,7 @@ from datetime import timedelta
 from typing import Any
 
 from flask import Flask, current_app
-from sqlalchemy import update
+from sqlalchemy import select, update
 
 from .. import audit
 from ..catalog import adding
@@ -44,6 +44,7 @@ from ..models import (
     RowReason,
     StopReason,
     TicketState,
+    User,
 )
 from .batches import FAILED_STATES, RUNNABLE, change, counts
 
@@ -139,6 +140,8 @@ def _send_rows(app: Flask, import_id: str, runner: str) -> None:
                     log.warning("bulk import %s: runner %s lost its lease; another runner goes on", import_id, runner)
                     break
                 renewed_at = time.monotonic()
+                if stop is None and not _owner_works_on(batch):
+                    stop = {"code": StopReason.LIMITED}
             active = environments().active().name
             if stop is None and active_at_start is not None and active != active_at_start:
                 stop = {"code": StopReason.SWITCHED, "previous": active_at_start, "active": active}
@@ -213,6 +216,14 @@ def _finish(batch: Sending, runner: str, pause: StopReason | None, stop: Reason 
             total=batch.total,
         )
     db.session.commit()  # the finishing step: the import's end and its audit entry together
+
+
+def _owner_works_on(batch: Sending) -> bool:
+    """Whether the import's owner still works on its environment (and a promotion's source): an admin may have
+    limited the account since it was started."""
+    kept = db.session.scalar(select(User.environments).where(User.id == batch.user_id)) or ""
+    db.session.commit()  # end the read
+    return {batch.environment, batch.source or batch.environment} <= set(kept.split())
 
 
 def _in_app(app: Flask, work: Any, *args: Any) -> Any:
