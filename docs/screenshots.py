@@ -39,8 +39,11 @@ def start_demo(port):
     return demo, passwords
 
 
-def shoot(browser, origin, name, path, widths=WIDTHS, account=None, language="en", theme="light", then=None):
-    """Open `path` as `account` in `language` and `theme`, do `then(page)`, and save docs/<name>-<width>.png."""
+def shoot(
+    browser, origin, name, path, widths=WIDTHS, account=None, language="en", theme="light", then=None, whole=(1280,)
+):
+    """Open `path` as `account` in `language` and `theme`, do `then(page)`, and save docs/<name>-<width>.png (the
+    whole page at the `whole` widths, else what the screen shows)."""
     for width in widths:
         context = browser.new_context(viewport={"width": width, "height": 900}, color_scheme=theme, locale=language)
         context.add_cookies([{"name": "language", "value": language, "url": origin}])
@@ -55,8 +58,43 @@ def shoot(browser, origin, name, path, widths=WIDTHS, account=None, language="en
         page.goto(origin + path)
         if then is not None:
             then(page)
-        page.screenshot(path=str(ROOT / "docs" / f"{name}-{width}.png"), full_page=width == 1280)
+        page.screenshot(path=str(ROOT / "docs" / f"{name}-{width}.png"), full_page=width in whole)
         context.close()
+
+
+LONG_NAME = "Bartholomew" * 9 + "X"  # 100 characters, the longest name an animal may have
+
+
+def promote_one(browser, origin, admin):
+    """As `admin`: add an animal with the longest name to staging (through a preview of staging) and promote the
+    first of staging's animals, so the promote page shows both kinds of row."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.goto(f"{origin}/login")
+    page.fill("#username", admin[0])
+    page.fill("#password", admin[1])
+    page.click("button[type=submit]")
+    page.wait_for_load_state()
+    page.goto(f"{origin}/admin/environment")
+    page.select_option("#preview_environment", "staging")
+    page.click("form[action$='/preview'] button[type=submit]")
+    page.goto(f"{origin}/animals/new")
+    page.fill("#name", LONG_NAME)
+    page.fill("#category_id", "1")
+    page.click("button[data-submit-once]")
+    page.wait_for_load_state()
+    page.goto(f"{origin}/admin/environment")
+    page.select_option("#preview_environment", "")
+    page.click("form[action$='/preview'] button[type=submit]")
+    page.goto(f"{origin}/animals/promote?limit=100")
+    first = page.get_attribute("input[name=pet_id]:not([disabled])", "value")
+    page.check(f"#pet-{first}")
+    page.click("main form[method=post] button[type=submit]")
+    page.wait_for_load_state()
+    page.click("form[action$='/start'] button[type=submit]")
+    page.wait_for_load_state()
+    page.wait_for_timeout(1500)  # the promotion of one animal ends at once
+    context.close()
 
 
 def main():
@@ -86,6 +124,17 @@ def main():
                 then=lambda page: (page.click("main form button[type=submit]"), page.wait_for_load_state()),
             )
             shoot(browser, origin, "login", "/login", widths=(1280,))
+            promote_one(browser, origin, admin)
+            shoot(
+                browser,
+                origin,
+                "promote-de",
+                "/animals/promote?limit=100",
+                widths=(1280, 320),
+                account=admin,
+                language="de",
+                whole=(1280, 320),
+            )
             browser.close()
     finally:
         stop([demo])

@@ -19,12 +19,13 @@ from petportal.admin.views import bp as admin
 from petportal.auth.views import bp as auth
 from petportal.catalog.views import bp as catalog
 from petportal.i18n import template_text
+from petportal.imports.promote import bp as promote
 from petportal.imports.views import bp as imports
 from petportal.petstore.active import page_context
 from petportal.running import commands, ops
 from petportal.web import language_switch, readers
 
-BLUEPRINTS = (catalog, imports, auth, account, admin, users, categories, ops.bp, language_switch.bp)
+BLUEPRINTS = (catalog, imports, promote, auth, account, admin, users, categories, ops.bp, language_switch.bp)
 
 
 def create_app(test_config: dict[str, Any] | None = None, *, demo: Mapping[str, Any] | None = None) -> Flask:

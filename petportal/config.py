@@ -277,6 +277,8 @@ def _single_sign_on(environ: Mapping[str, str]) -> dict[str, Any] | None:
         "client_secret": environ.get("PETPORTAL_OIDC_CLIENT_SECRET", "").strip() or None,
         "name": environ.get("PETPORTAL_OIDC_NAME", "").strip() or "single sign-on",
         "role_claim": environ.get("PETPORTAL_OIDC_ROLE_CLAIM", "").strip() or "groups",
+        # A claim whose values (production, staging) set the environments an account may work on; None: both.
+        "environments_claim": environ.get("PETPORTAL_OIDC_ENVIRONMENTS_CLAIM", "").strip() or None,
         "admin_values": values("PETPORTAL_OIDC_ADMIN_VALUES"),
         "staff_values": values("PETPORTAL_OIDC_STAFF_VALUES"),
         # How long a login made through the provider lasts at most (None: the 12 hours every login has).

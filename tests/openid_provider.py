@@ -95,6 +95,7 @@ def sign_in_settings(provider):
         "role_claim": "groups",
         "admin_values": frozenset({"pet-admins"}),
         "staff_values": frozenset({"pet-staff"}),
+        "environments_claim": None,
         "session_max_age": None,
     }
     return {"PUBLIC_URL": PORTAL, "OIDC": oidc}

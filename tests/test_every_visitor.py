@@ -68,9 +68,10 @@ def with_long_data(app):
         db.session.commit()
 
 
-def visit(page, origin, production_store):
+def visit(page, origin, production_store, staging_store):
     """Each page, in the order a visitor meets them: yields (name, the HTML the server sent)."""
     rex = production_store.animals()[0]["id"]
+    long_on_staging = staging_store.add(LONG_NAME, 7, "available")["id"]
     for name, path in (("login", "/login"), ("list", "/animals"), ("animal", f"/animals/{rex}"), ("404", "/nowhere")):
         response = page.goto(origin + path)
         yield name, response.text()
@@ -92,6 +93,12 @@ def visit(page, origin, production_store):
     with page.expect_navigation():
         page.click("form[enctype] button[type=submit]")
     yield "import-preview", page.content()
+    page.goto(f"{origin}/animals/promote?limit=100")
+    yield "promote", page.content()
+    page.check(f"#pet-{long_on_staging}")
+    with page.expect_navigation():
+        page.click("form[method=post] button.btn-primary")
+    yield "promotion-preview", page.content()
     user = quote(LONG_USER)
     for name, path in (
         ("list-long", "/animals?sort=name"),
@@ -119,7 +126,7 @@ IMPORTED = f"name,categoryId,status\n{LONG_NAME},7,available\n{LONG_NAME}{LONG_N
 @pytest.mark.parametrize("theme", ["light", "dark"])
 @pytest.mark.parametrize("language", ["en", "de", "es"])
 def test_every_page_in_every_language_and_theme_is_accessible_valid_and_fits(
-    browser, portal_app, production_store, tmp_path, language, theme
+    browser, portal_app, production_store, staging_store, tmp_path, language, theme
 ):
     """Every page with the longest data, at 320, 375, 768 and 1280 px: axe finds nothing, nothing scrolls
     sideways, and the top bar is one line at 1280 px."""
@@ -129,7 +136,7 @@ def test_every_page_in_every_language_and_theme_is_accessible_valid_and_fits(
         context = browser.new_context(locale=language, color_scheme=theme, viewport={"width": 1280, "height": 900})
         page = context.new_page()
         page.set_default_timeout(10_000)
-        for name, html in visit(page, origin, production_store):
+        for name, html in visit(page, origin, production_store, staging_store):
             assert f'<html lang="{language}"' in html, f"{name} is not served in {language}"
             assert page.evaluate("document.documentElement.dataset.bsTheme") == theme
             for width in WIDTHS:

@@ -538,7 +538,7 @@ class Portal:
 
 
 def readied(app, caplog):
-    """The portal with something on every page (an import each for staff and admin, a category label), and
+    """The portal with something on every page (an import each for staff and admin, a promotion, a category label), and
     what a survey of its pages as each role found."""
     site = Site(own_rules(app), app.url_map.bind("localhost"))
     clients = {role: Visitor(app, site, role, Log(caplog)) for role in ROLES}
@@ -549,6 +549,9 @@ def readied(app, caplog):
     admin = clients["admin"].client
     label = {"environment": "production", "category_id": "1", "label": "Dogs"}
     assert post_form(admin, "/admin/categories", "/admin/categories", **label).status_code == 303
+    # A promotion from staging, so its pages (and its preview's buttons) are walked as an import's are.
+    staging_id = re.search(r'name="pet_id" value="([0-9]+)"', admin.get("/animals/promote").text)[1]
+    assert post_form(admin, "/animals/promote", "/animals/promote", pet_id=staging_id).status_code == 303
     return Portal(app, survey(app, {role: visitor.client for role, visitor in clients.items()}))
 
 

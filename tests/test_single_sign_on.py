@@ -157,6 +157,28 @@ def test_the_role_is_read_again_at_every_sign_in(sso_portal, provider):
     assert ("role_changed", "ada") in audit_actions(sso_portal)
 
 
+def test_without_an_environments_claim_an_account_made_by_sign_in_works_on_both(sso_portal):
+    sign_in(sso_portal.test_client(), "kim-0001")
+    assert account(sso_portal, "kim-0001").environments == "production staging"
+
+
+def test_the_environments_claim_sets_the_accounts_environments_at_every_sign_in(make_portal, provider):
+    settings = sign_in_settings(provider)
+    app = make_portal(**{**settings, "OIDC": {**settings["OIDC"], "environments_claim": "groups"}})
+    provider.set_groups("kim-0001", ["pet-staff", "staging"])
+    client = app.test_client()
+    assert sign_in(client, "kim-0001").status_code == 303
+    assert account(app, "kim-0001").environments == "staging"
+    assert "You work on" in client.get("/animals").text
+    provider.set_groups("kim-0001", ["pet-staff", "staging", "production"])
+    assert sign_in(app.test_client(), "kim-0001").status_code == 303
+    assert account(app, "kim-0001").environments == "production staging"
+    assert ("environments_changed", "kim") in audit_actions(app)
+    provider.set_groups("kim-0001", ["pet-staff"])
+    refused = sign_in(app.test_client(), "kim-0001")
+    assert refused.status_code == 403 and "no environment of this portal" in refused.text
+
+
 def test_someone_with_no_mapped_group_gets_403_and_no_account(sso_portal):
     client = sso_portal.test_client()
     answer = sign_in(client, "eve-0003")
@@ -283,6 +305,7 @@ def test_an_unreachable_provider_gets_the_503_page(make_portal):
             "role_claim": "groups",
             "admin_values": frozenset({"a"}),
             "staff_values": frozenset(),
+            "environments_claim": None,
             "session_max_age": None,
         },
     )

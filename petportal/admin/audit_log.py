@@ -16,7 +16,7 @@ from flask_babel import force_locale, ngettext
 from flask_babel import gettext as _
 
 from petportal.data.models import AuditAction, AuditDetail
-from petportal.i18n.languages import environment_label, number, role_label
+from petportal.i18n.languages import environment_label, environments_label, number, role_label
 from petportal.i18n.lazy_text import lazy_gettext as _l
 from petportal.web.downloads import FILE_LANGUAGE, Cell
 
@@ -58,6 +58,8 @@ ACTIONS = {
     AuditAction.ANIMALS_IMPORTED: _l("animals imported"),
     AuditAction.IMPORT_STARTED: _l("import started"),
     AuditAction.IMPORT_DISCARDED: _l("import discarded"),
+    AuditAction.ENVIRONMENTS_CHANGED: _l("environments changed"),
+    AuditAction.ANIMALS_PROMOTED: _l("animals promoted"),
 }
 
 
@@ -192,6 +194,38 @@ def _described(entry: Any) -> str:
                 "from %(previous)s to %(environment)s",
                 previous=environment_label(found["previous"]),
                 environment=environment,
+            )
+        case AuditDetail.ENVIRONMENTS:
+            return _(
+                "works on %(environments)s, before on %(previous)s",
+                environments=environments_label(found["environments"]),
+                previous=environments_label(found["previous"]),
+            )
+        case AuditDetail.ENVIRONMENTS_BY_SIGN_ON:
+            return _(
+                "single sign-on: works on %(environments)s, before on %(previous)s",
+                environments=environments_label(found["environments"]),
+                previous=environments_label(found["previous"]),
+            )
+        case AuditDetail.NO_ENVIRONMENT_CLAIM:
+            return _("single sign-on: no environment in the environments claim")
+        case AuditDetail.ANIMAL_PROMOTED:
+            return _(
+                "id %(id)s: %(name)s (staging id %(staging_id)s, promotion %(import_id)s)",
+                id=found["pet_id"],
+                name=found["name"],
+                staging_id=found["staging_id"],
+                import_id=found["import_id"],
+            )
+        case AuditDetail.ANIMALS_PROMOTED:
+            return _(
+                "promotion %(import_id)s from staging: %(created)s created, %(refused)s refused, %(unknown)s "
+                "unknown, of %(total)s animals",
+                import_id=found["import_id"],
+                created=number(found["created"]),
+                refused=number(found["refused"]),
+                unknown=number(found["unknown"]),
+                total=number(found["total"]),
             )
         case AuditDetail.PREVIEW_CLEARED:
             return _("cleared")

@@ -7,17 +7,17 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from flask_babel import gettext as _
-from wtforms import Field, HiddenField, SelectChoice, SelectField, StringField
+from wtforms import Field, HiddenField, SelectChoice, SelectField, SelectMultipleField, StringField
 from wtforms.validators import DataRequired, Length, ValidationError
 
 from petportal.admin.audit_log import action_label
-from petportal.auth.accounts import USERNAME_MAX_LENGTH
+from petportal.auth.accounts import USERNAME_MAX_LENGTH, AccountError, environments_of
 from petportal.auth.forms import new_password_field
 from petportal.catalog.categories import LABEL_MAX_LENGTH
 from petportal.catalog.forms import Readable, category_id_field, stripped
 from petportal.config import ENVIRONMENT_NAMES
 from petportal.data import audit
-from petportal.data.models import AuditAction
+from petportal.data.models import EVERY_ENVIRONMENT, AuditAction
 from petportal.i18n.languages import environment_label
 from petportal.i18n.lazy_text import lazy_gettext as _l
 from petportal.web.forms import PortalForm
@@ -40,6 +40,24 @@ def environment_choices(environments: Iterable[Environment], empty_label: str | 
         label = name if environment.configured else _("%(environment)s (not configured)", environment=name)
         choices.append(SelectChoice(environment.name, label, {"disabled": True} if not environment.configured else {}))
     return choices
+
+
+class EnvironmentsField(SelectMultipleField):
+    """The environments an account may work on: one or both (check boxes); `chosen` keeps them as
+    `User.environments` does."""
+
+    def __init__(self, label: Any = None, *, both_when_empty: bool = False, **kwargs: Any) -> None:
+        # Each is named in the reader's language by the page.
+        choices = [SelectChoice(name, name) for name in ENVIRONMENT_NAMES]
+        super().__init__(label, choices=choices, validate_choice=False, default=EVERY_ENVIRONMENT.split(), **kwargs)
+        self.both_when_empty = both_when_empty
+
+    def pre_validate(self, form: Any) -> None:
+        given = [value for value in self.data or [] if isinstance(value, str)]
+        try:
+            self.chosen = environments_of(given or (EVERY_ENVIRONMENT.split() if self.both_when_empty else []))
+        except AccountError as error:
+            raise ValidationError(str(error)) from error
 
 
 class SwitchEnvironmentForm(PortalForm):
@@ -75,6 +93,8 @@ class NewUserForm(PortalForm):
         description=_l("Letters, digits and . _ @ - only."),
     )
     role = SelectField(_l("Role"), choices=ROLE_CHOICES, default="staff")
+    # Nothing chosen (or a form without the field) gives both, the default.
+    environments = EnvironmentsField(_l("Works on"), both_when_empty=True)
     password = new_password_field(_l("Initial password"))
 
 
@@ -82,6 +102,12 @@ class RoleForm(PortalForm):
     """Another role for an account."""
 
     role = SelectField(_l("Role"), choices=ROLE_CHOICES)
+
+
+class EnvironmentsForm(PortalForm):
+    """The environments an account may work on."""
+
+    environments = EnvironmentsField(_l("Works on"))
 
 
 class ResetPasswordForm(PortalForm):

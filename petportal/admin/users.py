@@ -12,13 +12,13 @@ from flask_babel import gettext as _
 from flask_babel import ngettext
 from flask_login import current_user, login_fresh
 
-from petportal.admin.forms import NewUserForm, ResetPasswordForm, RoleForm
+from petportal.admin.forms import EnvironmentsForm, NewUserForm, ResetPasswordForm, RoleForm
 from petportal.auth import accounts, logins, passkeys
 from petportal.auth.access import log_in_again, role_required
 from petportal.data import audit
 from petportal.data.models import AuditAction, AuditDetail, User
 from petportal.extensions import db
-from petportal.i18n.languages import role_label
+from petportal.i18n.languages import environments_label, role_label
 from petportal.web.forms import ButtonForm
 
 bp = Blueprint("users", __name__, url_prefix="/admin/users")
@@ -49,7 +49,13 @@ def new_user() -> ResponseReturnValue:
     if not login_fresh():
         return log_in_again(url_for(".new_user"), _("Log in again to add an account."))
     try:
-        user = accounts.create(form.username.data, form.role.data, form.password.data, must_change_password=True)
+        user = accounts.create(
+            form.username.data,
+            form.role.data,
+            form.password.data,
+            must_change_password=True,
+            environments=form.environments.chosen,
+        )
     except accounts.AccountError as error:
         form.username.errors.append(str(error))
         return render_template("admin/users/new.html", form=form), 400
@@ -112,6 +118,32 @@ def change_role(user: User) -> ResponseReturnValue:
     return _(
         "%(username)s is now %(role)s, from their next request on.", username=user.username, role=role_label(user.role)
     )
+
+
+@bp.post("/<name>/environments")
+@role_required("admin")
+@account_change
+def change_environments(user: User) -> ResponseReturnValue:
+    """Let the account work on production, staging or both, from its next request on."""
+    form = EnvironmentsForm()
+    if not form.validate_on_submit():
+        return _manage_page(user, environments_form=form, status=400)
+    before = user.environments
+    if before == form.environments.chosen:
+        return _("%(username)s already works on %(environments)s; nothing changed.", **_works_on(user))
+    accounts.set_environments(user, form.environments.chosen)
+    audit.record(
+        AuditAction.ENVIRONMENTS_CHANGED,
+        target=user.username,
+        detail=AuditDetail.ENVIRONMENTS,
+        previous=before,
+        environments=user.environments,
+    )
+    return _("%(username)s works on %(environments)s from their next request on.", **_works_on(user))
+
+
+def _works_on(user: User) -> dict[str, str]:
+    return {"username": user.username, "environments": environments_label(user.environments)}
 
 
 @bp.post("/<name>/disable")
@@ -196,7 +228,11 @@ def _account(name: str) -> User:
 
 
 def _manage_page(
-    user: User, role_form: RoleForm | None = None, password_form: ResetPasswordForm | None = None, status: int = 200
+    user: User,
+    role_form: RoleForm | None = None,
+    password_form: ResetPasswordForm | None = None,
+    environments_form: EnvironmentsForm | None = None,
+    status: int = 200,
 ) -> tuple[str, int]:
     # Only the form that was sent keeps what was typed; the others show the account as it is.
     role_form = role_form or RoleForm(formdata=None, data={"role": user.role})
@@ -207,6 +243,8 @@ def _manage_page(
         logins=logins.open_logins(user.id),
         role_form=role_form,
         password_form=password_form or ResetPasswordForm(formdata=None),
+        environments_form=environments_form
+        or EnvironmentsForm(formdata=None, data={"environments": user.environments.split()}),
         button=ButtonForm(),
         fresh=login_fresh(),
         second_factor=passkeys.has_second_factor(user),

@@ -1,5 +1,6 @@
 """What can be changed about an account, by its admins, its owner or the `flask user` commands, and the
-rules that keep the portal manageable: a policy for every password, and always one enabled admin.
+rules that keep the portal manageable: a policy for every password, and always one enabled admin who works on
+both environments.
 
 Every change is written to the database the account is checked against on each request, so it takes
 effect on the account's next request in every portal process. Nothing here commits: the request (or the
@@ -16,8 +17,9 @@ from sqlalchemy import CursorResult, exists, func, or_, select, update
 from sqlalchemy.orm import aliased
 
 from petportal.auth import logins, mfa, passkeys
+from petportal.config import ENVIRONMENT_NAMES
 from petportal.data import audit, passwords
-from petportal.data.models import ROLES, User
+from petportal.data.models import EVERY_ENVIRONMENT, ROLES, User
 from petportal.extensions import db
 
 USERNAME_MAX_LENGTH = 80
@@ -36,8 +38,11 @@ def find(username: str) -> User | None:
     return db.session.scalar(select(User).filter_by(username=username))
 
 
-def create(username: str, role: str, password: str, must_change_password: bool) -> User:
-    """Add an account; with `must_change_password` it must choose its own password at its first login."""
+def create(
+    username: str, role: str, password: str, must_change_password: bool, environments: str = EVERY_ENVIRONMENT
+) -> User:
+    """Add an account, working on `environments` (`environments_of`); with `must_change_password` it must choose
+    its own password at its first login."""
     username = username.strip()
     if not username or len(username) > USERNAME_MAX_LENGTH:
         raise AccountError(_("A user name is 1 to %(count)s characters long.", count=USERNAME_MAX_LENGTH))
@@ -56,7 +61,7 @@ def create(username: str, role: str, password: str, must_change_password: bool) 
         raise AccountError(_("An account called %(username)s already exists.", username=repr(username)))
     if problem := passwords.problem(password):
         raise AccountError(problem)
-    user = User(username=username, role=role, must_change_password=must_change_password)
+    user = User(username=username, role=role, must_change_password=must_change_password, environments=environments)
     user.set_password(password)
     db.session.add(user)
     return user
@@ -78,6 +83,20 @@ def set_enabled(actor: User, user: User, enabled: bool) -> None:
     _change_keeping_an_admin(user, enabled=enabled)
     if not enabled:
         logins.end_all(user.id)
+
+
+def environments_of(names: list[str]) -> str:
+    """The environments `names` choose, as `User.environments` keeps them; AccountError when none is one."""
+    chosen = " ".join(name for name in ENVIRONMENT_NAMES if name in names)
+    if not chosen or len(set(names)) != len(chosen.split()):
+        raise AccountError(_("Choose production, staging or both."))
+    return chosen
+
+
+def set_environments(user: User, environments: str) -> None:
+    """Let `user` work on `environments` alone (`environments_of`) from its next request on, in every process;
+    never the last enabled admin who works on both."""
+    _change_keeping_an_admin(user, environments=environments)
 
 
 def reset_password(user: User, password: str) -> None:
@@ -122,7 +141,8 @@ def _has_a_password(user: User) -> None:
 
 
 def _change_keeping_an_admin(user: User, **values: Any) -> None:
-    """Apply `values` to `user` unless no enabled admin would remain; nothing changes when it is refused.
+    """Apply `values` to `user` unless no enabled admin working on both environments would remain; nothing changes
+    when it is refused.
 
     One conditional UPDATE, so a refusal leaves nothing to undo: it applies only while the account is not
     an enabled admin, or another enabled admin exists. On PostgreSQL the enabled admins' rows are locked
@@ -131,16 +151,21 @@ def _change_keeping_an_admin(user: User, **values: Any) -> None:
     """
     db.session.execute(select(User.id).where(User.role == "admin", User.enabled.is_(True)).with_for_update())
     change = update(User).where(User.id == user.id).values(**values)
-    if not (values.get("role", user.role) == "admin" and values.get("enabled", user.enabled)):
+    after = {"role": user.role, "enabled": user.enabled, "environments": user.environments, **values}
+    if not (after["role"] == "admin" and after["enabled"] and after["environments"] == EVERY_ENVIRONMENT):
         other = aliased(User)
-        another_admin = exists().where(other.role == "admin", other.enabled.is_(True), other.id != user.id)
-        change = change.where(or_(User.role != "admin", User.enabled.is_(False), another_admin))
+        another_admin = exists().where(
+            other.role == "admin", other.enabled.is_(True), other.environments == EVERY_ENVIRONMENT, other.id != user.id
+        )
+        change = change.where(
+            or_(User.role != "admin", User.enabled.is_(False), User.environments != EVERY_ENVIRONMENT, another_admin)
+        )
     changed = cast("CursorResult[Any]", db.session.execute(change, execution_options={"synchronize_session": "fetch"}))
     if changed.rowcount != 1:
         raise AccountError(
             _(
-                "%(username)s is the last enabled admin: make another account an admin first, so someone can "
-                "still run the portal.",
+                "%(username)s is the last enabled admin who works on both environments: make another account "
+                "such an admin first, so someone can still run the portal.",
                 username=user.username,
             )
         )

@@ -20,11 +20,12 @@ from flask_babel import gettext as _
 from sqlalchemy import func, select
 from werkzeug.wrappers import Response
 
-from petportal.auth import logins
+from petportal.auth import accounts, logins
 from petportal.auth.accounts import USERNAME_MAX_LENGTH
 from petportal.clock import now
+from petportal.config import ENVIRONMENT_NAMES
 from petportal.data import audit
-from petportal.data.models import AuditAction, AuditDetail, User
+from petportal.data.models import EVERY_ENVIRONMENT, AuditAction, AuditDetail, User
 from petportal.extensions import db
 from petportal.web import security
 
@@ -147,7 +148,8 @@ def signed_in() -> SignedIn:
     if not claims or not _fits(claims.get("sub")) or not _fits(claims.get("iss")):
         raise SignInFailed(_("The sign-in could not be completed. Start again from the login page."))
     claims = _with_userinfo(client, token, claims)
-    user = _account(claims, role_for(claims.get(current_app.config["OIDC"]["role_claim"])))
+    settings = current_app.config["OIDC"]
+    user = _account(claims, role_for(claims.get(settings["role_claim"])), environments_for(claims, settings))
     methods = claims.get("amr")
     second_factor = isinstance(methods, list) and any(method in SECOND_FACTOR_METHODS for method in methods)
     destination = session.pop(DESTINATION_KEY, None)
@@ -245,8 +247,22 @@ def role_for(values: Any) -> str | None:
     return None
 
 
-def _account(claims: Any, role: str | None) -> User:
-    """The account of this issuer and `sub` (made at the first sign-in) with `role`; refused without one."""
+def environments_for(claims: Any, settings: dict[str, Any]) -> str | None:
+    """The environments the claim PETPORTAL_OIDC_ENVIRONMENTS_CLAIM gives (as `User.environments` keeps them):
+    both when no claim is configured; None when it names neither."""
+    if settings["environments_claim"] is None:
+        return EVERY_ENVIRONMENT
+    values = claims.get(settings["environments_claim"])
+    found = [values] if isinstance(values, str) else values if isinstance(values, list) else []
+    try:
+        return accounts.environments_of(list({value for value in found if value in ENVIRONMENT_NAMES}))
+    except accounts.AccountError:
+        return None
+
+
+def _account(claims: Any, role: str | None, environments: str | None) -> User:
+    """The account of this issuer and `sub`, made at the first sign-in, with `role` and `environments`; refused
+    (and audited) without a role or an environment, or when disabled."""
     issuer, subject = str(claims["iss"]), str(claims["sub"])
     user = db.session.scalar(select(User).filter_by(sso_issuer=issuer, sso_subject=subject))
     name = user.username if user is not None else _username(claims)
@@ -255,8 +271,20 @@ def _account(claims: Any, role: str | None) -> User:
         raise SignInRefused(
             _("Your account at the company's sign-in gives you no access to this portal. Ask an admin.")
         )
+    if environments is None:
+        audit.record(AuditAction.LOGIN_REFUSED, actor=name, detail=AuditDetail.NO_ENVIRONMENT_CLAIM)
+        raise SignInRefused(
+            _("Your account at the company's sign-in gives you no environment of this portal. Ask an admin.")
+        )
     if user is None:
-        user = User(username=name, role=role, password_hash=None, sso_issuer=issuer, sso_subject=subject)
+        user = User(
+            username=name,
+            role=role,
+            environments=environments,
+            password_hash=None,
+            sso_issuer=issuer,
+            sso_subject=subject,
+        )
         db.session.add(user)
         db.session.flush()
         audit.record(
@@ -266,16 +294,16 @@ def _account(claims: Any, role: str | None) -> User:
     if not user.enabled:
         audit.record(AuditAction.LOGIN_REFUSED, actor=name, detail=AuditDetail.ACCOUNT_DISABLED)
         raise SignInRefused(_("This account is disabled. Ask an admin to enable it."))
-    if user.role != role:
-        audit.record(
-            AuditAction.ROLE_CHANGED,
-            actor=name,
-            target=name,
-            detail=AuditDetail.ROLE_CHANGED_BY_SIGN_ON,
-            previous=user.role,
-            role=role,
-        )
-        user.role = role
+    # What the claims say now wins, audited: the role, and the environments.
+    claimed = (
+        ("role", role, AuditAction.ROLE_CHANGED, AuditDetail.ROLE_CHANGED_BY_SIGN_ON),
+        ("environments", environments, AuditAction.ENVIRONMENTS_CHANGED, AuditDetail.ENVIRONMENTS_BY_SIGN_ON),
+    )
+    for attribute, value, action, detail in claimed:
+        previous = getattr(user, attribute)
+        if previous != value:
+            audit.record(action, actor=name, target=name, detail=detail, previous=previous, **{attribute: value})
+            setattr(user, attribute, value)
     return user
 
 

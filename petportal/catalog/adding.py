@@ -27,7 +27,7 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from sqlalchemy import CursorResult, delete, exists, select, update
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from petportal.catalog import additions
 from petportal.clock import now
@@ -37,6 +37,7 @@ from petportal.data.models import (
     AuditDetail,
     BulkImport,
     ImportRow,
+    Promotion,
     Reason,
     RowReason,
     SubmissionToken,
@@ -183,7 +184,7 @@ def _settle(ticket: Ticket, outcome: Outcome) -> None:
                 actor=ticket.username,
                 target=None,
                 environment=ticket.environment,
-                detail=AuditDetail.ANIMAL_ADDED_BY_IMPORT if ticket.source else AuditDetail.ANIMAL_ADDED,
+                detail=_added_detail(ticket.source),
                 pet_id=pet_id,
                 name=ticket.animal.name,
                 **ticket.source,
@@ -205,6 +206,12 @@ def _settle(ticket: Ticket, outcome: Outcome) -> None:
             )
         case NotSent():
             ticket.settle(TicketState.ISSUED, None, None)
+
+
+def _added_detail(source: dict[str, audit.Value]) -> AuditDetail:
+    if "staging_id" in source:
+        return AuditDetail.ANIMAL_PROMOTED
+    return AuditDetail.ANIMAL_ADDED_BY_IMPORT if source else AuditDetail.ANIMAL_ADDED
 
 
 # --- the add form's ticket --------------------------------------------------------------------------
@@ -332,13 +339,18 @@ class RowTicket:
     username: str
     environment: str
     animal: NewAnimal
+    # A promotion's row: the animal's id on staging, claimed in the ledger (`Promotion`) with the row.
+    staging_id: int | None = None
 
     @property
     def source(self) -> dict[str, audit.Value]:
+        if self.staging_id is not None:
+            return {"import_id": self.import_id, "staging_id": self.staging_id}
         return {"import_id": self.import_id, "line": self.line}
 
     def settle(self, state: TicketState, pet_id: int | None, reason: Reason | None) -> None:
-        """The row's outcome. A row marked unknown by a runner that took over may still learn it was created."""
+        """The row's outcome, and its promotion's in the ledger. A row marked unknown by a runner that took over
+        may still learn it was created."""
         settled_from = (
             (TicketState.SENDING, TicketState.UNKNOWN) if state == TicketState.CREATED else (TicketState.SENDING,)
         )
@@ -352,6 +364,20 @@ class RowTicket:
             .values(state=state, pet_id=pet_id, reason=reason, updated_at=now()),
             execution_options={"synchronize_session": False},
         )
+        if self.staging_id is None:
+            return
+        claim = (
+            (Promotion.staging_id == self.staging_id)
+            & (Promotion.import_id == self.import_id)
+            & Promotion.state.in_(settled_from)
+        )
+        if state in (TicketState.CREATED, TicketState.UNKNOWN):
+            db.session.execute(
+                update(Promotion).where(claim).values(state=state, production_id=pet_id),
+                execution_options={"synchronize_session": False},
+            )
+        else:  # refused, or never sent: production has nothing of it, so its claim is given back
+            db.session.execute(delete(Promotion).where(claim), execution_options={"synchronize_session": False})
 
 
 def claim_next_row(batch: Any, runner: str) -> RowTicket | None:
@@ -360,7 +386,14 @@ def claim_next_row(batch: Any, runner: str) -> RowTicket | None:
     lease_holds = exists().where(BulkImport.id == batch.id, held_by(runner))
     while True:
         row = db.session.execute(
-            select(ImportRow.position, ImportRow.line, ImportRow.name, ImportRow.category_id, ImportRow.status)
+            select(
+                ImportRow.position,
+                ImportRow.line,
+                ImportRow.name,
+                ImportRow.category_id,
+                ImportRow.status,
+                ImportRow.source_id,
+            )
             .where(ImportRow.import_id == batch.id, ImportRow.state == TicketState.ISSUED)
             .order_by(ImportRow.position)
             .limit(1)
@@ -379,12 +412,58 @@ def claim_next_row(batch: Any, runner: str) -> RowTicket | None:
             .values(state=TicketState.SENDING, updated_at=now()),
             execution_options={"synchronize_session": False},
         )
-        db.session.commit()  # the claim step
-        if result.rowcount == 1:
+        promoted_before = (
+            result.rowcount == 1
+            and row.source_id is not None
+            and not _claim_promotion(batch, row.position, row.source_id)
+        )
+        try:
+            db.session.commit()  # the claim step: the row, and a promotion's staging id in the ledger
+        except IntegrityError:
+            db.session.rollback()  # another promotion claimed the same staging id meanwhile: read the row again
+            continue
+        if result.rowcount == 1 and not promoted_before:
             animal = NewAnimal(row.name, row.category_id, row.status)
-            return RowTicket(batch.id, row.position, row.line, batch.user_id, batch.username, batch.environment, animal)
-        if not db.session.scalar(select(lease_holds)):
+            return RowTicket(
+                batch.id,
+                row.position,
+                row.line,
+                batch.user_id,
+                batch.username,
+                batch.environment,
+                animal,
+                row.source_id,
+            )
+        if not promoted_before and not db.session.scalar(select(lease_holds)):
             return None
+
+
+def _claim_promotion(batch: Any, position: int, staging_id: int) -> bool:
+    """Claim `staging_id` in the ledger for this row, in the claim's commit; False when it was promoted before
+    (the row is then settled as such, never sent). Two claims at once: the second's commit fails on the key."""
+    earlier = db.session.get(Promotion, staging_id)
+    if earlier is None:
+        db.session.add(
+            Promotion(
+                staging_id=staging_id,
+                import_id=batch.id,
+                position=position,
+                state=TicketState.SENDING,
+                username=batch.username,
+            )
+        )
+        return True
+    db.session.execute(
+        update(ImportRow)
+        .where(ImportRow.import_id == batch.id, ImportRow.position == position)
+        .values(
+            state=TicketState.INVALID,
+            reason={"code": RowReason.PROMOTED_BEFORE, "pet_id": earlier.production_id},
+            updated_at=now(),
+        ),
+        execution_options={"synchronize_session": False},
+    )
+    return False
 
 
 def held_by(runner: str) -> Any:

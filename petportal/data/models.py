@@ -30,6 +30,9 @@ from petportal.data import passwords
 from petportal.extensions import db
 
 ROLES = ("staff", "admin")
+# The environments an account may work on, as `User.environments` keeps them: their names, space-separated, in
+# config.ENVIRONMENT_NAMES's order. Every account made before 0012, and every new one unless chosen, has both.
+EVERY_ENVIRONMENT = "production staging"
 
 
 class TicketState(StrEnum):
@@ -65,7 +68,9 @@ class RowReason(StrEnum):
 
     invalid: the portal's checks refused it (`values`: how many values its line held); refused: the store
     answered 400 (`message`: the store's own, cleaned); no_answer: its call got no usable answer; portal_stopped:
-    the portal stopped while it was being sent; recorded: words kept before reasons were codes (`text`).
+    the portal stopped while it was being sent; promoted_before: a promotion's staging animal was promoted
+    already (`pet_id`: its production id, when known); gone: the staging store no longer has it; recorded: words
+    kept before reasons were codes (`text`).
     Its words are chosen when it is shown (imports/reasons.py), in the visitor's language.
     """
 
@@ -73,6 +78,8 @@ class RowReason(StrEnum):
     REFUSED = "refused"
     NO_ANSWER = "no_answer"
     PORTAL_STOPPED = "portal_stopped"
+    PROMOTED_BEFORE = "promoted_before"
+    GONE = "gone"
     RECORDED = "recorded"
 
 
@@ -80,13 +87,15 @@ class StopReason(StrEnum):
     """Why an import stopped sending, kept as `BulkImport.reason`: `{"code": ..., values}`.
 
     key_rejected, unavailable, row_unknown (a row got no usable answer): paused; switched: the active environment
-    changed (`previous`, `active`); recorded: words kept before reasons were codes (`text`).
+    changed (`previous`, `active`); limited: its owner no longer works on its environments; recorded: words kept
+    before reasons were codes (`text`).
     """
 
     KEY_REJECTED = "key_rejected"
     UNAVAILABLE = "unavailable"
     ROW_UNKNOWN = "row_unknown"
     SWITCHED = "switched"
+    LIMITED = "limited"
     RECORDED = "recorded"
 
 
@@ -130,6 +139,8 @@ class AuditAction(StrEnum):
     ANIMALS_IMPORTED = "animals_imported"
     IMPORT_STARTED = "import_started"
     IMPORT_DISCARDED = "import_discarded"
+    ENVIRONMENTS_CHANGED = "environments_changed"
+    ANIMALS_PROMOTED = "animals_promoted"
 
 
 class AuditDetail(StrEnum):
@@ -146,7 +157,10 @@ class AuditDetail(StrEnum):
     open), sign_on_logout (`count`); every_session_ended (a disabled account), password_reset, wrong_password,
     other_sessions_ended, new_device, account_disabled, no_role_claim, from_command_line; codes_left (`count`);
     passkey (`name`). Environments: switched_from (`previous`; the entry's environment is the new one),
-    preview_cleared. recorded: words kept before details were codes (`text`).
+    preview_cleared; environments, environments_by_sign_on (`previous`, `environments`: an account's, as
+    `User.environments` keeps them); no_environment_claim.
+    Promotions: animal_promoted (`pet_id`, `name`, `staging_id`, `import_id`), animals_promoted (`import_id`,
+    `created`, `refused`, `unknown`, `total`). recorded: words kept before details were codes (`text`).
     """
 
     CATEGORY_LABELLED = "category_labelled"
@@ -179,6 +193,11 @@ class AuditDetail(StrEnum):
     PASSKEY = "passkey"
     SWITCHED_FROM = "switched_from"
     PREVIEW_CLEARED = "preview_cleared"
+    ENVIRONMENTS = "environments"
+    ENVIRONMENTS_BY_SIGN_ON = "environments_by_sign_on"
+    NO_ENVIRONMENT_CLAIM = "no_environment_claim"
+    ANIMAL_PROMOTED = "animal_promoted"
+    ANIMALS_PROMOTED = "animals_promoted"
     RECORDED = "recorded"
 
 
@@ -242,6 +261,8 @@ class User(UserMixin, db.Model):
     # account is found by these two alone, never by its user name.
     sso_issuer: Mapped[str | None] = mapped_column(String(255))
     sso_subject: Mapped[str | None] = mapped_column(String(255))
+    # The environments this account may work on (EVERY_ENVIRONMENT's form); read on every request it makes.
+    environments: Mapped[str] = mapped_column(String(64), default=EVERY_ENVIRONMENT, server_default=EVERY_ENVIRONMENT)
 
     __table_args__ = (UniqueConstraint("sso_issuer", "sso_subject", name="uq_users_sso"),)
 
@@ -260,6 +281,12 @@ class User(UserMixin, db.Model):
     @property
     def is_admin(self) -> bool:
         return self.role == "admin"
+
+    @property
+    def only_environment(self) -> str | None:
+        """The one environment this account is limited to, or None when it may work on every one."""
+        names = self.environments.split()
+        return names[0] if len(names) == 1 else None
 
     @property
     def mfa_enabled(self) -> bool:
@@ -436,6 +463,8 @@ class BulkImport(db.Model):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=now)
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # A promotion: the environment its animals are copied from (staging); None for a CSV file's import.
+    source: Mapped[str | None] = mapped_column(String(32))
 
 
 class ImportRow(db.Model):
@@ -461,9 +490,31 @@ class ImportRow(db.Model):
     # Why it was refused, or why its outcome is unknown (`RowReason`).
     reason: Mapped[Reason | None] = mapped_column(JSON(none_as_null=True))
     pet_id: Mapped[int | None] = mapped_column(BigInteger)
+    # A promotion's row: the animal's id in the environment it is promoted from.
+    source_id: Mapped[int | None] = mapped_column(BigInteger)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=now, onupdate=now)
 
     __table_args__ = (Index("ix_import_rows_import_state", "import_id", "state"),)
+
+
+class Promotion(db.Model):
+    """The ledger of promotions: one staging animal, promoted to production at most once, ever.
+
+    A promotion's row claims its staging id here in the same commit that claims the row for sending, so no
+    other promotion, session or instance sends it again. States (`TicketState`): sending, created
+    (`production_id` is the animal), unknown (the call may have reached production: never resent). A row the
+    store refused, or that never reached it, gives its claim back (the entry is deleted).
+    """
+
+    __tablename__ = "promotions"
+
+    staging_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    import_id: Mapped[str] = mapped_column(String(32))
+    position: Mapped[int] = mapped_column(Integer)
+    state: Mapped[TicketState] = mapped_column(StateColumn(TicketState))
+    production_id: Mapped[int | None] = mapped_column(BigInteger)
+    username: Mapped[str] = mapped_column(String(80))
+    promoted_at: Mapped[datetime] = mapped_column(UTCDateTime, default=now)
 
 
 class LoginSession(db.Model):

@@ -119,6 +119,15 @@ def environment_label(name: str) -> str:
     return str(ENVIRONMENT_LABELS[name]) if name in ENVIRONMENT_LABELS else name
 
 
+def environments_label(environments: str) -> str:
+    """The environments an account works on (`User.environments`), in the visitor's language: "production and
+    staging", or one of them."""
+    names = [environment_label(name) for name in environments.split()]
+    if len(names) == 2:
+        return str(_l("%(first)s and %(second)s", first=names[0], second=names[1]))
+    return " ".join(names)
+
+
 def role_label(role: str) -> str:
     """A role as a sentence names it, in the visitor's language (an unknown role reads as it is)."""
     return str(ROLE_LABELS[role]) if role in ROLE_LABELS else role
@@ -150,6 +159,8 @@ def register(app: Flask) -> None:
         status_names=status_names,
         current_language=_current_language,
         language_back=language_back,
+        environments_label=environments_label,
+        environment_name=environment_label,
     )
     app.jinja_env.filters["number"] = number
     app.jinja_env.filters["environment"] = environment_label

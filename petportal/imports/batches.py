@@ -31,8 +31,11 @@ STARTABLE = (ImportState.PREVIEW, ImportState.PAUSED, ImportState.STOPPED)
 FAILED_STATES = (TicketState.INVALID, TicketState.REFUSED)
 
 
-def create(user: Any, environment_name: str, filename: str, raw: bytes, rows: list[Row]) -> BulkImport:
-    """Store a checked file as a preview for `user` and `environment_name`; nothing is sent."""
+def create(
+    user: Any, environment_name: str, filename: str, raw: bytes, rows: list[Row], source: str | None = None
+) -> BulkImport:
+    """Store a checked file as a preview for `user` and `environment_name`; nothing is sent. `source`: the
+    environment a promotion's rows come from."""
     expired = select(BulkImport.id).where(
         BulkImport.state == ImportState.PREVIEW, BulkImport.created_at < now() - PREVIEW_LIFETIME
     )
@@ -51,6 +54,7 @@ def create(user: Any, environment_name: str, filename: str, raw: bytes, rows: li
         digest=hashlib.sha256(raw).hexdigest(),
         total=len(rows),
         state=ImportState.PREVIEW,
+        source=source,
     )
     db.session.add(batch)
     db.session.flush()
@@ -66,12 +70,14 @@ def create(user: Any, environment_name: str, filename: str, raw: bytes, rows: li
                 "category": row.category,
                 "category_id": row.category_id,
                 "status": row.status,
-                "state": TicketState.INVALID if row.problems else TicketState.ISSUED,
+                "state": TicketState.INVALID if row.problems or row.left_out else TicketState.ISSUED,
                 # Its reasons are worked out again when shown (imports/reasons.py): only what the row does not
                 # keep is kept here.
-                "reason": {"code": RowReason.INVALID, "values": row.values, "columns": row.columns}
-                if row.problems
-                else None,
+                "reason": row.left_out
+                or (
+                    {"code": RowReason.INVALID, "values": row.values, "columns": row.columns} if row.problems else None
+                ),
+                "source_id": row.source_id,
                 "updated_at": updated_at,
             }
             for position, row in enumerate(rows, start=1)
@@ -100,7 +106,10 @@ def recent(user_id: int) -> list[BulkImport]:
 
 
 def earlier_import(batch: BulkImport) -> BulkImport | None:
-    """An import of the same file by the same account to the same environment, already started."""
+    """An import of the same file by the same account to the same environment, already started (a promotion has
+    its ledger instead)."""
+    if batch.source is not None:
+        return None
     query = select(BulkImport).where(
         BulkImport.digest == batch.digest,
         BulkImport.user_id == batch.user_id,
@@ -136,9 +145,10 @@ def progress(batch: BulkImport, found: Counter[str] | None = None) -> dict[str, 
     }
 
 
-def start(batch: BulkImport, active_name: str) -> bool:
-    """Queue the import's unsent rows, bound to its environment while `active_name` stays active; False when it
-    was already queued, running or done (another tab or process started it first)."""
+def start(batch: BulkImport, active_name: str | None) -> bool:
+    """Queue the import's unsent rows, bound to its environment while `active_name` stays active (None: a
+    promotion, bound to none); False when it was already queued, running or done (another tab or process started
+    it first)."""
     changed = change(
         batch.id,
         BulkImport.state.in_(STARTABLE),
@@ -152,7 +162,7 @@ def start(batch: BulkImport, active_name: str) -> bool:
     return changed
 
 
-def retry_refused(batch: BulkImport, active_name: str) -> int:
+def retry_refused(batch: BulkImport, active_name: str | None) -> int:
     """Queue again the rows the store refused, once the import has stopped sending; how many."""
     stopped = exists().where(BulkImport.id == batch.id, BulkImport.state.in_(STOPPED))
     result: CursorResult[Any] = db.session.execute(  # type: ignore[assignment]  # an UPDATE's result has a rowcount

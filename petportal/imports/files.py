@@ -18,6 +18,7 @@ from werkzeug.datastructures import MultiDict
 
 from petportal.catalog.browse import folded
 from petportal.catalog.forms import AnimalForm
+from petportal.data.models import Reason
 from petportal.petstore import PET_STATUSES
 from petportal.web.readers import ASCII_SPACE, WHOLE_NUMBER
 
@@ -55,6 +56,9 @@ class Row:
     values: int
     columns: int
     problems: tuple[str, ...]
+    # A promotion's row: the animal's id on staging, and why it is left out before any check (`RowReason`).
+    source_id: int | None = None
+    left_out: Reason | None = None
 
 
 def read(raw: bytes, labels: dict[str, int]) -> list[Row]:
@@ -120,6 +124,11 @@ def _header(cells: list[str]) -> tuple[str, ...]:
         shown = ",".join(found)[:80]
         raise FileRefused(_("The first line must be the header name,categoryId,status, not “%(found)s”.", found=shown))
     return found
+
+
+def animal_row(line: int, name: str, category_id: int, status: str | None) -> Row:
+    """One animal read from another environment (a promotion), through the same checks as a file's row."""
+    return _row(line, [name, str(category_id), status or ""], {}, HEADER)
 
 
 def _row(line: int, cells: list[str], labels: dict[str, int], header: tuple[str, ...]) -> Row:

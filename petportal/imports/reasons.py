@@ -34,6 +34,14 @@ def row_reason(row: ImportRow) -> str | None:
             return _("The pet store gave no usable answer: it may or may not have added this animal.")
         case RowReason.PORTAL_STOPPED:
             return _("The portal stopped while this animal was being sent: the pet store may or may not have added it.")
+        case RowReason.PROMOTED_BEFORE if reason.get("pet_id") is not None:
+            return _("Promoted before: production has it as id %(id)s. It is never sent twice.", id=reason["pet_id"])
+        case RowReason.PROMOTED_BEFORE:
+            return _("Promoted before, with an outcome not known yet or unknown. It is never sent twice.")
+        case RowReason.GONE if reason.get("message"):
+            return _("Staging no longer has this animal: %(message)s", message=store_words(str(reason["message"])))
+        case RowReason.GONE:
+            return _("Staging no longer has this animal.")
         case RowReason.RECORDED:
             return str(reason.get("text", "")) or None
     return None
@@ -65,6 +73,12 @@ def import_reason(batch: BulkImport) -> str | None:
                 "%(environment)s.",
                 previous=reason.get("previous"),
                 active=reason.get("active"),
+                environment=environment,
+            )
+        case StopReason.LIMITED:
+            return _(
+                "%(owner)s no longer works on %(environment)s, so nothing more was sent.",
+                owner=batch.username,
                 environment=environment,
             )
         case StopReason.RECORDED:

@@ -25,7 +25,7 @@ from datetime import timedelta
 from typing import Any
 
 from flask import Flask, current_app
-from sqlalchemy import update
+from sqlalchemy import select, update
 
 from petportal.catalog import adding
 from petportal.catalog.adding import NotSentReason, held_by
@@ -37,10 +37,12 @@ from petportal.data.models import (
     BulkImport,
     ImportRow,
     ImportState,
+    Promotion,
     Reason,
     RowReason,
     StopReason,
     TicketState,
+    User,
 )
 from petportal.extensions import db
 from petportal.imports.batches import FAILED_STATES, RUNNABLE, change, counts
@@ -81,6 +83,12 @@ def _take_over(import_id: str, runner: str, lease: float) -> bool:
             .values(state=TicketState.UNKNOWN, reason={"code": RowReason.PORTAL_STOPPED}, updated_at=now()),
             execution_options={"synchronize_session": False},
         )
+        db.session.execute(
+            update(Promotion)
+            .where(Promotion.import_id == import_id, Promotion.state == TicketState.SENDING)
+            .values(state=TicketState.UNKNOWN),
+            execution_options={"synchronize_session": False},
+        )
     db.session.commit()  # the take-over step
     return taken
 
@@ -96,13 +104,21 @@ class Sending:
     username: str
     filename: str
     total: int
+    source: str | None
 
 
 def _send_rows(app: Flask, import_id: str, runner: str) -> None:
     found = db.session.get(BulkImport, import_id)
     assert found is not None
     batch = Sending(
-        found.id, found.environment, found.active_at_start, found.user_id, found.username, found.filename, found.total
+        found.id,
+        found.environment,
+        found.active_at_start,
+        found.user_id,
+        found.username,
+        found.filename,
+        found.total,
+        found.source,
     )
     db.session.commit()  # end the read: the loop below runs for minutes
     environment, active_at_start = batch.environment, batch.active_at_start
@@ -124,6 +140,8 @@ def _send_rows(app: Flask, import_id: str, runner: str) -> None:
                     log.warning("bulk import %s: runner %s lost its lease; another runner goes on", import_id, runner)
                     break
                 renewed_at = time.monotonic()
+                if stop is None and not _owner_works_on(batch):
+                    stop = {"code": StopReason.LIMITED}
             active = environments().active().name
             if stop is None and active_at_start is not None and active != active_at_start:
                 stop = {"code": StopReason.SWITCHED, "previous": active_at_start, "active": active}
@@ -184,19 +202,28 @@ def _finish(batch: Sending, runner: str, pause: StopReason | None, stop: Reason 
     if ended and state == ImportState.DONE:
         found = counts(batch.id)
         failed = sum(found[name] for name in FAILED_STATES)
+        promotion = batch.source is not None
         audit.record(
-            AuditAction.ANIMALS_IMPORTED,
+            AuditAction.ANIMALS_PROMOTED if promotion else AuditAction.ANIMALS_IMPORTED,
             actor=batch.username,
             environment=batch.environment,
-            detail=AuditDetail.ANIMALS_IMPORTED,
+            detail=AuditDetail.ANIMALS_PROMOTED if promotion else AuditDetail.ANIMALS_IMPORTED,
             import_id=batch.id,
-            filename=batch.filename,
+            **({} if promotion else {"filename": batch.filename}),
             created=found["created"],
             refused=failed,
             unknown=found["unknown"],
             total=batch.total,
         )
     db.session.commit()  # the finishing step: the import's end and its audit entry together
+
+
+def _owner_works_on(batch: Sending) -> bool:
+    """Whether the import's owner still works on its environment (and a promotion's source): an admin may have
+    limited the account since it was started."""
+    kept = db.session.scalar(select(User.environments).where(User.id == batch.user_id)) or ""
+    db.session.commit()  # end the read
+    return {batch.environment, batch.source or batch.environment} <= set(kept.split())
 
 
 def _in_app(app: Flask, work: Any, *args: Any) -> Any:

@@ -47,6 +47,7 @@ STATES = {
 }
 DISCARDED = _l("This import was discarded: nothing of it was sent.")
 RESULT_COLUMNS = ("line", "name", "categoryId", "status", "outcome", "id", "message")
+PROMOTION_COLUMNS = ("stagingId", "name", "categoryId", "status", "outcome", "productionId", "message")
 
 
 @bp.record_once
@@ -101,11 +102,20 @@ def results(import_id: str) -> Response:
     batch = _find(import_id)
     # Read now: the body is written once the request's session is gone.
     found = batches.rows(batch)
+    promotion = batch.source is not None
     rows = [
-        (row.line, row.name, _typed_category(row), row.status, row.state, row.pet_id, message)
+        (
+            row.source_id if promotion else row.line,
+            row.name,
+            _typed_category(row),
+            row.status,
+            row.state,
+            row.pet_id,
+            message,
+        )
         for row, message in zip(found, reasons.for_the_file(found), strict=True)
     ]
-    return csv_download(f"import-{batch.id}-results.csv", RESULT_COLUMNS, rows)
+    return csv_download(f"import-{batch.id}-results.csv", PROMOTION_COLUMNS if promotion else RESULT_COLUMNS, rows)
 
 
 @bp.post(f"/{IMPORT_ID}/start")
@@ -175,7 +185,7 @@ def _find(import_id: str) -> BulkImport:
 
 def _send(
     import_id: str,
-    queue: Callable[[BulkImport, str], int],
+    queue: Callable[[BulkImport, str | None], int],
     pressed: AuditDetail,
     sending: Callable[[BulkImport, int], str],
     nothing: str,
@@ -187,7 +197,8 @@ def _send(
     refused = _refuse_unbound(batch)
     if refused:
         return refused
-    count = queue(batch, environments().active().name)
+    # A promotion goes to production whatever is active; an import stops when the active environment changes.
+    count = queue(batch, None if batch.source else environments().active().name)
     if count:
         # Who pressed the button: the entries of the animals it adds name the import's owner.
         audit.record(
@@ -212,6 +223,9 @@ def _refuse_unbound(batch: BulkImport) -> ErrorPage | None:
     now served (a switch since the preview): None when it may go on."""
     if not ButtonForm().validate_on_submit():
         abort(400)
+    if batch.source is not None:
+        # A promotion's environments are its own, whatever is served: for those who work on both.
+        return render_error(403) if current_user.only_environment is not None else None
     now = serving().environment.name
     if batch.environment != now:
         problem = _(

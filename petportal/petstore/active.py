@@ -28,6 +28,8 @@ class Serving:
     client: PetStoreClient
     preview: bool
     health: Health
+    # The account may work on this environment alone: it is served whatever the active one is.
+    limited: bool = False
 
     @property
     def key_rejected(self) -> bool:
@@ -47,6 +49,10 @@ def serving() -> Serving:
 def _resolve() -> Serving:
     registry = environments()
     environment = registry.active()
+    only = registry.get(current_user.only_environment if current_user.is_authenticated else None)
+    if only is not None:
+        # An account limited to one environment sees and changes that one alone: no preview, no switch moves it.
+        return Serving(only, registry.client(only.name), False, registry.health(only.name), limited=True)
     chosen = registry.get(session.get(PREVIEW_SESSION_KEY))
     preview = chosen is not None and chosen.configured and current_user.is_authenticated and current_user.is_admin
     if preview and chosen is not None:
