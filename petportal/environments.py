@@ -17,7 +17,7 @@ from . import metrics, tracing
 from .config import ENVIRONMENT_NAMES
 from .extensions import DATABASE_OUTAGES, db
 from .models import Setting
-from .petstore import PetStoreClient
+from .petstore import Outcome, PetStoreClient
 from .petstore.bulkhead import Bulkhead
 from .unit_of_work import after_commit
 
@@ -50,7 +50,6 @@ class DeprecationNotice:
 
     deprecation: str | None
     sunset: str | None
-    seen_at: float
 
 
 @dataclass
@@ -61,12 +60,12 @@ class Health:
     key_rejected: bool = False
     notices: dict[str, DeprecationNotice] = field(default_factory=dict)
 
-    def record(self, operation: str, status: int, headers: Mapping[str, str]) -> None:
-        """Called by the client with every answer it receives."""
+    def record(self, operation: str, outcome: Outcome, headers: Mapping[str, str]) -> None:
+        """Called by the client with every answer it receives, as `classify` reads it."""
         if "Deprecation" in headers or "Sunset" in headers:
-            self.notices[operation] = DeprecationNotice(headers.get("Deprecation"), headers.get("Sunset"), time.time())
-        if status == 401 or 200 <= status < 300:
-            self.key_rejected = status == 401
+            self.notices[operation] = DeprecationNotice(headers.get("Deprecation"), headers.get("Sunset"))
+        if outcome in (Outcome.OK, Outcome.KEY_REJECTED):
+            self.key_rejected = outcome is Outcome.KEY_REJECTED
 
 
 class Environments:

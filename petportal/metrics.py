@@ -26,6 +26,8 @@ from prometheus_client import (
     multiprocess,
 )
 
+from .petstore.errors import Outcome
+
 if TYPE_CHECKING:
     from .petstore.client import Observer
 
@@ -38,8 +40,7 @@ REQUEST_SECONDS = Histogram(
 )
 UPSTREAM_SECONDS = Histogram(
     "petportal_upstream_request_duration_seconds",
-    "Pet store calls, retries included, by environment, operation and outcome "
-    "(ok, client_error, server_error, timeout, unusable).",
+    "Pet store calls, retries included, by environment, operation and outcome (petstore.errors.Outcome).",
     ["environment", "operation", "outcome"],
 )
 UPSTREAM_RETRIES = Counter(
@@ -68,11 +69,11 @@ ACTIVE_ENVIRONMENT = Gauge(
 def observe_upstream(environment: str) -> Observer:
     """The client's hook for one environment: record each call's duration, outcome and retries."""
 
-    def observe(operation: str, outcome: str, seconds: float, retries: int) -> None:
+    def observe(operation: str, outcome: Outcome, seconds: float, retries: int) -> None:
         UPSTREAM_SECONDS.labels(environment, operation, outcome).observe(seconds)
         if retries:
             UPSTREAM_RETRIES.labels(environment, operation).inc(retries)
-        if outcome == "busy":
+        if outcome is Outcome.BUSY:
             UPSTREAM_REFUSED.labels(environment).inc()
 
     return observe

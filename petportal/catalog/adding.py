@@ -33,7 +33,7 @@ from .. import audit, page_cache
 from ..clock import now
 from ..extensions import db
 from ..models import AuditAction, AuditDetail, BulkImport, ImportRow, Reason, RowReason, SubmissionToken, TicketState
-from ..petstore import Busy, InvalidRequest, OutcomeUnknown, PetStoreClient, Unauthorized, Unavailable
+from ..petstore import Busy, InvalidRequest, OutcomeUnknown, PetStoreClient, StoreReason, Unauthorized, Unavailable
 from ..unit_of_work import after_commit
 from . import additions
 
@@ -61,9 +61,11 @@ class Created:
 
 @dataclass(frozen=True)
 class Refused:
-    """The store refused the values (400); nothing was added. `message` is the store's, cleaned by the client."""
+    """The store refused the values (400); nothing was added, for `said` (`message`, `status`: its values)."""
 
+    said: StoreReason
     message: str
+    status: int | None
 
 
 @dataclass(frozen=True)
@@ -128,7 +130,7 @@ def send(ticket: Ticket, client: PetStoreClient) -> Outcome:
         )
         outcome: Outcome = Created(pet.id)
     except InvalidRequest as refused:
-        outcome = Refused(refused.message)
+        outcome = Refused(refused.reason, refused.message, refused.status)
     except Unauthorized:
         outcome = NotSent(NotSentReason.KEY_REJECTED)
     except OutcomeUnknown as error:
@@ -180,8 +182,9 @@ def _settle(ticket: Ticket, outcome: Outcome) -> None:
             )
             environment = ticket.environment
             after_commit(lambda: page_cache.invalidate(environment))
-        case Refused(message=message):
-            ticket.settle(TicketState.REFUSED, None, {"code": RowReason.REFUSED, "message": message})
+        case Refused(said=said, message=message, status=status):
+            reason = {"code": RowReason.REFUSED, "said": said, "message": message, "status": status}
+            ticket.settle(TicketState.REFUSED, None, reason)
         case Unknown(reason=reason):
             ticket.settle(TicketState.UNKNOWN, None, {"code": reason})
             audit.record(

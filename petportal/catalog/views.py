@@ -208,9 +208,9 @@ def add_animal() -> ResponseReturnValue:
             added = _("Added %(name)s to %(environment)s.", name=form.name.data, environment=environment.name)
             links = [(_("%(name)s, id %(id)s", name=form.name.data, id=pet_id), url_for(".show_animal", pet_id=pet_id))]
             flash([added, *links, (_("Your additions"), url_for(".your_additions"))], "success")  # type: ignore[arg-type]
-        case adding.Refused(message=message):
+        case adding.Refused(said=said, message=message, status=status):
             metrics.SUBMISSIONS.labels("refused").inc()
-            refused = _("The pet store refused this animal: %(message)s", message=store_words(message))
+            refused = _("The pet store refused this animal: %(message)s", message=store_words(said, message, status))
             return _form_again(form, environment, refused, 400)
         case adding.Unknown():
             metrics.SUBMISSIONS.labels("unknown").inc()
