@@ -8,8 +8,7 @@ Two parts, with one job each:
   included, and answers the next visitor without a session or remember-me cookie with it, without
   running Flask. Only what differs between any two responses is made anew, by the functions Flask's own
   hooks use: the X-Request-ID and the 304. So a stored page carries exactly the security headers, HSTS
-  and cache rules of a fresh one. Neither writes a Date: every server the portal runs under (Werkzeug's,
-  gunicorn, granian) writes its own, and Werkzeug's `make_conditional` adding one made two.
+  and cache rules of a fresh one. No answer writes a Date (`ServerDated`).
 
 A page is keyed by scheme, host, environment, that environment's generation and full path, so it is only
 replayed to a request that Flask answered with exactly that page: a plain-HTTP request that the HTTPS rule
@@ -26,10 +25,11 @@ import math
 import time
 from collections.abc import Callable, Iterable
 from functools import wraps
-from typing import TYPE_CHECKING, ParamSpec, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, Self, TypedDict, TypeVar
 from urllib.parse import parse_qsl
 
 from flask import Flask, current_app, make_response, request, session
+from flask import Response as FlaskResponse
 from flask_login import current_user
 from werkzeug.exceptions import HTTPException
 from werkzeug.wrappers import Response
@@ -81,7 +81,6 @@ def cached_page(
                 response.headers["Cache-Control"] = "no-cache"
                 response.add_etag()
                 response.make_conditional(request)
-                del response.headers["Date"]  # the server writes its own (see the module)
                 if not session:
                     request.environ[SHAREABLE] = serving().environment.name
             return response
@@ -129,10 +128,9 @@ class SharedPages:
         body, headers = stored
         request_id = logs.assigned_request_id(environ)
         if any(name in environ for name in CONDITIONS):
-            response = Response(body, headers=headers)
+            response = ServerDated(body, headers=headers)
             response.headers["X-Request-ID"] = request_id
             response.make_conditional(environ)
-            del response.headers["Date"]
             metrics.count(endpoint, environ["REQUEST_METHOD"], response.status_code, started)
             return response(environ, start_response)
         # Unconditional, the common case: the headers Werkzeug's Response gives the same page, in its order
@@ -215,9 +213,21 @@ def invalidate(environment_name: str) -> None:
 PERSONAL_TYPES = frozenset({"text/html", "application/json", "text/csv"})
 
 
+class ServerDated(FlaskResponse):
+    """Every answer the portal makes, Flask's and the shared pages': Werkzeug's `make_conditional` (a page's ETag,
+    a static file, Flask-Compress) writes no Date, as every server the portal runs under (Werkzeug's, gunicorn,
+    granian) writes its own, and two made two."""
+
+    def make_conditional(self, *args: Any, **kwargs: Any) -> Self:
+        super().make_conditional(*args, **kwargs)
+        del self.headers["Date"]
+        return self
+
+
 def register(app: Flask) -> None:
     """Bind the cache (Redis when configured; see config.derived), put the shared pages in front of Flask
     when caching is on, and mark every other page, JSON or CSV answer as never to be stored."""
+    app.response_class = ServerDated
     cache.init_app(app)
     app.extensions["petportal.page_cache"] = {"down_until": 0.0}
     if app.config["CACHE_SECONDS"] > 0:

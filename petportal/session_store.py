@@ -38,13 +38,12 @@ from . import unit_of_work
 from .clock import now
 from .extensions import db
 from .models import ServerSession
+from .static_files import STATIC_ENDPOINTS
 
 log = logging.getLogger(__name__)
 KEY_PREFIX = "petportal:session:"
 # Flask-Session's own default: 32 random bytes, URL-safe.
 ID_BYTES = 32
-# The requests for the portal's static files (its own, and Bootstrap-Flask's).
-STATIC_ENDPOINTS = frozenset({"static", "bootstrap.static"})
 # Expired rows of the database store are deleted on about one write in this many.
 CLEANUP_EVERY = 200
 

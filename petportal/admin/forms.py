@@ -16,7 +16,7 @@ from ..auth.forms import new_password_field
 from ..catalog.categories import LABEL_MAX_LENGTH
 from ..catalog.forms import Readable, category_id_field, stripped
 from ..config import ENVIRONMENT_NAMES
-from ..forms import PortalForm
+from ..forms import ButtonForm, PortalForm
 from ..i18n import environment_label
 from ..lazy_text import lazy_gettext as _l
 from ..models import AuditAction
@@ -88,6 +88,12 @@ class ResetPasswordForm(PortalForm):
     """A new password set by an admin; the account must change it at its next login."""
 
     password = new_password_field(_l("New password"))
+
+
+class RemoveLabelForm(ButtonForm):
+    """The button that takes a label off, with the environment the page showed (see CategoryLabelForm)."""
+
+    environment = HiddenField()
 
 
 class CategoryLabelForm(PortalForm):

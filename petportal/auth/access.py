@@ -14,6 +14,7 @@ from flask_login import current_user
 from werkzeug.wrappers import Response
 
 from ..extensions import login
+from ..static_files import STATIC_ENDPOINTS
 from . import logins
 from .sessions import require_session_store
 
@@ -28,7 +29,7 @@ def send_to_login() -> Response:
 
 
 # What an account that must choose its own password may still open: that page, logging out, and files.
-OPEN_BEFORE_PASSWORD_CHANGE = frozenset({"account.password", "auth.logout", "static", "bootstrap.static"})
+OPEN_BEFORE_PASSWORD_CHANGE = frozenset({"account.password", "auth.logout", *STATIC_ENDPOINTS})
 
 
 def require_own_password() -> Response | None:
