@@ -24,7 +24,7 @@ from .commands import INIT_DB_HINT, tables_missing
 from .extensions import DATABASE_OUTAGES, db
 from .front_door import UnreadableRequest
 from .lazy_text import lazy_gettext as _l
-from .petstore import Busy, NotFound, PetStoreError, StoreReason, Unauthorized, Unavailable
+from .petstore import Outcome, PetStoreError, StoreReason
 from .serving import serving
 
 BARE_PAGE = (
@@ -138,20 +138,19 @@ def handle_database_error(error: SQLAlchemyError) -> ErrorPage:
 
 
 def handle_pet_store_error(error: PetStoreError) -> ResponseReturnValue:
-    """What customers, staff and admins are told when the pet store fails."""
-    if isinstance(error, NotFound):
-        return render_error(404, _("No animal has this id in this environment."))
-    if isinstance(error, Busy):
-        current_app.logger.warning("not waiting on the pet store: %s", error)
-        page, status = render_error(
-            503, _("The pet store is slow to answer right now. Try again in a moment."), retry=True
-        )
-        return page, status, {"Retry-After": "2"}
-    if isinstance(error, Unavailable):
-        current_app.logger.warning("pet store unavailable: %s", error)
-        return render_error(503, _("The pet store is not answering. Try again in a moment."), retry=True)
-    if isinstance(error, Unauthorized):
-        return key_rejected_page(serving().environment.name)
+    """What customers, staff and admins are told when the pet store fails, as `classify` read its end."""
+    match error.outcome:
+        case Outcome.NOT_FOUND:
+            return render_error(404, _("No animal has this id in this environment."))
+        case Outcome.BUSY:
+            current_app.logger.warning("not waiting on the pet store: %s", error)
+            message = _("The pet store is slow to answer right now. Try again in a moment.")
+            return *render_error(503, message, retry=True), {"Retry-After": "2"}
+        case Outcome.UNAVAILABLE:
+            current_app.logger.warning("pet store unavailable: %s", error)
+            return render_error(503, _("The pet store is not answering. Try again in a moment."), retry=True)
+        case Outcome.KEY_REJECTED:
+            return key_rejected_page(serving().environment.name)
     current_app.logger.error("unusable answer from the pet store: %s", error)
     return render_error(502, retry=True)
 
