@@ -38,6 +38,8 @@ COMPRESSED_TYPES = (
 ENVIRONMENT_NAMES = ("production", "staging")
 # The cookie that keeps a login across browser restarts (auth/remember.py).
 REMEMBER_COOKIE = "remember"
+# The endpoints of stylesheets, scripts and images: ours and Bootstrap-Flask's.
+STATIC_ENDPOINTS = ("static", "bootstrap.static")
 # How long the page cache keeps an environment's generation counter after its last change: 30 days.
 GENERATION_SECONDS = 30 * 24 * 3600
 # A login's server-side session ends after this long unused, and after the absolute limit in any case.
@@ -78,7 +80,7 @@ def defaults(instance_path: str) -> dict[str, Any]:
         "IMPORT_LEASE_SECONDS": 10.0,
         # How often each portal process (without Redis) or import worker looks for imports to pick up.
         "IMPORT_WATCH_SECONDS": 5.0,
-        # Flask-Compress (web/compression.py calls it, then takes out the Date it writes).
+        # Flask-Compress, called by web/compression.py (no Date: page_cache.ServerDated).
         "COMPRESS_REGISTER": False,
         "COMPRESS_ALGORITHM": list(ENCODINGS),
         "COMPRESS_MIMETYPES": list(COMPRESSED_TYPES),

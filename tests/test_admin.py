@@ -250,6 +250,9 @@ def test_the_audit_log_is_paginated_and_survives_a_restart(portal_app, auth, cli
     assert first.text.count('<td data-label="What">login failed</td>') == 24  # plus the admin's own login, newest
     assert second.text.count('<td data-label="What">login failed</td>') == 6
     assert re.search(r'href="\s*/admin/audit\?page=2"', first.text)
+    # A page number in other digits (Arabic-Indic 2, full-width 2) is no whole number: the first page, as for "x".
+    for page in ("\u0662", "\uff12", "x"):
+        assert client.get(f"/admin/audit?page={page}").text.count('<td data-label="What">login failed</td>') == 24
     restarted = create_app(dict(portal_app.config))
     with restarted.app_context():
         assert db.session.scalar(db.select(db.func.count()).select_from(AuditEntry)) == 31

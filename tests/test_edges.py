@@ -14,7 +14,7 @@ from bench.portal import PROJECT_ROOT, csrf_token, portal_environment
 from petportal import create_app
 from petportal.data.models import AuditEntry, User
 from petportal.extensions import db
-from petportal.petstore import PetStoreError, Unauthorized
+from petportal.petstore import PetStoreError, StoreReason, Unauthorized
 from petportal.petstore.environments import Environments
 from petportal.petstore.errors import WITHHELD, clean
 
@@ -115,7 +115,7 @@ def test_an_error_built_from_a_status_is_cleaned_and_keeps_status_and_code():
     assert (error.status, error.code) == (401, "unauthorized")
     for text in (str(error), repr(error), error.message):
         assert STAGING_KEY not in text and "\n" not in text and "u:p@" not in text
-    assert error.message == WITHHELD
+    assert (error.reason, error.message) == (StoreReason.WITHHELD, "")
 
 
 def test_a_credential_that_is_no_configured_key_is_cut_out_and_the_rest_kept():

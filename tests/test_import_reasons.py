@@ -121,3 +121,19 @@ def test_the_audit_page_names_actions_in_the_visitors_language(make_portal, tmp_
     assert app.jinja_env.globals["audit_action"] is audit_log.action_label
     # Every action the log can hold has its words: there is no fallback to the code.
     assert set(audit_log.ACTIONS) == set(AuditAction)
+
+
+def test_a_row_the_store_refused_keeps_its_reason_as_a_code_and_is_read_in_the_visitors_language(portal_app):
+    rows = [
+        ImportRow(reason={"code": "refused", "said": "status", "message": "", "status": 400}),
+        ImportRow(reason={"code": "refused", "said": "withheld", "message": "", "status": 400}),
+        ImportRow(reason={"code": "refused", "said": "store_said", "message": "name is empty", "status": 400}),
+        ImportRow(reason={"code": "refused", "message": "name is empty"}),  # kept before the store's reasons were codes
+    ]
+    assert reasons_in(portal_app, rows, "de") == [
+        "Die Tierhandlung hat es abgelehnt: Die Tierhandlung antwortete mit Status 400.",
+        "Die Tierhandlung hat es abgelehnt: Die Meldung der Tierhandlung wurde zurückgehalten: Sie enthielt "
+        "Zugangsdaten.",
+        "Die Tierhandlung hat es abgelehnt: name is empty",
+        "Die Tierhandlung hat es abgelehnt: name is empty",
+    ]

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
+from flask import Blueprint, abort, flash, redirect, render_template, url_for
 from flask_babel import gettext as _
 
-from petportal.admin.forms import CategoryLabelForm
+from petportal.admin.forms import CategoryLabelForm, RemoveLabelForm
 from petportal.auth.access import role_required
 from petportal.catalog import categories
 from petportal.config import ENVIRONMENT_NAMES
-from petportal.petstore import INT64_MAX, INT64_MIN
 from petportal.petstore.active import serving
-from petportal.web.forms import ButtonForm
 
 if TYPE_CHECKING:
     from werkzeug.wrappers import Response
@@ -58,12 +56,11 @@ def labels_page() -> tuple[str, int] | Response:
 @role_required("admin")
 def remove(category_id: int) -> tuple[str, int] | Response:
     """Take a label off; the id is shown alone again."""
-    if not INT64_MIN <= category_id <= INT64_MAX:
-        abort(404)
-    if not ButtonForm().validate_on_submit():
+    form = RemoveLabelForm()
+    if not form.validate_on_submit():
         abort(400)
     environment = serving().environment
-    shown_for = request.form.get("environment", "")
+    shown_for = form.environment.data or ""
     if shown_for != environment.name:
         return _page(CategoryLabelForm(formdata=None), _moved(shown_for, environment.name)), 409
     if categories.remove(environment.name, category_id):
@@ -91,7 +88,9 @@ def _page(form: CategoryLabelForm, problem: str | None = None) -> str:
     environment = serving().environment
     form.environment.data = environment.name
     rows = categories.all_labels(environment.name)
-    return render_template("admin/categories.html", form=form, rows=rows, remove_form=ButtonForm(), problem=problem)
+    return render_template(
+        "admin/categories.html", form=form, rows=rows, remove_form=RemoveLabelForm(), problem=problem
+    )
 
 
 def _moved(shown_for: str, now: str) -> str:

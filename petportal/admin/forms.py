@@ -20,7 +20,7 @@ from petportal.data import audit
 from petportal.data.models import EVERY_ENVIRONMENT, AuditAction
 from petportal.i18n.languages import environment_label
 from petportal.i18n.lazy_text import lazy_gettext as _l
-from petportal.web.forms import PortalForm
+from petportal.web.forms import ButtonForm, PortalForm
 from petportal.web.readers import DayField
 
 if TYPE_CHECKING:
@@ -114,6 +114,12 @@ class ResetPasswordForm(PortalForm):
     """A new password set by an admin; the account must change it at its next login."""
 
     password = new_password_field(_l("New password"))
+
+
+class RemoveLabelForm(ButtonForm):
+    """The button that takes a label off, with the environment the page showed (see CategoryLabelForm)."""
+
+    environment = HiddenField()
 
 
 class CategoryLabelForm(PortalForm):

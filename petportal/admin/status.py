@@ -44,9 +44,10 @@ class EnvironmentStatus:
                 return None
             case Unauthorized():
                 return _("The %(environment)s key was rejected by the pet store.", environment=self.environment.name)
-            case Unavailable(message=message):
-                return _("Not reachable: %(message)s", message=store_words(message))
-        return _("Answered something outside the interface: %(message)s", message=store_words(self.failure.message))
+            case Unavailable(reason=reason, message=message, status=status):
+                return _("Not reachable: %(message)s", message=store_words(reason, message, status))
+        words = store_words(self.failure.reason, self.failure.message, self.failure.status)
+        return _("Answered something outside the interface: %(message)s", message=words)
 
 
 def probe_all(registry: Environments) -> list[EnvironmentStatus]:

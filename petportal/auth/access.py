@@ -14,6 +14,7 @@ from werkzeug.wrappers import Response
 
 from petportal.auth import logins
 from petportal.auth.sessions import require_session_store
+from petportal.config import STATIC_ENDPOINTS
 from petportal.extensions import login
 
 Params = ParamSpec("Params")
@@ -27,7 +28,7 @@ def send_to_login() -> Response:
 
 
 # What an account that must choose its own password may still open: that page, logging out, and files.
-OPEN_BEFORE_PASSWORD_CHANGE = frozenset({"account.password", "auth.logout", "static", "bootstrap.static"})
+OPEN_BEFORE_PASSWORD_CHANGE = frozenset({"account.password", "auth.logout", *STATIC_ENDPOINTS})
 
 
 def require_own_password() -> Response | None:

@@ -45,7 +45,15 @@ from petportal.data.models import (
 )
 from petportal.data.unit_of_work import after_commit
 from petportal.extensions import db
-from petportal.petstore import Busy, InvalidRequest, OutcomeUnknown, PetStoreClient, Unauthorized, Unavailable
+from petportal.petstore import (
+    Busy,
+    InvalidRequest,
+    OutcomeUnknown,
+    PetStoreClient,
+    StoreReason,
+    Unauthorized,
+    Unavailable,
+)
 from petportal.web import page_cache
 
 log = logging.getLogger(__name__)
@@ -72,9 +80,11 @@ class Created:
 
 @dataclass(frozen=True)
 class Refused:
-    """The store refused the values (400); nothing was added. `message` is the store's, cleaned by the client."""
+    """The store refused the values (400); nothing was added, for `said` (`message`, `status`: its values)."""
 
+    said: StoreReason
     message: str
+    status: int | None
 
 
 @dataclass(frozen=True)
@@ -139,7 +149,7 @@ def send(ticket: Ticket, client: PetStoreClient) -> Outcome:
         )
         outcome: Outcome = Created(pet.id)
     except InvalidRequest as refused:
-        outcome = Refused(refused.message)
+        outcome = Refused(refused.reason, refused.message, refused.status)
     except Unauthorized:
         outcome = NotSent(NotSentReason.KEY_REJECTED)
     except OutcomeUnknown as error:
@@ -191,8 +201,9 @@ def _settle(ticket: Ticket, outcome: Outcome) -> None:
             )
             environment = ticket.environment
             after_commit(lambda: page_cache.invalidate(environment))
-        case Refused(message=message):
-            ticket.settle(TicketState.REFUSED, None, {"code": RowReason.REFUSED, "message": message})
+        case Refused(said=said, message=message, status=status):
+            reason = {"code": RowReason.REFUSED, "said": said, "message": message, "status": status}
+            ticket.settle(TicketState.REFUSED, None, reason)
         case Unknown(reason=reason):
             ticket.settle(TicketState.UNKNOWN, None, {"code": reason})
             audit.record(

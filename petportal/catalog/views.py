@@ -4,7 +4,6 @@ from collections.abc import Mapping, Sequence
 
 from flask import (
     Blueprint,
-    abort,
     current_app,
     flash,
     redirect,
@@ -27,7 +26,14 @@ from petportal.catalog.forms import (
     AddAnimalForm,
     AnimalFilterForm,
 )
-from petportal.petstore import GET_PET_REMOVAL, INT64_MAX, LIMIT_MAX, LIMIT_MIN, Gone, Pet
+from petportal.clock import now
+from petportal.petstore import (
+    GET_PET_REMOVAL,
+    LIMIT_MAX,
+    LIMIT_MIN,
+    Gone,
+    Pet,
+)
 from petportal.petstore.active import serving
 from petportal.petstore.environments import Environment
 from petportal.telemetry import metrics
@@ -132,8 +138,6 @@ def list_page(form: AnimalFilterForm, fetched: Sequence[Pet]) -> str:
 @page_cache.cached_page(*FILTER_PARAMETERS)
 def show_animal(pet_id: int) -> ResponseReturnValue:
     """One animal, with a way back to the list as it was filtered."""
-    if pet_id > INT64_MAX:
-        abort(404)
     back = AnimalFilterForm(formdata=request.args)
     back_query = back.kept() if back.validate() else {}
     animal = find_animal(pet_id)
@@ -153,7 +157,7 @@ def find_animal(pet_id: int) -> Pet | None:
     None when listPets does not return it either.
     """
     client = serving().client
-    if current_app.config["CLOCK"]().date() < GET_PET_REMOVAL:
+    if now().date() < GET_PET_REMOVAL:
         try:
             return client.get_pet(pet_id)
         except Gone:
@@ -208,9 +212,9 @@ def add_animal() -> ResponseReturnValue:
             added = _("Added %(name)s to %(environment)s.", name=form.name.data, environment=environment.name)
             links = [(_("%(name)s, id %(id)s", name=form.name.data, id=pet_id), url_for(".show_animal", pet_id=pet_id))]
             flash([added, *links, (_("Your additions"), url_for(".your_additions"))], "success")  # type: ignore[arg-type]
-        case adding.Refused(message=message):
+        case adding.Refused(said=said, message=message, status=status):
             metrics.SUBMISSIONS.labels("refused").inc()
-            refused = _("The pet store refused this animal: %(message)s", message=store_words(message))
+            refused = _("The pet store refused this animal: %(message)s", message=store_words(said, message, status))
             return _form_again(form, environment, refused, 400)
         case adding.Unknown():
             metrics.SUBMISSIONS.labels("unknown").inc()

@@ -72,6 +72,9 @@ class RowReason(StrEnum):
     already (`pet_id`: its production id, when known); gone: the staging store no longer has it; recorded: words
     kept before reasons were codes (`text`).
     Its words are chosen when it is shown (imports/reasons.py), in the visitor's language.
+    answered 400 (`said`: its `StoreReason`, with `message` and `status`); no_answer: its call got no usable
+    answer; portal_stopped: the portal stopped while it was being sent; recorded: words kept before reasons were
+    codes (`text`). Its words are chosen when it is shown (imports/reasons.py), in the visitor's language.
     """
 
     INVALID = "invalid"

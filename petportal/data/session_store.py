@@ -18,6 +18,7 @@ from flask_session.base import ServerSideSession, ServerSideSessionInterface
 from sqlalchemy import delete, text
 
 from petportal.clock import now
+from petportal.config import STATIC_ENDPOINTS
 from petportal.data import unit_of_work
 from petportal.data.models import ServerSession
 from petportal.extensions import db
@@ -26,7 +27,6 @@ log = logging.getLogger(__name__)
 KEY_PREFIX = "petportal:session:"
 # Flask-Session's own default: 32 random bytes, URL-safe.
 ID_BYTES = 32
-STATIC_ENDPOINTS = frozenset({"static", "bootstrap.static"})
 # Expired rows of the database store are deleted on about one write in this many.
 CLEANUP_EVERY = 200
 

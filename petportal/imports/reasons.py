@@ -16,6 +16,7 @@ from flask_babel import gettext as _
 
 from petportal.data.models import BulkImport, ImportRow, RowReason, StopReason
 from petportal.imports import files
+from petportal.petstore import StoreReason
 from petportal.web.downloads import FILE_LANGUAGE
 from petportal.web.error_pages import store_words
 
@@ -29,7 +30,11 @@ def row_reason(row: ImportRow) -> str | None:
             problems = files.refusals(row.name, row.category, row.category_id, row.status, values, columns)
             return " ".join(problems) or None
         case RowReason.REFUSED:
-            return _("The pet store refused it: %(message)s", message=store_words(str(reason.get("message", ""))))
+            # A row refused before reasons were codes keeps the store's words alone (`message`).
+            said = store_words(
+                reason.get("said", StoreReason.STORE_SAID), reason.get("message", ""), reason.get("status")
+            )
+            return _("The pet store refused it: %(message)s", message=said)
         case RowReason.NO_ANSWER:
             return _("The pet store gave no usable answer: it may or may not have added this animal.")
         case RowReason.PORTAL_STOPPED:

@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager
+from functools import partial
 from types import TracebackType
 from typing import Any, Self, TypeVar
 from urllib.parse import urlencode, urlsplit
@@ -22,13 +23,14 @@ from urllib3.util.timeout import Timeout
 
 from petportal.petstore.bulkhead import Bulkhead
 from petportal.petstore.errors import (
-    CHANGES,
+    RETRIED,
     Busy,
-    OutcomeUnknown,
+    Outcome,
     PetStoreError,
     SecretGuard,
+    StoreReason,
     Unavailable,
-    UnexpectedResponse,
+    classify,
 )
 from petportal.petstore.records import (
     INT64_MAX,
@@ -49,9 +51,9 @@ from petportal.petstore.records import (
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 # observe(operation, outcome, seconds, retries), told of every call.
-Observer = Callable[[str, str, float, int], None]
-# on_answer(operation, status, headers), told of every answer received.
-AnswerHook = Callable[[str, int, Mapping[str, str]], None]
+Observer = Callable[[str, Outcome, float, int], None]
+# on_answer(operation, outcome, headers), told of every answer received, as `classify` reads its status.
+AnswerHook = Callable[[str, Outcome, Mapping[str, str]], None]
 # Wraps one call (named by its operation) in a trace span; gives the headers that carry the span on.
 Trace = Callable[[str], AbstractContextManager[Mapping[str, str]]]
 
@@ -59,18 +61,6 @@ MAX_BODY_BYTES = 4 * 1024 * 1024
 READ_CHUNK_BYTES = 64 * 1024
 # A retry is only worth sending when at least this much of the call's deadline is left for it.
 MIN_ATTEMPT_SECONDS = 0.2
-# The client's own words for a call that failed: logged as they are, and shown in the visitor's language where a
-# page shows them (petportal.web.error_pages.store_words).
-NO_TIME_LEFT = "No time was left to ask the pet store."
-TOO_BUSY = "Too many pages are waiting on the pet store already."
-UNUSABLE = "The store's answer is unusable: {reason}."
-TOO_LARGE = "The store's answer is larger than the portal accepts."
-TOO_SLOW = "The store's answer arrived too slowly."
-UNDECODABLE = "The store's answer could not be decoded."
-CONNECTION_BROKE = "The connection broke while the store was answering."
-NOT_REACHED = "The pet store could not be reached."
-NO_ANSWER_IN_TIME = "The pet store did not answer in time."
-CONNECTION_FAILED = "The connection to the pet store failed."
 # The deadline of the call this thread is making: read by the retry policy, which urllib3 shares.
 _call = threading.local()
 
@@ -80,12 +70,12 @@ def _time_left() -> float:
 
 
 class GetOnlyRetry(Retry):
-    """urllib3's Retry, narrowed so that only GET is retried, only for 502, 503 and 504, and only in time.
+    """urllib3's Retry, narrowed so that only GET is retried, only for the RETRIED statuses, and only in time.
 
     Every retry, and the wait before it, must fit in what is left of the call's deadline.
     """
 
-    RETRY_AFTER_STATUS_CODES = frozenset({502, 503, 504})
+    RETRY_AFTER_STATUS_CODES = RETRIED
 
     def increment(
         self,
@@ -138,7 +128,7 @@ RETRY = GetOnlyRetry(
     other=0,
     status=2,
     allowed_methods=frozenset({"GET"}),
-    status_forcelist=frozenset({502, 503, 504}),
+    status_forcelist=RETRIED,
     backoff_factor=0.1,
     retry_after_max=2,
     raise_on_status=False,
@@ -168,7 +158,7 @@ class PetStoreClient:
         `timeout` from the call's start); `gate` is a `Bulkhead` bounding how many calls may wait at once;
         `secrets` are further texts (other environments' keys) that no error may repeat; `observe` is
         told of every call: `observe(operation, outcome, seconds, retries)`; `on_answer` of every answer
-        received: `on_answer(operation, status, headers)`; `trace(operation)` wraps every call in a span and gives
+        received: `on_answer(operation, outcome, headers)`; `trace(operation)` wraps every call in a span and gives
         the headers that carry it to the store. The client only does HTTP: what answers mean for
         an environment's health is for the caller to keep."""
         self.base_url = base_url.rstrip("/")
@@ -250,12 +240,12 @@ class PetStoreClient:
                 with self._trace(operation) as carried:
                     result = self._call_once(method, path, operation, parse, started, deadline, carried, **kwargs)
         except PetStoreError as error:
-            self._report(operation, _outcome(error), started)
+            self._report(operation, error.outcome, started)
             raise
-        self._report(operation, "ok", started)
+        self._report(operation, Outcome.OK, started)
         return result
 
-    def _report(self, operation: str, outcome: str, started: float) -> None:
+    def _report(self, operation: str, outcome: Outcome, started: float) -> None:
         if self._observe is not None:
             self._observe(operation, outcome, time.monotonic() - started, _call.retries)
 
@@ -273,19 +263,20 @@ class PetStoreClient:
         url = self.base_url + path
         deadline = deadline or self._deadline() or started + self.timeout
         if deadline - started < MIN_ATTEMPT_SECONDS:
-            raise Unavailable(NO_TIME_LEFT, method=method, url=url)
+            raise Unavailable(StoreReason.NO_TIME_LEFT, method=method, url=url)
         if self._gate is not None and not self._gate.enter(deadline):
-            raise Busy(TOO_BUSY, method=method, url=url)
+            raise Busy(StoreReason.TOO_BUSY, method=method, url=url)
         _call.deadline = deadline
         try:
             status, headers, body = self._send(method, path, operation, url, deadline, carried, **kwargs)
         finally:
             if self._gate is not None:
                 self._gate.leave()
+        outcome = classify(operation, status)
         if self._on_answer is not None:
-            self._on_answer(operation, status, headers)
+            self._on_answer(operation, outcome, headers)
         log.debug("%s %s -> %s in %.1f ms", method, url, status, (time.monotonic() - started) * 1000)
-        if not 200 <= status < 300 or status != CHANGES.get(operation, status):
+        if outcome is not Outcome.OK:
             raise PetStoreError.from_status(
                 status, body, operation=operation, method=method, url=url, secrets=self._secrets
             )
@@ -294,8 +285,10 @@ class PetStoreClient:
             return parse(json.loads(body), self._guard)
         except (ValueError, RecursionError) as exc:
             # ShapeError is a ValueError too; all mean the answer is outside the interface.
-            reason = str(exc) if isinstance(exc, ShapeError) else "not valid JSON"
-            raise _unusable(operation, UNUSABLE.format(reason=reason), status, method, url) from exc
+            detail = str(exc) if isinstance(exc, ShapeError) else "not valid JSON"
+            raise PetStoreError.of(
+                operation, StoreReason.UNUSABLE, detail, status=status, method=method, url=url
+            ) from exc
 
     def _send(
         self,
@@ -321,7 +314,7 @@ class PetStoreClient:
             )
         except (TransportError, OSError) as exc:
             error = _transport_error(exc, operation, method, url)
-            log.warning("%s %s failed: %s", method, url, error.message)
+            log.warning("%s %s failed: %s", method, url, error.reason)
             raise error from exc
         read = False
         try:
@@ -335,34 +328,24 @@ class PetStoreClient:
 
     def _read_body(self, response: BaseHTTPResponse, operation: str, method: str, url: str, deadline: float) -> bytes:
         """The whole body, refusing one over `max_body_bytes` or one still arriving at `deadline`."""
+        answered = partial(PetStoreError.of, operation, status=response.status, method=method, url=url)
         declared = response.headers.get("Content-Length", "")
         if declared.isdigit() and int(declared) > self.max_body_bytes:
-            raise _unusable(operation, TOO_LARGE, response.status, method, url)
+            raise answered(StoreReason.TOO_LARGE)
         chunks, size = [], 0
         try:
             while chunk := response.read1(READ_CHUNK_BYTES, decode_content=True):
                 size += len(chunk)
                 if size > self.max_body_bytes:
-                    raise _unusable(operation, TOO_LARGE, response.status, method, url)
+                    raise answered(StoreReason.TOO_LARGE)
                 if time.monotonic() > deadline:
-                    raise _no_answer(operation, method, url, TOO_SLOW)
+                    raise PetStoreError.of(operation, StoreReason.TOO_SLOW, method=method, url=url)
                 chunks.append(chunk)
         except DecodeError as exc:
-            raise _unusable(operation, UNDECODABLE, response.status, method, url) from exc
+            raise answered(StoreReason.UNDECODABLE) from exc
         except (TransportError, OSError) as exc:
-            raise _no_answer(operation, method, url, CONNECTION_BROKE) from exc
+            raise PetStoreError.of(operation, StoreReason.CONNECTION_BROKE, method=method, url=url) from exc
         return b"".join(chunks)
-
-
-def _outcome(error: PetStoreError) -> str:
-    """The metrics' word for how a call failed."""
-    if isinstance(error, Busy):
-        return "busy"
-    if isinstance(error, UnexpectedResponse):
-        return "unusable"
-    if error.status is None:
-        return "timeout"  # no answer at all: refused, reset or timed out
-    return "client_error" if error.status < 500 else "server_error"
 
 
 def _check_int(value: object, name: str, low: int, high: int) -> None:
@@ -375,29 +358,15 @@ def _check_status(status: str | None) -> None:
         raise ValueError(f"status must be one of {', '.join(PET_STATUSES)}")
 
 
-def _no_answer(operation: str, method: str, url: str, message: str) -> PetStoreError:
-    """The store stopped answering after the request was sent: a change may have happened, so its outcome is
-    unknown; a read is only unavailable."""
-    error_class = OutcomeUnknown if operation in CHANGES else Unavailable
-    return error_class(message, method=method, url=url)
-
-
-def _unusable(operation: str, message: str, status: int, method: str, url: str) -> PetStoreError:
-    """An answer outside the interface: for a change, one that may follow the store's acting on it."""
-    error_class = OutcomeUnknown if operation in CHANGES else UnexpectedResponse
-    return error_class(message, status=status, method=method, url=url)
-
-
 def _transport_error(exc: Exception, operation: str, method: str, url: str) -> PetStoreError:
     """The typed error for a request that got no answer at all."""
     reason = exc.reason if isinstance(exc, MaxRetryError) else exc
     if isinstance(reason, ConnectTimeoutError | SSLError):
         # Nothing reached the store: a refused connection or an unknown host (NewConnectionError and
         # NameResolutionError are ConnectTimeoutErrors), a connect timeout, or a TLS handshake that failed.
-        return Unavailable(NOT_REACHED, method=method, url=url)
-    if isinstance(reason, TimeoutError):
-        return _no_answer(operation, method, url, NO_ANSWER_IN_TIME)
-    return _no_answer(operation, method, url, CONNECTION_FAILED)
+        return Unavailable(StoreReason.NOT_REACHED, method=method, url=url)
+    failure = StoreReason.NO_ANSWER_IN_TIME if isinstance(reason, TimeoutError) else StoreReason.CONNECTION_FAILED
+    return PetStoreError.of(operation, failure, method=method, url=url)
 
 
 __all__ = ["PetStoreClient", "PetStoreError"]

@@ -17,8 +17,9 @@ from petportal.config import ENVIRONMENT_NAMES
 from petportal.data.models import Setting
 from petportal.data.unit_of_work import after_commit
 from petportal.extensions import DATABASE_OUTAGES, db
-from petportal.petstore import PetStoreClient
+from petportal.petstore import Outcome, PetStoreClient
 from petportal.petstore.bulkhead import Bulkhead
+from petportal.petstore.client import Observer
 from petportal.telemetry import metrics, tracing
 
 log = logging.getLogger(__name__)
@@ -50,7 +51,6 @@ class DeprecationNotice:
 
     deprecation: str | None
     sunset: str | None
-    seen_at: float
 
 
 @dataclass
@@ -61,12 +61,12 @@ class Health:
     key_rejected: bool = False
     notices: dict[str, DeprecationNotice] = field(default_factory=dict)
 
-    def record(self, operation: str, status: int, headers: Mapping[str, str]) -> None:
-        """Called by the client with every answer it receives."""
+    def record(self, operation: str, outcome: Outcome, headers: Mapping[str, str]) -> None:
+        """Called by the client with every answer it receives, as `classify` reads it."""
         if "Deprecation" in headers or "Sunset" in headers:
-            self.notices[operation] = DeprecationNotice(headers.get("Deprecation"), headers.get("Sunset"), time.time())
-        if status == 401 or 200 <= status < 300:
-            self.key_rejected = status == 401
+            self.notices[operation] = DeprecationNotice(headers.get("Deprecation"), headers.get("Sunset"))
+        if outcome in (Outcome.OK, Outcome.KEY_REJECTED):
+            self.key_rejected = outcome is Outcome.KEY_REJECTED
 
 
 class Environments:
@@ -130,7 +130,7 @@ class Environments:
                     deadline=self._page_deadline,
                     gate=gates[name],
                     secrets=self._keys,
-                    observe=metrics.observe_upstream(name),
+                    observe=observe_upstream(name),
                     on_answer=self._health[name].record,
                     trace=partial(tracing.pet_store_call, name) if self._tracing else None,
                 )
@@ -205,3 +205,16 @@ def register(app: Flask) -> None:
 
 def _request_id_header() -> dict[str, str]:
     return {"X-Request-ID": g.request_id} if has_request_context() and "request_id" in g else {}
+
+
+def observe_upstream(environment: str) -> Observer:
+    """The client's observer of `environment`: each call's time, retries and outcome, in the metrics."""
+
+    def observe(operation: str, outcome: Outcome, seconds: float, retries: int) -> None:
+        metrics.UPSTREAM_SECONDS.labels(environment, operation, outcome).observe(seconds)
+        if retries:
+            metrics.UPSTREAM_RETRIES.labels(environment, operation).inc(retries)
+        if outcome is Outcome.BUSY:
+            metrics.UPSTREAM_REFUSED.labels(environment).inc()
+
+    return observe

@@ -13,6 +13,8 @@ import re
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, ClassVar
 from urllib.parse import unquote
 
 from confusable_homoglyphs.utils import load as load_confusables
@@ -32,7 +34,6 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u206
 _API_CODE = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
 # The client's own words (logged as they are; a page shows them in the visitor's language, petportal.web.error_pages).
 WITHHELD = "The pet store's message was withheld: it quoted a credential."
-ANSWERED_WITH_STATUS = "The store answered with status {status}."
 # A secret counts as quoted when any run this long of it (or of its encodings) can be read back; a secret whose
 # normal form is shorter counts when all of it can.
 SECRET_RUN = 8
@@ -275,16 +276,84 @@ def clean(text: str, secrets: Iterable[str] = ()) -> str:
     return text if len(text) <= MESSAGE_CHARS else text[: MESSAGE_CHARS - 1] + "…"
 
 
-class PetStoreError(Exception):
-    """Base class: a pet store call did not give a usable answer.
+class StoreReason(StrEnum):
+    """Why a pet store call gave no usable answer: a code with its values (`PetStoreError.message`, `.status`), put
+    into words only where a page shows it (petportal.web.error_pages.store_words)."""
 
-    Carries what an operator needs (status, the API's code, method and URL), every text cleaned by
-    `clean` with the calling client's secrets, so it never holds a key.
+    STORE_SAID = "store_said"  # the store's own message (`message`, cleaned)
+    WITHHELD = "withheld"  # the store's message quoted a credential
+    STATUS = "status"  # an error status with no message of the API's
+    UNUSABLE = "unusable"  # an answer outside the interface (`message`: the client's detail of what was wrong)
+    TOO_LARGE = "too_large"
+    TOO_SLOW = "too_slow"
+    UNDECODABLE = "undecodable"
+    CONNECTION_BROKE = "connection_broke"
+    NO_ANSWER_IN_TIME = "no_answer_in_time"
+    CONNECTION_FAILED = "connection_failed"
+    NOT_REACHED = "not_reached"
+    NO_TIME_LEFT = "no_time_left"
+    TOO_BUSY = "too_busy"
+
+
+class Outcome(StrEnum):
+    """What a call's end means (`classify`): the error the client raises, what health and metrics count."""
+
+    OK = "ok"
+    REFUSED = "refused"  # 400: the values were refused
+    KEY_REJECTED = "key_rejected"  # 401
+    NOT_FOUND = "not_found"  # 404 to getPet
+    GONE = "gone"  # 410: the operation is no longer offered
+    UNAVAILABLE = "unavailable"  # nothing changed: try again
+    BUSY = "busy"  # not sent: too many pages wait on the store already
+    UNKNOWN = "unknown"  # a change may or may not have happened: never sent again
+    UNUSABLE = "unusable"  # an answer outside the interface
+
+
+# A read answered with one of these is sent again while time allows (the client's retry policy reads this).
+RETRIED = frozenset({502, 503, 504})
+# The operations that change the store, with the one success the interface defines for each.
+CHANGES = {"createPet": 201}
+# The error answers the interface defines for each change: certain to have changed nothing.
+CERTAIN_REFUSALS = {"createPet": (400, 401)}
+STATUS_OUTCOMES = {400: Outcome.REFUSED, 401: Outcome.KEY_REJECTED, 404: Outcome.NOT_FOUND, 410: Outcome.GONE}
+
+
+def classify(operation: str, status: int | None, *, usable: bool = True) -> Outcome:
+    """What the end of a call to `operation` means: the one place that decides it. `status` is the answer's (None:
+    none came once the request was sent), `usable` whether its body could be read as the interface defines.
+
+    A change (createPet) is certain only for the answers the interface defines for it: 201, and 400 and 401 saying
+    nothing was added. Any other end (no answer, 5xx, 429, a 418 from a gateway, an unreadable 201) may come after
+    the store acted, so its outcome is unknown. A read's outcome never matters: 429 and 5xx only say to try again.
     """
+    if operation in CHANGES:
+        if status in CERTAIN_REFUSALS[operation]:
+            return STATUS_OUTCOMES[status]
+        return Outcome.OK if status == CHANGES[operation] and usable else Outcome.UNKNOWN
+    if status is None:
+        return Outcome.UNAVAILABLE
+    if not usable or (status == 404 and operation != "getPet"):
+        return Outcome.UNUSABLE
+    if 200 <= status < 300:
+        return Outcome.OK
+    if status in STATUS_OUTCOMES:
+        return STATUS_OUTCOMES[status]
+    return Outcome.UNAVAILABLE if status == 429 or status >= 500 else Outcome.UNUSABLE
+
+
+class PetStoreError(Exception):
+    """Base class: a pet store call did not give a usable answer, for a `reason`.
+
+    Carries what an operator needs (status, the API's code, method and URL), and `message`: the store's own words
+    or the client's detail, cleaned by `clean` with the calling client's secrets, so it never holds a key.
+    """
+
+    outcome: ClassVar[Outcome]
 
     def __init__(
         self,
-        message: str,
+        reason: StoreReason,
+        message: str = "",
         *,
         status: int | None = None,
         code: object = None,
@@ -293,7 +362,10 @@ class PetStoreError(Exception):
         secrets: Iterable[str] = (),
     ) -> None:
         message = clean(message, secrets)
-        super().__init__(message)
+        if message == WITHHELD:
+            reason, message = StoreReason.WITHHELD, ""
+        super().__init__(reason, message)
+        self.reason = reason
         self.message = message
         self.status = status
         self.code: str | None
@@ -306,71 +378,71 @@ class PetStoreError(Exception):
     def __str__(self) -> str:
         where = f" ({self.method} {self.url})" if self.method else ""
         status = f" [{self.status}{' ' + self.code if self.code else ''}]" if self.status else ""
-        return f"{self.message}{status}{where}"
+        return f"{self.reason}{': ' + self.message if self.message else ''}{status}{where}"
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.message!r}, status={self.status!r}, code={self.code!r})"
+        return f"{type(self).__name__}({self.reason!r}, {self.message!r}, status={self.status!r}, code={self.code!r})"
+
+    @staticmethod
+    def of(operation: str, reason: StoreReason, message: str = "", **details: Any) -> "PetStoreError":
+        """The typed error for a call to `operation` that ended for `reason` (with the answer's `status` if one
+        came), as `classify` reads it."""
+        usable = reason not in (StoreReason.UNUSABLE, StoreReason.TOO_LARGE, StoreReason.UNDECODABLE)
+        outcome = classify(operation, details.get("status"), usable=usable)
+        return ERRORS[outcome](reason, message, **details)
 
     @staticmethod
     def from_status(
         status: int, body: bytes, *, operation: str, method: str, url: str, secrets: Iterable[str] = ()
     ) -> "PetStoreError":
-        """The typed error for a non-2xx answer, with the API's own code and message when it sent an Error."""
-        code, message = None, ANSWERED_WITH_STATUS.format(status=status)
+        """The typed error for an answer that is no success, with the API's own code and message when it sent
+        an Error."""
+        code, reason, message = None, StoreReason.STATUS, ""
         try:
             record = json.loads(body)
             if isinstance(record, dict) and isinstance(record.get("message"), str):
-                code = record.get("code")
-                message = record["message"]
+                code, reason, message = record.get("code"), StoreReason.STORE_SAID, record["message"]
         except (ValueError, RecursionError):
             pass
-        error_class = classify(operation, status)
-        return error_class(message, status=status, code=code, method=method, url=url, secrets=secrets)
-
-
-def classify(operation: str, status: int) -> type[PetStoreError]:
-    """What a non-2xx answer to `operation` means: the one place that decides it.
-
-    A change (createPet) is certain only for the answers the interface defines for it: 400 and 401 say
-    nothing was added. Any other answer (5xx, 429, a 418 from a gateway) may come after the store acted,
-    so its outcome is unknown. A read's outcome never matters: 429 and 5xx only say to try again.
-    """
-    if status in CERTAIN_REFUSALS.get(operation, ()):
-        return STATUS_ERRORS[status]
-    if operation in CHANGES:
-        return OutcomeUnknown
-    if status == 404 and operation != "getPet":
-        return UnexpectedResponse
-    if status in STATUS_ERRORS:
-        return STATUS_ERRORS[status]
-    if status == 429 or status >= 500:
-        return Unavailable
-    return UnexpectedResponse
+        details = {"status": status, "code": code, "method": method, "url": url, "secrets": secrets}
+        return PetStoreError.of(operation, reason, message, **details)
 
 
 class InvalidRequest(PetStoreError):
     """400: the store refused the request's values; `message` is the store's own explanation, cleaned."""
 
+    outcome = Outcome.REFUSED
+
 
 class Unauthorized(PetStoreError):
     """401: the store rejected this environment's key."""
+
+    outcome = Outcome.KEY_REJECTED
 
 
 class NotFound(PetStoreError):
     """404: no animal has this id."""
 
+    outcome = Outcome.NOT_FOUND
+
 
 class Gone(PetStoreError):
     """410: the store no longer offers this operation."""
+
+    outcome = Outcome.GONE
 
 
 class Unavailable(PetStoreError):
     """No usable answer, and nothing changed: a read that failed (refused, reset, timed out, rate-limited, a 5xx),
     or a change that never reached the store (refused connection, unknown host, TLS failure, no time left)."""
 
+    outcome = Outcome.UNAVAILABLE
+
 
 class Busy(Unavailable):
     """Not sent: so many pages already wait on the pet store that this one would only queue."""
+
+    outcome = Outcome.BUSY
 
 
 class OutcomeUnknown(PetStoreError):
@@ -378,13 +450,16 @@ class OutcomeUnknown(PetStoreError):
     reset after sending, a status it does not define (5xx, 429, ...) or an unreadable 201. It may or may not
     have happened, so it is never sent again."""
 
+    outcome = Outcome.UNKNOWN
+
 
 class UnexpectedResponse(PetStoreError):
     """The store answered something outside the interface: bad JSON, wrong shape, too large, a redirect."""
 
+    outcome = Outcome.UNUSABLE
 
-STATUS_ERRORS: dict[int, type[PetStoreError]] = {400: InvalidRequest, 401: Unauthorized, 404: NotFound, 410: Gone}
-# The operations that change the store, with the one success the interface defines for each.
-CHANGES = {"createPet": 201}
-# The error answers the interface defines for each change: certain to have changed nothing.
-CERTAIN_REFUSALS = {"createPet": (400, 401)}
+
+ERRORS: dict[Outcome, type[PetStoreError]] = {
+    error.outcome: error
+    for error in (InvalidRequest, Unauthorized, NotFound, Gone, Unavailable, Busy, OutcomeUnknown, UnexpectedResponse)
+}

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +32,7 @@ REQUEST_SECONDS = Histogram(
 )
 UPSTREAM_SECONDS = Histogram(
     "petportal_upstream_request_duration_seconds",
-    "Pet store calls, retries included, by environment, operation and outcome "
-    "(ok, client_error, server_error, timeout, unusable).",
+    "Pet store calls, retries included, by environment, operation and outcome (petstore.errors.Outcome).",
     ["environment", "operation", "outcome"],
 )
 UPSTREAM_RETRIES = Counter(
@@ -57,18 +56,6 @@ ACTIVE_ENVIRONMENT = Gauge(
     ["environment"],
     multiprocess_mode="livemostrecent",
 )
-
-
-def observe_upstream(environment: str) -> Callable[[str, str, float, int], None]:
-
-    def observe(operation: str, outcome: str, seconds: float, retries: int) -> None:
-        UPSTREAM_SECONDS.labels(environment, operation, outcome).observe(seconds)
-        if retries:
-            UPSTREAM_RETRIES.labels(environment, operation).inc(retries)
-        if outcome == "busy":
-            UPSTREAM_REFUSED.labels(environment).inc()
-
-    return observe
 
 
 def show_active(names: Iterable[str], active: str) -> None:

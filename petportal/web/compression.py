@@ -10,8 +10,8 @@ Flask-Compress does the compressing and adds `Vary: Accept-Encoding`. Three thin
   (`uncompressed`): such a page also repeats what the visitor's URL holds (its language links), and the length
   of a compressed page could tell, over many visits from another site, how much of it matches a guess (BREACH).
   Every other page carries only the CSRF token, whose signed part changes every second.
-The compressor runs from the portal's own hook, which then takes out the `Date` that its conditional handling
-writes: the server writes the one `Date` of every response (see page_cache).
+The compressor runs from the portal's own hook; its conditional handling writes no `Date`: the server writes the
+one `Date` of every response (see page_cache.ServerDated).
 """
 
 from __future__ import annotations
@@ -67,6 +67,4 @@ def register(app: Flask) -> None:
             return response  # the same bytes, whatever the browser accepts
         # Flask-Compress reads the header itself: it is given the choice made here, and nothing else.
         request.environ["HTTP_ACCEPT_ENCODING"] = encoding_for(request.headers.get("Accept-Encoding", "")) or ""
-        response = compress.after_request(response)
-        del response.headers["Date"]  # written by make_conditional; the server writes its own
-        return response
+        return compress.after_request(response)

@@ -1,7 +1,6 @@
 """Friendly error pages: no stack trace, no upstream body, always the request id."""
 
 import functools
-import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -22,9 +21,8 @@ from werkzeug.exceptions import (
 from petportal.data.database import INIT_DB_HINT, tables_missing
 from petportal.extensions import DATABASE_OUTAGES, db
 from petportal.i18n.lazy_text import lazy_gettext as _l
-from petportal.petstore import Busy, NotFound, PetStoreError, Unauthorized, Unavailable, client
+from petportal.petstore import Outcome, PetStoreError, StoreReason
 from petportal.petstore.active import serving
-from petportal.petstore.errors import ANSWERED_WITH_STATUS, WITHHELD
 from petportal.web.front_door import UnreadableRequest
 
 BARE_PAGE = (
@@ -43,21 +41,23 @@ MESSAGES = {
     502: (_l("Temporarily unavailable"), _l("The pet store gave an answer the portal could not use.")),
     503: (_l("The pet store is not answering"), _l("The pet store did not answer in time. Try again in a moment.")),
 }
-# The pet store client's own words, as a page shows them (`store_words`); what the store itself said is not here.
-CLIENT_WORDS = {
-    WITHHELD: _l("The pet store's message was withheld: it quoted a credential."),
-    client.NO_TIME_LEFT: _l("No time was left to ask the pet store."),
-    client.TOO_BUSY: _l("Too many pages are waiting on the pet store already."),
-    client.TOO_LARGE: _l("The store's answer is larger than the portal accepts."),
-    client.TOO_SLOW: _l("The store's answer arrived too slowly."),
-    client.UNDECODABLE: _l("The store's answer could not be decoded."),
-    client.CONNECTION_BROKE: _l("The connection broke while the store was answering."),
-    client.NOT_REACHED: _l("The pet store could not be reached."),
-    client.NO_ANSWER_IN_TIME: _l("The pet store did not answer in time."),
-    client.CONNECTION_FAILED: _l("The connection to the pet store failed."),
+# Why a pet store call failed, as a page says it (`store_words`): the store's own words are shown as it said them.
+STORE_REASONS = {
+    StoreReason.STORE_SAID: "%(message)s",
+    StoreReason.WITHHELD: _l("The pet store's message was withheld: it quoted a credential."),
+    StoreReason.STATUS: _l("The store answered with status %(status)s."),
+    # The detail is the client's technical one (which field of the answer was wrong): kept as it is.
+    StoreReason.UNUSABLE: _l("The store's answer is unusable: %(message)s."),
+    StoreReason.TOO_LARGE: _l("The store's answer is larger than the portal accepts."),
+    StoreReason.TOO_SLOW: _l("The store's answer arrived too slowly."),
+    StoreReason.UNDECODABLE: _l("The store's answer could not be decoded."),
+    StoreReason.CONNECTION_BROKE: _l("The connection broke while the store was answering."),
+    StoreReason.NO_ANSWER_IN_TIME: _l("The pet store did not answer in time."),
+    StoreReason.CONNECTION_FAILED: _l("The connection to the pet store failed."),
+    StoreReason.NOT_REACHED: _l("The pet store could not be reached."),
+    StoreReason.NO_TIME_LEFT: _l("No time was left to ask the pet store."),
+    StoreReason.TOO_BUSY: _l("Too many pages are waiting on the pet store already."),
 }
-_ANSWERED_WITH_STATUS = re.compile(re.escape(ANSWERED_WITH_STATUS).replace(r"\{status\}", "([0-9]{3})"))
-_UNUSABLE = re.compile(re.escape(client.UNUSABLE).replace(r"\{reason\}", "(.*)"), re.DOTALL)
 # An error page and its status.
 ErrorPage = tuple[str, int]
 E = TypeVar("E", bound=Exception)
@@ -129,20 +129,19 @@ def handle_database_error(error: SQLAlchemyError) -> ErrorPage:
 
 
 def handle_pet_store_error(error: PetStoreError) -> ResponseReturnValue:
-    """What customers, staff and admins are told when the pet store fails."""
-    if isinstance(error, NotFound):
-        return render_error(404, _("No animal has this id in this environment."))
-    if isinstance(error, Busy):
-        current_app.logger.warning("not waiting on the pet store: %s", error)
-        page, status = render_error(
-            503, _("The pet store is slow to answer right now. Try again in a moment."), retry=True
-        )
-        return page, status, {"Retry-After": "2"}
-    if isinstance(error, Unavailable):
-        current_app.logger.warning("pet store unavailable: %s", error)
-        return render_error(503, _("The pet store is not answering. Try again in a moment."), retry=True)
-    if isinstance(error, Unauthorized):
-        return key_rejected_page(serving().environment.name)
+    """What customers, staff and admins are told when the pet store fails, as `classify` read its end."""
+    match error.outcome:
+        case Outcome.NOT_FOUND:
+            return render_error(404, _("No animal has this id in this environment."))
+        case Outcome.BUSY:
+            current_app.logger.warning("not waiting on the pet store: %s", error)
+            message = _("The pet store is slow to answer right now. Try again in a moment.")
+            return *render_error(503, message, retry=True), {"Retry-After": "2"}
+        case Outcome.UNAVAILABLE:
+            current_app.logger.warning("pet store unavailable: %s", error)
+            return render_error(503, _("The pet store is not answering. Try again in a moment."), retry=True)
+        case Outcome.KEY_REJECTED:
+            return key_rejected_page(serving().environment.name)
     current_app.logger.error("unusable answer from the pet store: %s", error)
     return render_error(502, retry=True)
 
@@ -158,19 +157,10 @@ def key_rejected_page(name: str) -> ErrorPage:
     return render_error(502, _("The pet store is temporarily unavailable. Try again later."), retry=True)
 
 
-def store_words(message: str) -> str:
-    """A pet store error's message as a page shows it, in the request's language: the client's own words (a
-    connection that failed, a message withheld, a bare status) translated; what the store said, as it said it
-    (already cleaned by the client)."""
-    words = CLIENT_WORDS.get(message)
-    if words is not None:
-        return str(words)
-    if found := _ANSWERED_WITH_STATUS.fullmatch(message):
-        return _("The store answered with status %(status)s.", status=found[1])
-    if found := _UNUSABLE.fullmatch(message):
-        # The reason is the client's technical detail (which field of the answer was wrong): kept as it is.
-        return _("The store's answer is unusable: %(reason)s.", reason=found[1])
-    return message
+def store_words(reason: str, message: str = "", status: int | None = None) -> str:
+    """Why a pet store call failed (a `StoreReason`, with its error's `message` and `status`), in the request's
+    language."""
+    return str(STORE_REASONS[StoreReason(reason)]) % {"message": message, "status": status}
 
 
 def handle_unexpected_error(error: Exception) -> ErrorPage:

@@ -13,10 +13,11 @@ import math
 import time
 from collections.abc import Callable, Iterable
 from functools import wraps
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, Self, TypeVar
 from urllib.parse import parse_qsl
 
 from flask import Flask, current_app, make_response, request, session
+from flask import Response as FlaskResponse
 from flask_login import current_user
 from werkzeug.exceptions import HTTPException
 from werkzeug.wrappers import Response
@@ -70,7 +71,6 @@ def cached_page(
                 response.headers["Cache-Control"] = "no-cache"
                 response.add_etag()
                 response.make_conditional(request)
-                del response.headers["Date"]  # the server writes its own
                 if not session:
                     request.environ[SHAREABLE] = serving().environment.name
             return response
@@ -108,10 +108,9 @@ class SharedPages:
         body, headers = stored
         request_id = logs.assigned_request_id(environ)
         if any(name in environ for name in CONDITIONS):
-            response = Response(body, headers=headers)
+            response = ServerDated(body, headers=headers)
             response.headers["X-Request-ID"] = request_id
             response.make_conditional(environ)
-            del response.headers["Date"]
             metrics.count(endpoint, environ["REQUEST_METHOD"], response.status_code, started)
             return response(environ, start_response)
         # Unconditional, the common case: Werkzeug's headers in its order (test_caching checks), without a Response.
@@ -190,8 +189,20 @@ def invalidate(environment_name: str) -> None:
 PERSONAL_TYPES = frozenset({"text/html", "application/json", "text/csv"})
 
 
+class ServerDated(FlaskResponse):
+    """Every answer the portal makes, Flask's and the shared pages': Werkzeug's `make_conditional` (a page's ETag,
+    a static file, Flask-Compress) writes no Date, as every server the portal runs under (Werkzeug's, gunicorn,
+    granian) writes its own, and two made two."""
+
+    def make_conditional(self, *args: Any, **kwargs: Any) -> Self:
+        super().make_conditional(*args, **kwargs)
+        del self.headers["Date"]
+        return self
+
+
 def register(app: Flask) -> None:
     """Bind the cache, put the shared pages in front of Flask, and mark every other page, JSON or CSV no-store."""
+    app.response_class = ServerDated
     cache.init_app(app)
     app.extensions["petportal.web.page_cache"] = {"down_until": 0.0}
     if app.config["CACHE_SECONDS"] > 0:

@@ -12,8 +12,10 @@ from datetime import date
 from typing import Any
 from urllib.parse import urlsplit
 
-from werkzeug.routing import IntegerConverter
+from werkzeug.routing import IntegerConverter, Map, ValidationError
 from wtforms import IntegerField, StringField
+
+from petportal.petstore.records import INT64_MAX, INT64_MIN
 
 # A whole number: ASCII digits, with a minus sign for the negative ids the API allows; no plus, no spaces.
 WHOLE_NUMBER = re.compile(r"-?[0-9]+", re.ASCII)
@@ -78,9 +80,20 @@ class WholeNumberField(IntegerField):
 
 
 class WholeNumberConverter(IntegerConverter):
-    """Werkzeug's `int` converter, matching ASCII digits only (its own `\\d` takes any script's digits)."""
+    """Werkzeug's `int` converter, reading with `whole_number` (its own `\\d` takes any script's digits), and only
+    an id the API can hold: a number beyond 64 bits is no address, a 404 from routing."""
 
     regex = r"[0-9]+"
+
+    def __init__(self, map: Map, signed: bool = False) -> None:
+        super().__init__(map, signed=signed)
+        self.low = INT64_MIN if signed else 0
+
+    def to_python(self, value: str) -> int:
+        number = whole_number(value)
+        if number is None or not self.low <= number <= INT64_MAX:
+            raise ValidationError
+        return number
 
 
 def safe_next(target: str | None, default: str) -> str:

@@ -21,8 +21,8 @@ from flask import Flask, current_app, request, url_for
 from werkzeug.security import safe_join
 from werkzeug.wrappers import Response
 
-# The endpoints that serve files: the portal's own and Bootstrap-Flask's (Bootstrap's scripts).
-STATIC_ENDPOINTS = ("static", "bootstrap.static")
+from petportal.config import STATIC_ENDPOINTS
+
 YEAR = 365 * 24 * 3600
 IMMUTABLE = f"public, max-age={YEAR}, immutable"
 # Characters of the SHA-256 digest in a URL: 64 bits, plenty to tell two versions of one file apart.
