@@ -287,7 +287,7 @@ def test_seeding_the_store_fills_it_up_to_the_count_and_no_further(tmp_path):
     ],
 )
 def test_deprecation_and_sunset_read_as_dates(deprecation, sunset, deprecated, removal):
-    words = in_words(DeprecationNotice(deprecation, sunset, 0.0), date(2026, 11, 22))
+    words = in_words(DeprecationNotice(deprecation, sunset), date(2026, 11, 22))
     assert (words.deprecated, words.removal) == (deprecated, removal)
 
 
