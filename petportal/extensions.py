@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from flask import Flask
@@ -12,6 +12,7 @@ from flask_sqlalchemy import SQLAlchemy
 from flask_wtf.csrf import CSRFProtect
 from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
+from sqlalchemy.orm import DeclarativeBase
 
 
 class Migrations:
@@ -49,10 +50,20 @@ class _MigrateCommands(click.Group):
     ) -> click.Context:
         from flask_migrate.cli import db as commands  # as above: loaded when a `flask db` command runs
 
-        return commands.make_context(info_name, args, parent=parent, **extra)
+        context: click.Context = commands.make_context(info_name, args, parent=parent, **extra)
+        return context
 
 
-db = SQLAlchemy()
+class Base(DeclarativeBase):
+    """What every table of the portal is declared from (models.py)."""
+
+
+db = SQLAlchemy(model_class=Base)
+# Flask-SQLAlchemy makes `db.Model` from `Base` at run time, where a type checker cannot follow it.
+if TYPE_CHECKING:
+    Model = Base
+else:
+    Model = db.Model
 migrate = Migrations()
 csrf = CSRFProtect()
 login = LoginManager()

@@ -26,7 +26,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Mapped, mapped_column
 
 from .clock import now
-from .extensions import db
+from .extensions import Model
 
 ROLES = ("staff", "admin")
 
@@ -213,7 +213,7 @@ class StateColumn(TypeDecorator[StrEnum]):
         return None if value is None else self.states(value)
 
 
-class User(UserMixin, db.Model):
+class User(UserMixin, Model):
     """A staff member or an admin; customers have no account."""
 
     __tablename__ = "users"
@@ -279,7 +279,7 @@ class User(UserMixin, db.Model):
         return self.enabled
 
 
-class RecoveryCode(db.Model):
+class RecoveryCode(Model):
     """One of an account's single-use recovery codes, for a lost second-factor device.
 
     Only the SHA-256 of the code is kept: the codes are random (50 bits), so a slow hash adds nothing.
@@ -293,7 +293,7 @@ class RecoveryCode(db.Model):
     used_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
 
-class Passkey(db.Model):
+class Passkey(Model):
     """A passkey (a WebAuthn credential) of an account: it signs in alone, and is an admin's second factor.
 
     `sign_count` and the backup flags are the authenticator's, as last seen; a use whose count does not move on
@@ -314,7 +314,7 @@ class Passkey(db.Model):
     last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
 
-class Setting(db.Model):
+class Setting(Model):
     """A portal-wide setting shared by every process, such as the active environment."""
 
     __tablename__ = "settings"
@@ -324,7 +324,7 @@ class Setting(db.Model):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=now, onupdate=now)
 
 
-class AuditEntry(db.Model):
+class AuditEntry(Model):
     """Who did what, when: never a password or a key."""
 
     __tablename__ = "audit_log"
@@ -344,7 +344,7 @@ class AuditEntry(db.Model):
     count: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
 
 
-class LoginCounter(db.Model):
+class LoginCounter(Model):
     """One login (or code) counter of one window, kept in the portal's database when there is no Redis, so every
     worker and instance counts on the same rows (auth/throttle.py).
 
@@ -359,7 +359,7 @@ class LoginCounter(db.Model):
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
 
 
-class SubmissionToken(db.Model):
+class SubmissionToken(Model):
     """A one-time token carried by one rendered add form, so that form creates at most one animal.
 
     States (`TicketState`): issued (not yet used), sending (a request holds it), created (`pet_id` is the
@@ -378,7 +378,7 @@ class SubmissionToken(db.Model):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=now, onupdate=now)
 
 
-class CategoryLabel(db.Model):
+class CategoryLabel(Model):
     """A name people read for one category id of one environment ("Dogs" for 1); staging's ids need not be
     production's, so each environment has its own."""
 
@@ -395,7 +395,7 @@ class CategoryLabel(db.Model):
     __table_args__ = (UniqueConstraint("environment", "label_key", name="uq_category_labels_environment_label_key"),)
 
 
-class Addition(db.Model):
+class Addition(Model):
     """One animal an account added through the portal, for its "Your additions" page."""
 
     __tablename__ = "additions"
@@ -410,7 +410,7 @@ class Addition(db.Model):
     __table_args__ = (Index("ix_additions_user_environment_added", "user_id", "environment", "added_at"),)
 
 
-class BulkImport(db.Model):
+class BulkImport(Model):
     """One CSV file of animals a staff member uploaded, bound to the environment it was previewed for.
 
     States: preview (nothing sent; may be discarded), queued (started, waiting for a runner), running,
@@ -441,7 +441,7 @@ class BulkImport(db.Model):
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
 
-class ImportRow(db.Model):
+class ImportRow(Model):
     """One animal of a bulk import, claimed as an add form's token is.
 
     States: invalid (refused by the portal's checks at preview; never sent), issued (to send), sending (a
@@ -469,7 +469,7 @@ class ImportRow(db.Model):
     __table_args__ = (Index("ix_import_rows_import_state", "import_id", "state"),)
 
 
-class LoginSession(db.Model):
+class LoginSession(Model):
     """One login of an account in one browser, from the password to logout or a limit.
 
     Every request of a logged-in user checks its row, so ending it (logout, or an admin ending the
@@ -492,7 +492,7 @@ class LoginSession(db.Model):
     second_factor: Mapped[str | None] = mapped_column(String(16))
 
 
-class ServerSession(db.Model):
+class ServerSession(Model):
     """The data of one browser's session, kept on the server when no Redis is configured.
 
     The cookie holds only its id."""

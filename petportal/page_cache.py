@@ -231,7 +231,7 @@ def register(app: Flask) -> None:
 
 
 def _caching() -> bool:
-    return current_app.config["CACHE_SECONDS"] > 0
+    return bool(current_app.config["CACHE_SECONDS"] > 0)
 
 
 def _generation_key(environment_name: str) -> str:

@@ -44,7 +44,7 @@ def listen_error(host: str, port: int) -> str | None:
     return None
 
 
-def wait_for_port(port: int, process: subprocess.Popen | None = None, seconds: float = 30) -> None:
+def wait_for_port(port: int, process: subprocess.Popen[bytes] | None = None, seconds: float = 30) -> None:
     """Wait until something listens on loopback `port`; fail if `process` exits first or it takes too long."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -58,7 +58,7 @@ def wait_for_port(port: int, process: subprocess.Popen | None = None, seconds: f
     raise RuntimeError(f"nothing listens on port {port} after {seconds} s")
 
 
-def stop(processes: Iterable[subprocess.Popen], seconds: float = 10) -> None:
+def stop(processes: Iterable[subprocess.Popen[bytes]], seconds: float = 10) -> None:
     """SIGTERM every process, then wait for each; one that outlives `seconds` is killed."""
     processes = list(processes)
     for process in processes:

@@ -106,4 +106,5 @@ def _without_query(address: str) -> str:
 
 
 def _trusted_hosts() -> list[str]:
-    return current_app.config["TRUSTED_HOSTS"]
+    hosts: list[str] = current_app.config["TRUSTED_HOSTS"]
+    return hosts

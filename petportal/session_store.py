@@ -31,6 +31,7 @@ from abc import abstractmethod
 from datetime import timedelta
 
 from flask import Flask, Request, Response, current_app, request, session
+from flask.sessions import SessionMixin
 from flask_session.base import ServerSideSession, ServerSideSessionInterface
 from sqlalchemy import delete, text
 
@@ -80,7 +81,7 @@ class ResilientSessions(ServerSideSessionInterface):
         opened.unavailable = False
         return opened
 
-    def save_session(self, app: Flask, session: ServerSideSession, response: Response) -> None:
+    def save_session(self, app: Flask, session: SessionMixin, response: Response) -> None:
         """Save the session (never one that could not be read); a store that fails costs one log line.
 
         A static file's request leaves the session alone unless it changed it. Saving writes the whole session

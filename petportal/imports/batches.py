@@ -13,7 +13,7 @@ from collections import Counter
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import CursorResult, delete, exists, func, select, update
+from sqlalchemy import CursorResult, delete, exists, func, insert, select, update
 
 from ..clock import now
 from ..extensions import db
@@ -56,7 +56,7 @@ def create(user: Any, environment_name: str, filename: str, raw: bytes, rows: li
     db.session.flush()
     updated_at = now()
     db.session.execute(
-        ImportRow.__table__.insert(),
+        insert(ImportRow),
         [
             {
                 "import_id": batch.id,

@@ -123,7 +123,7 @@ def describe_problem(error: ValidationError) -> str:
     if not field:
         if error.validator == "type":
             return "The body must be a JSON object."
-        return error.message[:200]
+        return str(error.message)[:200]
     rule = error.validator
     if rule in ("pattern", "minLength"):
         return f"{field} must contain a visible character and no NUL character."
