@@ -12,7 +12,7 @@ from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from . import audit
 from .auth import accounts
 from .extensions import db
-from .models import ROLES, AuditAction, AuditDetail, User
+from .models import AuditAction, AuditDetail, Role, User
 
 # The first migration: the schema 0.1.0's init-db made with create_all, before there were migrations.
 BASELINE_REVISION = "0001"
@@ -104,7 +104,12 @@ def user_commands() -> None:
 
 @user_commands.command("create")
 @click.argument("name")
-@click.option("--role", type=click.Choice(ROLES), required=True, help="staff adds animals; admin also runs the portal.")
+@click.option(
+    "--role",
+    type=click.Choice([role.value for role in Role]),
+    required=True,
+    help="staff adds animals; admin also runs the portal.",
+)
 @click.option("--password-stdin", is_flag=True, help="Read the password from standard input instead of prompting.")
 def create_user(name: str, role: str, password_stdin: bool) -> None:
     """Add an account called NAME, ready to use."""

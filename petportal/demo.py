@@ -24,11 +24,11 @@ from .catalog import categories
 from .commands import upgrade_database, warn_before_init_db
 from .config import DEMO_STARTED_VARIABLE, ENVIRONMENT_NAMES, ConfigurationError, demo_wanted
 from .extensions import db
-from .models import User
+from .models import Role, User
 from .processes import free_port, listen_error, stop, wait_for_port
 
 STORE_COMMAND = [sys.executable, "-m", "flask", "--app", "petportal.store"]
-DEMO_ACCOUNTS = (("staff", "staff"), ("admin", "admin"))
+DEMO_ACCOUNTS = (("staff", Role.STAFF), ("admin", Role.ADMIN))
 # The sample animals' categories, by name, in both environments (the import page's example row uses "Cats").
 DEMO_LABELS = {1: "Dogs", 2: "Cats", 3: "Fish", 4: "Birds", 5: "Rabbits", 6: "Turtles"}
 PR_SET_PDEATHSIG = 1

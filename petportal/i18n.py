@@ -27,8 +27,9 @@ from werkzeug.wrappers import Response
 
 from . import template_text
 from .auth.access import safe_next
+from .lazy_text import LazyText, translations
 from .lazy_text import lazy_gettext as _l
-from .lazy_text import translations
+from .models import Role
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import WSGIEnvironment
@@ -149,7 +150,7 @@ def status_label(status: str) -> str:
 
 # The environments' names as people read them; the value (in URLs, forms and the database) stays the English word.
 ENVIRONMENT_LABELS = {"production": _l("production"), "staging": _l("staging")}
-ROLE_LABELS = {"staff": _l("staff"), "admin": _l("admin")}
+ROLE_LABELS: dict[str, LazyText] = {Role.STAFF: _l("staff"), Role.ADMIN: _l("admin")}
 
 
 def environment_label(name: str) -> str:

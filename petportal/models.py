@@ -28,7 +28,22 @@ from sqlalchemy.orm import Mapped, mapped_column
 from .clock import now
 from .extensions import Model
 
-ROLES = ("staff", "admin")
+
+class Role(StrEnum):
+    """What an account may do: staff add animals; admins may also do everything that runs the portal."""
+
+    STAFF = "staff"
+    ADMIN = "admin"
+
+
+class SecondFactor(StrEnum):
+    """How a login proved a second factor (`LoginSession.second_factor`): a code of the account's app (totp), one of
+    its recovery codes, the identity provider (its `amr` named one), or a passkey, which signs in alone."""
+
+    TOTP = "totp"
+    RECOVERY = "recovery"
+    PROVIDER = "provider"
+    PASSKEY = "passkey"
 
 
 class TicketState(StrEnum):
@@ -222,7 +237,7 @@ class User(UserMixin, Model):
     username: Mapped[str] = mapped_column(String(80), unique=True)
     # None for an account that signs in through the company's identity provider only (no password to check).
     password_hash: Mapped[str | None] = mapped_column(String(255))
-    role: Mapped[str] = mapped_column(String(16))
+    role: Mapped[Role] = mapped_column(StateColumn(Role))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=now)
     last_login_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     # A disabled account cannot log in, and its open logins end on their next request.
@@ -256,13 +271,13 @@ class User(UserMixin, Model):
 
         return passwords.matches(self.password_hash, password)
 
-    def has_role(self, role: str) -> bool:
+    def has_role(self, role: Role) -> bool:
         """Admins may do everything staff may do."""
-        return self.role == role or self.role == "admin"
+        return self.role in (role, Role.ADMIN)
 
     @property
     def is_admin(self) -> bool:
-        return self.role == "admin"
+        return self.role == Role.ADMIN
 
     @property
     def mfa_enabled(self) -> bool:
@@ -487,9 +502,9 @@ class LoginSession(Model):
     remember_hash: Mapped[str | None] = mapped_column(String(64))
     address: Mapped[str | None] = mapped_column(String(64))
     user_agent: Mapped[str | None] = mapped_column(String(255))
-    # How this login proved a second factor ("totp", "recovery", "provider": the identity provider's `amr`),
-    # or None: an admin page asks for one where PETPORTAL_REQUIRE_ADMIN_MFA says so.
-    second_factor: Mapped[str | None] = mapped_column(String(16))
+    # How this login proved a second factor, or None: an admin page asks for one where PETPORTAL_REQUIRE_ADMIN_MFA
+    # says so.
+    second_factor: Mapped[SecondFactor | None] = mapped_column(StateColumn(SecondFactor))
 
 
 class ServerSession(Model):

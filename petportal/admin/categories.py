@@ -11,6 +11,7 @@ from ..auth.access import role_required
 from ..catalog import categories
 from ..config import ENVIRONMENT_NAMES
 from ..forms import ButtonForm
+from ..models import Role
 from ..petstore import INT64_MAX, INT64_MIN
 from ..serving import serving
 from .forms import CategoryLabelForm
@@ -22,7 +23,7 @@ bp = Blueprint("categories", __name__, url_prefix="/admin/categories")
 
 
 @bp.route("", methods=["GET", "POST"])
-@role_required("admin")
+@role_required(Role.ADMIN)
 def labels_page() -> tuple[str, int] | Response:
     """The labels of the environment this admin is served, and the form that adds or renames one."""
     environment = serving().environment
@@ -55,7 +56,7 @@ def labels_page() -> tuple[str, int] | Response:
 
 
 @bp.post("/<int(signed=True):category_id>/remove")
-@role_required("admin")
+@role_required(Role.ADMIN)
 def remove(category_id: int) -> tuple[str, int] | Response:
     """Take a label off; the id is shown alone again."""
     if not INT64_MIN <= category_id <= INT64_MAX:

@@ -19,7 +19,7 @@ from ..config import ENVIRONMENT_NAMES
 from ..forms import PortalForm
 from ..i18n import environment_label
 from ..lazy_text import lazy_gettext as _l
-from ..models import AuditAction
+from ..models import AuditAction, Role
 from ..reading import DayField
 from .audit_log import action_label
 
@@ -27,8 +27,8 @@ if TYPE_CHECKING:
     from ..environments import Environment
 
 ROLE_CHOICES = [
-    SelectChoice("staff", _l("Staff: adds animals")),
-    SelectChoice("admin", _l("Admin: also runs the portal")),
+    SelectChoice(Role.STAFF, _l("Staff: adds animals")),
+    SelectChoice(Role.ADMIN, _l("Admin: also runs the portal")),
 ]
 
 
@@ -74,7 +74,7 @@ class NewUserForm(PortalForm):
         validators=[DataRequired(_l("Enter a user name.")), Length(max=USERNAME_MAX_LENGTH)],
         description=_l("Letters, digits and . _ @ - only."),
     )
-    role = SelectField(_l("Role"), choices=ROLE_CHOICES, default="staff")
+    role = SelectField(_l("Role"), choices=ROLE_CHOICES, default=Role.STAFF)
     password = new_password_field(_l("Initial password"))
 
 

@@ -18,7 +18,7 @@ from ..auth.access import log_in_again, role_required
 from ..extensions import db
 from ..forms import ButtonForm
 from ..i18n import role_label
-from ..models import AuditAction, AuditDetail, User
+from ..models import AuditAction, AuditDetail, Role, User
 from .forms import NewUserForm, ResetPasswordForm, RoleForm
 
 bp = Blueprint("users", __name__, url_prefix="/admin/users")
@@ -27,7 +27,7 @@ AccountChange = Callable[[User], ResponseReturnValue]
 
 
 @bp.get("")
-@role_required("admin")
+@role_required(Role.ADMIN)
 def list_users() -> ResponseReturnValue:
     """Every account: role, enabled, second factor, last login and open sessions."""
     users = db.session.scalars(db.select(User).order_by(User.username)).all()
@@ -40,7 +40,7 @@ def list_users() -> ResponseReturnValue:
 
 
 @bp.route("/new", methods=["GET", "POST"])
-@role_required("admin")
+@role_required(Role.ADMIN)
 def new_user() -> ResponseReturnValue:
     """Add an account with an initial password, which it must change at its first login."""
     form = NewUserForm()
@@ -56,7 +56,7 @@ def new_user() -> ResponseReturnValue:
     audit.record(AuditAction.USER_CREATED, target=user.username, detail=AuditDetail.CREATED_BY_ADMIN, role=user.role)
     added = (
         _("Added staff %(username)s. They choose their own password when they first log in.", username=user.username)
-        if user.role == "staff"
+        if user.role == Role.STAFF
         else _(
             "Added admin %(username)s. They choose their own password when they first log in.", username=user.username
         )
@@ -66,7 +66,7 @@ def new_user() -> ResponseReturnValue:
 
 
 @bp.get("/<name>")
-@role_required("admin")
+@role_required(Role.ADMIN)
 def manage_user(name: str) -> ResponseReturnValue:
     """One account, and every change an admin can make to it."""
     return _manage_page(_account(name))
@@ -95,7 +95,7 @@ def account_change(view: AccountChange) -> Callable[[str], ResponseReturnValue]:
 
 
 @bp.post("/<name>/role")
-@role_required("admin")
+@role_required(Role.ADMIN)
 @account_change
 def change_role(user: User) -> ResponseReturnValue:
     """Give the account another role."""
@@ -115,7 +115,7 @@ def change_role(user: User) -> ResponseReturnValue:
 
 
 @bp.post("/<name>/disable")
-@role_required("admin")
+@role_required(Role.ADMIN)
 @account_change
 def disable(user: User) -> ResponseReturnValue:
     """Disable the account: it cannot log in, and its sessions end."""
@@ -125,7 +125,7 @@ def disable(user: User) -> ResponseReturnValue:
 
 
 @bp.post("/<name>/enable")
-@role_required("admin")
+@role_required(Role.ADMIN)
 @account_change
 def enable(user: User) -> ResponseReturnValue:
     """Let a disabled account log in again."""
@@ -135,7 +135,7 @@ def enable(user: User) -> ResponseReturnValue:
 
 
 @bp.post("/<name>/sessions/end")
-@role_required("admin")
+@role_required(Role.ADMIN)
 @account_change
 def end_sessions(user: User) -> ResponseReturnValue:
     """End every session of the account: each browser is logged out on its next request."""
@@ -153,7 +153,7 @@ def end_sessions(user: User) -> ResponseReturnValue:
 
 
 @bp.post("/<name>/password")
-@role_required("admin")
+@role_required(Role.ADMIN)
 @account_change
 def reset_password(user: User) -> ResponseReturnValue:
     """Set a new password that the account must change at its next login; its sessions end."""
@@ -170,7 +170,7 @@ def reset_password(user: User) -> ResponseReturnValue:
 
 
 @bp.post("/<name>/mfa/reset")
-@role_required("admin")
+@role_required(Role.ADMIN)
 @account_change
 def reset_mfa(user: User) -> ResponseReturnValue:
     """Remove the account's second factors, its app and its passkeys (a lost or stolen device); it sets up a new

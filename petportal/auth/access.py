@@ -14,6 +14,7 @@ from flask_login import current_user
 from werkzeug.wrappers import Response
 
 from ..extensions import login
+from ..models import Role
 from . import logins
 from .sessions import require_session_store
 
@@ -46,7 +47,7 @@ def login_required(view: Callable[Params, ResponseReturnValue]) -> Callable[Para
 
 
 def role_required(
-    role: str | None,
+    role: Role | None,
 ) -> Callable[[Callable[Params, ResponseReturnValue]], Callable[Params, ResponseReturnValue]]:
     """Let in users who have `role` (admins have every role; None: any account); send anonymous users to log in;
     403 others. An admin page first needs a second factor where PETPORTAL_REQUIRE_ADMIN_MFA asks for one."""
@@ -58,7 +59,7 @@ def role_required(
                 return send_to_login()
             if role is not None and not current_user.has_role(role):
                 abort(403)
-            if role == "admin" and current_app.config["REQUIRE_ADMIN_MFA"] and not second_factor_satisfied():
+            if role == Role.ADMIN and current_app.config["REQUIRE_ADMIN_MFA"] and not second_factor_satisfied():
                 flash(_("This portal requires admins to use a second factor. Set yours up first."), "warning")
                 return redirect(url_for("account.mfa_page"), 303)
             return view(*args, **kwargs)

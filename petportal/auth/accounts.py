@@ -17,7 +17,7 @@ from sqlalchemy.orm import aliased
 
 from .. import audit
 from ..extensions import db
-from ..models import ROLES, User
+from ..models import Role, User
 from . import logins, mfa, passkeys, passwords
 
 USERNAME_MAX_LENGTH = 80
@@ -49,14 +49,14 @@ def create(username: str, role: str, password: str, must_change_password: bool) 
         raise AccountError(
             _("%(username)s is a name the audit log uses for itself; choose another.", username=repr(username))
         )
-    if role not in ROLES:
-        raise AccountError(_("A role is one of %(roles)s.", roles=", ".join(ROLES)))
+    if role not in list(Role):
+        raise AccountError(_("A role is one of %(roles)s.", roles=", ".join(Role)))
     # Logins are counted per name whatever its case, so "Kim" and "kim" would share one limit.
     if db.session.scalar(select(User).where(func.lower(User.username) == username.lower())) is not None:
         raise AccountError(_("An account called %(username)s already exists.", username=repr(username)))
     if problem := passwords.problem(password):
         raise AccountError(problem)
-    user = User(username=username, role=role, must_change_password=must_change_password)
+    user = User(username=username, role=Role(role), must_change_password=must_change_password)
     user.set_password(password)
     db.session.add(user)
     return user
@@ -66,9 +66,9 @@ def change_role(actor: User, user: User, role: str) -> None:
     """Give `user` another role; never your own, and never the last enabled admin's."""
     if user.id == actor.id:
         raise AccountError(_("You cannot change your own role; ask another admin."))
-    if role not in ROLES:
-        raise AccountError(_("A role is one of %(roles)s.", roles=", ".join(ROLES)))
-    _change_keeping_an_admin(user, role=role)
+    if role not in list(Role):
+        raise AccountError(_("A role is one of %(roles)s.", roles=", ".join(Role)))
+    _change_keeping_an_admin(user, role=Role(role))
 
 
 def set_enabled(actor: User, user: User, enabled: bool) -> None:
@@ -129,12 +129,12 @@ def _change_keeping_an_admin(user: User, **values: Any) -> None:
     first, so two admins demoting each other at once take turns, and the second's UPDATE sees the first's
     change. SQLite has one writer at a time, and the check and the change are one statement.
     """
-    db.session.execute(select(User.id).where(User.role == "admin", User.enabled.is_(True)).with_for_update())
+    db.session.execute(select(User.id).where(User.role == Role.ADMIN, User.enabled.is_(True)).with_for_update())
     change = update(User).where(User.id == user.id).values(**values)
-    if not (values.get("role", user.role) == "admin" and values.get("enabled", user.enabled)):
+    if not (values.get("role", user.role) == Role.ADMIN and values.get("enabled", user.enabled)):
         other = aliased(User)
-        another_admin = exists().where(other.role == "admin", other.enabled.is_(True), other.id != user.id)
-        change = change.where(or_(User.role != "admin", User.enabled.is_(False), another_admin))
+        another_admin = exists().where(other.role == Role.ADMIN, other.enabled.is_(True), other.id != user.id)
+        change = change.where(or_(User.role != Role.ADMIN, User.enabled.is_(False), another_admin))
     changed = cast("CursorResult[Any]", db.session.execute(change, execution_options={"synchronize_session": "fetch"}))
     if changed.rowcount != 1:
         raise AccountError(

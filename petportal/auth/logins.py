@@ -29,7 +29,7 @@ from .. import session_store
 from ..clock import now
 from ..config import SESSION_ABSOLUTE_LIMIT, SESSION_IDLE_LIMIT
 from ..extensions import db
-from ..models import LoginSession, User
+from ..models import LoginSession, SecondFactor, User
 from . import passkeys, remember
 
 LOGIN_KEY = "login_id"
@@ -38,7 +38,7 @@ SECOND_FACTOR_KEY = "awaiting_second_factor"
 SECOND_FACTOR_LIMIT = timedelta(minutes=5)
 
 
-def start(user: User, remember_me: bool, second_factor: str | None = None) -> None:
+def start(user: User, remember_me: bool, second_factor: SecondFactor | None = None) -> None:
     """Log `user` in: a new, empty session under a new id, a new login row (with the second factor it used, if
     any), and a remember token when asked for."""
     started = now()

@@ -30,7 +30,7 @@ from werkzeug.wrappers import Response
 from .. import audit, security
 from ..clock import now
 from ..extensions import db
-from ..models import AuditAction, AuditDetail, User
+from ..models import AuditAction, AuditDetail, Role, User
 from . import logins
 from .accounts import USERNAME_MAX_LENGTH
 
@@ -259,20 +259,20 @@ def _logout_claims(client: Any, metadata: dict[str, Any], logout_token: str) -> 
     return claims
 
 
-def role_for(values: Any) -> str | None:
+def role_for(values: Any) -> Role | None:
     """The role that the claim's `values` (a string or a list) give: admin, staff, or None (no mapped value)."""
     if isinstance(values, str):
         values = [values]
     found = {value for value in values if isinstance(value, str)} if isinstance(values, list) else set()
     settings = current_app.config["OIDC"]
     if found & settings["admin_values"]:
-        return "admin"
+        return Role.ADMIN
     if found & settings["staff_values"]:
-        return "staff"
+        return Role.STAFF
     return None
 
 
-def _account(claims: Any, role: str | None) -> User:
+def _account(claims: Any, role: Role | None) -> User:
     """The account of this issuer and `sub`, made at the first sign-in, with `role`; refused (and audited)
     without a role, or when disabled."""
     issuer, subject = str(claims["iss"]), str(claims["sub"])

@@ -23,6 +23,7 @@ from ..auth.access import role_required
 from ..downloads import csv_download
 from ..environments import Environment
 from ..errors import ErrorPage, key_rejected_page, render_error, store_words
+from ..models import Role
 from ..petstore import (
     GET_PET_REMOVAL,
     INT64_MAX,
@@ -162,7 +163,7 @@ def find_animal(pet_id: int) -> Pet | None:
 
 
 @bp.route("/animals/new", methods=["GET", "POST"])
-@role_required("staff")
+@role_required(Role.STAFF)
 def add_animal() -> ResponseReturnValue:
     """Staff add an animal to the environment being served, at most once per form."""
     current = serving()
@@ -226,7 +227,7 @@ def add_animal() -> ResponseReturnValue:
 
 
 @bp.get("/animals/mine")
-@role_required("staff")
+@role_required(Role.STAFF)
 def your_additions() -> str:
     """The animals this account added through the portal, the latest first, per environment."""
     found = additions.recent(current_user.id)

@@ -21,7 +21,7 @@ from ..environments import environments
 from ..errors import ErrorPage, render_error
 from ..forms import ECHO_CHARS, ButtonForm
 from ..lazy_text import lazy_gettext as _l
-from ..models import AuditAction, AuditDetail, BulkImport, ImportRow, ImportState, TicketState
+from ..models import AuditAction, AuditDetail, BulkImport, ImportRow, ImportState, Role, TicketState
 from ..serving import serving
 from . import batches, engines, files, reasons
 from .forms import UploadForm
@@ -56,7 +56,7 @@ def share_the_outcomes(state: BlueprintSetupState) -> None:
 
 
 @bp.route("", methods=["GET", "POST"])
-@role_required("staff")
+@role_required(Role.STAFF)
 def upload() -> ResponseReturnValue:
     """The upload form, and this account's earlier imports; a checked file becomes a preview."""
     environment = serving().environment
@@ -80,7 +80,7 @@ def upload() -> ResponseReturnValue:
 
 
 @bp.get(f"/{IMPORT_ID}")
-@role_required("staff")
+@role_required(Role.STAFF)
 def show(import_id: str) -> str:
     """The preview before the start; the progress while it is sent; the results after."""
     batch = _find(import_id)
@@ -88,14 +88,14 @@ def show(import_id: str) -> str:
 
 
 @bp.get(f"/{IMPORT_ID}.json")
-@role_required("staff")
+@role_required(Role.STAFF)
 def progress(import_id: str) -> dict[str, Any]:
     """{state, total, created, failed, unknown}, for the progress bar's script and for scripts."""
     return batches.progress(_find(import_id))
 
 
 @bp.get(f"/{IMPORT_ID}/results.csv")
-@role_required("staff")
+@role_required(Role.STAFF)
 def results(import_id: str) -> Response:
     """Every row with its outcome and, once created, its new id."""
     batch = _find(import_id)
@@ -109,7 +109,7 @@ def results(import_id: str) -> Response:
 
 
 @bp.post(f"/{IMPORT_ID}/start")
-@role_required("staff")
+@role_required(Role.STAFF)
 def start(import_id: str) -> ResponseReturnValue:
     """Send the rows not yet sent: the first start, or a resume after a pause or a switch."""
     return _send(
@@ -125,7 +125,7 @@ def start(import_id: str) -> ResponseReturnValue:
 
 
 @bp.post(f"/{IMPORT_ID}/retry")
-@role_required("staff")
+@role_required(Role.STAFF)
 def retry(import_id: str) -> ResponseReturnValue:
     """Send again the rows the pet store refused; rows whose outcome is unknown are never resent."""
     return _send(
@@ -140,7 +140,7 @@ def retry(import_id: str) -> ResponseReturnValue:
 
 
 @bp.post(f"/{IMPORT_ID}/discard")
-@role_required("staff")
+@role_required(Role.STAFF)
 def discard(import_id: str) -> ResponseReturnValue:
     """Throw a preview away; nothing was sent."""
     batch = _find(import_id)
