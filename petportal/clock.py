@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from flask import current_app, has_app_context
+from flask import has_app_context
 
 
 def real_time() -> datetime:
@@ -16,7 +16,7 @@ def now() -> datetime:
     """The current time in UTC, as the app's `CLOCK` setting tells it (a test may set its own clock); the
     real time outside an app."""
     if has_app_context():
-        clock = current_app.config["CLOCK"]
-        current: datetime = clock()
-        return current
+        from .config import settings  # config imports this module
+
+        return settings().clock()
     return real_time()

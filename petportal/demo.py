@@ -17,12 +17,12 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import click
-from flask import Flask, current_app
+from flask import Flask
 from werkzeug.serving import is_running_from_reloader
 
 from .catalog import categories
 from .commands import upgrade_database, warn_before_init_db
-from .config import DEMO_STARTED_VARIABLE, ENVIRONMENT_NAMES, ConfigurationError, demo_wanted
+from .config import DEMO_STARTED_VARIABLE, ENVIRONMENT_NAMES, ConfigurationError, demo_wanted, settings
 from .extensions import db
 from .models import Role, User
 from .processes import free_port, listen_error, stop, wait_for_port
@@ -183,7 +183,7 @@ def create_accounts(stores: Mapping[str, Mapping[str, str]]) -> None:
         lines.append(f"  {role:<6} user name: {username:<6} password: {password}")
     db.session.commit()
     title = "Pet Portal demo mode: both environments are served by bundled reference stores."
-    if current_app.config["LOG_FORMAT"] == "json":  # every line the portal writes is then one JSON object
+    if settings().log_format == "json":  # every line the portal writes is then one JSON object
         log.info(title, extra={"demo": [line.strip() for line in lines]})
         return
     click.echo(title)

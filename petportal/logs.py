@@ -22,7 +22,7 @@ from pythonjsonlogger.json import JsonFormatter
 from werkzeug.wsgi import ClosingIterator
 
 from . import egress, tracing
-from .config import secret_values
+from .config import secret_values, settings
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
@@ -406,7 +406,7 @@ def register(app: Flask) -> None:
     access lines in front, once every other WSGI layer is in place.) No log line or span of the process may quote
     one of the app's secrets (`egress.protect`)."""
     egress.protect(secret_values(app.config))
-    configure(app.config["LOG_FORMAT"])
+    configure(settings(app).log_format)
 
     @app.before_request
     def assign_request_id() -> None:

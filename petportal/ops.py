@@ -5,10 +5,11 @@ from __future__ import annotations
 import hmac
 import ipaddress
 
-from flask import Blueprint, abort, current_app, request
+from flask import Blueprint, abort, request
 
 from . import metrics
 from .commands import DatabaseState, database_state
+from .config import settings
 from .environments import environments
 from .petstore import PetStoreError
 
@@ -40,7 +41,7 @@ def readyz() -> tuple[dict[str, str | dict[str, str]], int]:
 @bp.get("/metrics")
 def metrics_page() -> tuple[bytes, dict[str, str]]:
     """Prometheus metrics: with `PETPORTAL_METRICS_TOKEN`, for its bearer only; without it, for loopback only."""
-    token = current_app.config["METRICS_TOKEN"]
+    token = settings().metrics_token
     if token:
         sent = request.headers.get("Authorization", "")
         if not hmac.compare_digest(sent.encode(), f"Bearer {token}".encode()):

@@ -37,6 +37,7 @@ from werkzeug.wrappers import Response
 from . import logs, metrics, tracing
 from .auth.remember import REMEMBER_COOKIE
 from .compression import encoding_for
+from .config import settings
 from .extensions import cache
 from .front_door import unreadable
 from .i18n import language_of
@@ -105,7 +106,7 @@ class SharedPages:
     def __init__(self, app: Flask, wsgi_app: WSGIApplication) -> None:
         self.app = app
         self.wsgi_app = wsgi_app
-        self.seconds = math.ceil(app.config["CACHE_SECONDS"])
+        self.seconds = math.ceil(settings(app).cache_seconds)
         self.cookies = (app.config["SESSION_COOKIE_NAME"], REMEMBER_COOKIE)
         # (path, query) -> the endpoint whose page may be shared, or None: what the URL map and the view's
         # parameters say of a URL never changes while the process runs. Bounded: emptied when full.
@@ -220,7 +221,7 @@ def register(app: Flask) -> None:
     when caching is on, and mark every other page, JSON or CSV answer as never to be stored."""
     cache.init_app(app)
     app.extensions["petportal.page_cache"] = {"down_until": 0.0}
-    if app.config["CACHE_SECONDS"] > 0:
+    if settings(app).cache_seconds > 0:
         app.wsgi_app = SharedPages(app, app.wsgi_app)  # type: ignore[method-assign]  # Flask's own WSGI hook
 
     @app.after_request
@@ -231,7 +232,7 @@ def register(app: Flask) -> None:
 
 
 def _caching() -> bool:
-    return bool(current_app.config["CACHE_SECONDS"] > 0)
+    return bool(settings().cache_seconds > 0)
 
 
 def _generation_key(environment_name: str) -> str:

@@ -50,6 +50,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from .config import settings
+
 if TYPE_CHECKING:
     from _typeshed.wsgi import WSGIApplication
     from flask import Flask
@@ -163,7 +165,7 @@ def worker_started(app: Flask) -> None:
     with app.app_context():
         db.engine.dispose(close=False)  # the parent's connections stay the parent's
     engines.watch(app)
-    logs.batch_access_lines(app.config["LOG_FORMAT"])
+    logs.batch_access_lines(settings(app).log_format)
     # A forked worker ends without running atexit: the spans still in the batch are sent from its finaliser.
     multiprocessing.util.Finalize(None, tracing.flush, exitpriority=10)
 
@@ -186,7 +188,7 @@ def run(app_import_path: str | None, bind: str, workers: int) -> None:
         raise ConfigurationError(f"`flask serve` serves the portal (flask --app app serve), not {app.import_name}.")
     warn_before_init_db(app)
     forget_secret_variables()
-    serve(_loader(app), host, port, workers, app.config["LOG_FORMAT"])
+    serve(_loader(app), host, port, workers, settings(app).log_format)
 
 
 def forget_secret_variables() -> None:

@@ -15,6 +15,8 @@ from flask import Flask, Response, current_app, redirect, request
 from werkzeug.middleware.proxy_fix import ProxyFix
 from werkzeug.sansio.utils import host_is_trusted
 
+from .config import settings
+
 if TYPE_CHECKING:
     from werkzeug.wrappers import Response as BaseResponse
 
@@ -47,12 +49,12 @@ SECURITY_HEADERS = (
 def register(app: Flask) -> None:
     """Send the security headers on every response, and honour the HTTPS, proxy and host settings."""
     app.after_request(send_security_headers)
-    proxies = app.config["TRUSTED_PROXIES"]
+    proxies = settings(app).trusted_proxies
     if proxies:
         app.wsgi_app = ProxyFix(  # type: ignore[method-assign]  # Flask's own WSGI hook
             app.wsgi_app, x_for=proxies, x_proto=proxies, x_host=proxies, x_port=proxies
         )
-    if app.config["HTTPS"]:
+    if settings(app).https:
         app.before_request(send_plain_http_to_https)
         app.after_request(send_hsts)
     app.after_request(keep_locations_on_trusted_hosts)
@@ -106,5 +108,4 @@ def _without_query(address: str) -> str:
 
 
 def _trusted_hosts() -> list[str]:
-    hosts: list[str] = current_app.config["TRUSTED_HOSTS"]
-    return hosts
+    return settings().trusted_hosts or []

@@ -37,6 +37,7 @@ from sqlalchemy import delete, text
 
 from . import unit_of_work
 from .clock import now
+from .config import settings
 from .extensions import db
 from .models import ServerSession
 
@@ -163,10 +164,10 @@ def register(app: Flask) -> None:
         "sid_length": ID_BYTES,
         "serialization_format": "msgpack",
     }
-    if app.config["REDIS_URL"]:
+    if redis_url := settings(app).redis_url:
         import redis  # the Redis client (about 4 MB) is loaded only by a portal that keeps its sessions there
 
-        client = redis.Redis.from_url(app.config["REDIS_URL"], socket_timeout=1, socket_connect_timeout=1)
+        client = redis.Redis.from_url(redis_url, socket_timeout=1, socket_connect_timeout=1)
         app.session_interface = redis_sessions()(app, client=client, **options)
     else:
         # Expired rows are removed as sessions are written (see CLEANUP_EVERY); no cron job is needed.

@@ -63,13 +63,15 @@ def wanted(environ: Mapping[str, str]) -> bool:
 
 def register(app: Flask) -> None:
     """With tracing asked for: start the SDK (once per process) and trace every request of `app`."""
-    if not app.config["TRACING"]:
+    from .config import settings  # config imports this module
+
+    if not settings(app).tracing:
         return
     from flask import Response, g, request
     from opentelemetry.instrumentation.wsgi import OpenTelemetryMiddleware
 
     _start()
-    trusted = bool(app.config["TRUST_TRACE_HEADERS"])
+    trusted = settings(app).trust_trace_headers
 
     @app.after_request
     def describe_the_span(response: Response) -> Response:

@@ -7,12 +7,13 @@ from functools import wraps
 from typing import ParamSpec
 from urllib.parse import urlsplit
 
-from flask import abort, current_app, flash, redirect, request, url_for
+from flask import abort, flash, redirect, request, url_for
 from flask.typing import ResponseReturnValue
 from flask_babel import gettext as _
 from flask_login import current_user
 from werkzeug.wrappers import Response
 
+from ..config import settings
 from ..extensions import login
 from ..models import Role
 from . import logins
@@ -59,7 +60,7 @@ def role_required(
                 return send_to_login()
             if role is not None and not current_user.has_role(role):
                 abort(403)
-            if role == Role.ADMIN and current_app.config["REQUIRE_ADMIN_MFA"] and not second_factor_satisfied():
+            if role == Role.ADMIN and settings().require_admin_mfa and not second_factor_satisfied():
                 flash(_("This portal requires admins to use a second factor. Set yours up first."), "warning")
                 return redirect(url_for("account.mfa_page"), 303)
             return view(*args, **kwargs)

@@ -26,6 +26,7 @@ from flask_babel import gettext as _
 from sqlalchemy import exists, func, select
 
 from ..clock import now
+from ..config import settings
 from ..extensions import db
 from ..models import Passkey, User
 
@@ -55,7 +56,7 @@ class PasskeyError(Exception):
 
 def relying_party() -> tuple[str, str]:
     """The relying party's id (the public address's host) and the one origin passkeys are used from."""
-    public_url = current_app.config["PUBLIC_URL"]
+    public_url = settings().public_url
     if not public_url:
         raise PasskeyError(_("Passkeys are not set up on this portal (PETPORTAL_PUBLIC_URL)."))
     return str(urlsplit(public_url).hostname), public_url

@@ -22,7 +22,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from .. import session_store
 from ..clock import now
-from ..config import SESSION_ABSOLUTE_LIMIT, SESSION_IDLE_LIMIT
+from ..config import SESSION_ABSOLUTE_LIMIT, SESSION_IDLE_LIMIT, settings
 from ..extensions import DATABASE_OUTAGES, db, login
 from ..lazy_text import lazy_gettext as _l
 from ..models import LoginSession, User
@@ -131,9 +131,9 @@ def _past_limit(row: LoginSession, user: User) -> bool:
     """Whether login `row` of `user` is older than a login may be: 12 hours, or for an account of single sign-on
     the provider's sessions' maximum age where the operator set a shorter one (PETPORTAL_OIDC_SESSION_MAX_AGE)."""
     limit = SESSION_ABSOLUTE_LIMIT
-    settings = current_app.config["OIDC"]
-    if user.sso_subject is not None and settings is not None and settings["session_max_age"] is not None:
-        limit = min(limit, settings["session_max_age"])
+    oidc = settings().oidc
+    if user.sso_subject is not None and oidc is not None and oidc["session_max_age"] is not None:
+        limit = min(limit, oidc["session_max_age"])
     return now() - row.started_at > limit
 
 

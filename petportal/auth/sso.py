@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -29,6 +30,7 @@ from werkzeug.wrappers import Response
 
 from .. import audit, security
 from ..clock import now
+from ..config import settings
 from ..extensions import db
 from ..models import AuditAction, AuditDetail, Role, User
 from . import logins
@@ -82,29 +84,36 @@ class SignedIn:
 
 def register(app: Flask) -> None:
     """Offer single sign-on when PETPORTAL_OIDC_ISSUER is set (config.py checks the rest)."""
-    settings = app.config["OIDC"]
-    if settings is None:
+    oidc = settings(app).oidc
+    if oidc is None:
         return
     from authlib.integrations.flask_client import OAuth
 
     oauth = OAuth(app)
     oauth.register(
         PROVIDER,
-        client_id=settings["client_id"],
-        client_secret=settings["client_secret"],
-        server_metadata_url=settings["issuer"].rstrip("/") + "/.well-known/openid-configuration",
+        client_id=oidc["client_id"],
+        client_secret=oidc["client_secret"],
+        server_metadata_url=oidc["issuer"].rstrip("/") + "/.well-known/openid-configuration",
         client_kwargs={
             "scope": SCOPE,
             "code_challenge_method": "S256",
-            "default_timeout": app.config["UPSTREAM_TIMEOUT"],
+            "default_timeout": settings(app).upstream_timeout,
         },
     )
 
 
+def _provider() -> Mapping[str, Any]:
+    """The identity provider's settings, where a sign-in is under way (`register` offers it only then)."""
+    oidc = settings().oidc
+    assert oidc is not None
+    return oidc
+
+
 def provider_name() -> str | None:
     """The provider's name for the sign-in button, or None when single sign-on is not configured."""
-    settings = current_app.config["OIDC"]
-    return None if settings is None else str(settings["name"])
+    oidc = settings().oidc
+    return None if oidc is None else str(oidc["name"])
 
 
 def begin(destination: str) -> Response:
@@ -116,7 +125,7 @@ def begin(destination: str) -> Response:
     security.allow_location(endpoint)
     _forget_older_sign_ins()
     session[DESTINATION_KEY] = destination
-    redirect_uri = current_app.config["PUBLIC_URL"] + url_for("auth.sso_callback")
+    redirect_uri = (settings().public_url or "") + url_for("auth.sso_callback")
     response: Response = client.authorize_redirect(redirect_uri)
     return response
 
@@ -166,7 +175,7 @@ def signed_in() -> SignedIn:
     if not claims or not _fits(claims.get("sub")) or not _fits(claims.get("iss")):
         raise SignInFailed(_("The sign-in could not be completed. Start again from the login page."))
     claims = _with_userinfo(client, token, claims)
-    user = _account(claims, role_for(claims.get(current_app.config["OIDC"]["role_claim"])))
+    user = _account(claims, role_for(claims.get(_provider()["role_claim"])))
     methods = claims.get("amr")
     second_factor = isinstance(methods, list) and any(method in SECOND_FACTOR_METHODS for method in methods)
     destination = session.pop(DESTINATION_KEY, None)
@@ -242,7 +251,7 @@ def _logout_claims(client: Any, metadata: dict[str, Any], logout_token: str) -> 
     events = claims.get("events")
     failed = {
         "iss": claims.get("iss") != metadata.get("issuer"),
-        "aud": current_app.config["OIDC"]["client_id"] not in audiences,
+        "aud": _provider()["client_id"] not in audiences,
         "iat": not isinstance(issued, int | float)
         or issued > at + TOKEN_LEEWAY.total_seconds()
         or issued < at - LOGOUT_TOKEN_AGE.total_seconds(),
@@ -264,10 +273,10 @@ def role_for(values: Any) -> Role | None:
     if isinstance(values, str):
         values = [values]
     found = {value for value in values if isinstance(value, str)} if isinstance(values, list) else set()
-    settings = current_app.config["OIDC"]
-    if found & settings["admin_values"]:
+    oidc = _provider()
+    if found & oidc["admin_values"]:
         return Role.ADMIN
-    if found & settings["staff_values"]:
+    if found & oidc["staff_values"]:
         return Role.STAFF
     return None
 
@@ -364,7 +373,7 @@ def _metadata(client: Any) -> dict[str, Any]:
         metadata: dict[str, Any] = client.load_server_metadata()
     except (requests.RequestException, ValueError) as error:
         raise ProviderUnreachable from error
-    if str(metadata.get("issuer", "")).rstrip("/") != current_app.config["OIDC"]["issuer"].rstrip("/"):
+    if str(metadata.get("issuer", "")).rstrip("/") != _provider()["issuer"].rstrip("/"):
         current_app.logger.error("single sign-on: the discovery document names another issuer")
         raise ProviderUnreachable
     return metadata

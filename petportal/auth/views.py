@@ -9,6 +9,7 @@ from flask_babel import ngettext
 from flask_login import current_user
 
 from .. import audit, metrics
+from ..config import settings
 from ..extensions import csrf, db
 from ..forms import ButtonForm
 from ..models import AuditAction, AuditDetail, SecondFactor, User
@@ -65,7 +66,7 @@ def _login_page(form: LoginForm, status: int) -> ResponseReturnValue:
         form=form,
         sso_name=sso.provider_name(),
         sso_url=sso_url,
-        passkey_url=passkey_url if current_app.config["PUBLIC_URL"] else None,
+        passkey_url=passkey_url if settings().public_url else None,
     ), status
 
 
@@ -137,7 +138,7 @@ def sso_callback() -> ResponseReturnValue:
     user = signed_in.user
     if signed_in.second_factor:
         return _logged_in(user, False, signed_in.destination, second_factor=SecondFactor.PROVIDER)
-    if user.is_admin and current_app.config["REQUIRE_ADMIN_MFA"] and passkeys.has_second_factor(user):
+    if user.is_admin and settings().require_admin_mfa and passkeys.has_second_factor(user):
         logins.await_second_factor(user, False, signed_in.destination)
         return redirect(url_for(".second_factor"), 303)
     return _logged_in(user, False, signed_in.destination)

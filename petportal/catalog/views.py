@@ -20,6 +20,7 @@ from werkzeug.wrappers import Response
 
 from .. import metrics, page_cache
 from ..auth.access import role_required
+from ..config import settings
 from ..downloads import csv_download
 from ..environments import Environment
 from ..errors import ErrorPage, key_rejected_page, render_error, store_words
@@ -154,7 +155,7 @@ def find_animal(pet_id: int) -> Pet | None:
     None when listPets does not return it either.
     """
     client = serving().client
-    if current_app.config["CLOCK"]().date() < GET_PET_REMOVAL:
+    if settings().clock().date() < GET_PET_REMOVAL:
         try:
             return client.get_pet(pet_id)
         except Gone:
