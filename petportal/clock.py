@@ -4,19 +4,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from flask import current_app, has_app_context
+from flask import has_app_context
 
-
-def real_time() -> datetime:
-    """The current time, timezone-aware, in UTC: the `CLOCK` setting's default."""
-    return datetime.now(UTC)
+from petportal.config import settings
 
 
 def now() -> datetime:
-    """The current time in UTC, as the app's `CLOCK` setting tells it (a test may set its own clock); the
-    real time outside an app."""
-    if has_app_context():
-        clock = current_app.config["CLOCK"]
-        current: datetime = clock()
-        return current
-    return real_time()
+    """The current time in UTC: the app's `CLOCK` setting when a test set one, else the real time."""
+    chosen = settings().clock if has_app_context() else None
+    return chosen() if chosen is not None else datetime.now(UTC)

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Mapping
-from datetime import timedelta
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from dotenv import find_dotenv, load_dotenv
-
-from petportal.clock import real_time
+from flask import Flask, current_app
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 # A checkout (editable install) keeps its data beside the package; an installed wheel uses Flask's default.
@@ -59,6 +59,50 @@ REDIS_SCHEMES = ("redis://", "rediss://")
 # A bulk import sends this many createPet calls at once: a few, so a large file goes quickly and the
 # store still serves everyone else.
 IMPORT_CONCURRENCY = 4
+# Where the app keeps its `Settings`.
+SETTINGS = "petportal.settings"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The portal's own settings, each the setting of the same name in capitals that `load` gave. Flask's and the
+    extensions' own (SECRET_KEY, SQLALCHEMY_*, SESSION_*, CACHE_*...) are read by them from `app.config`."""
+
+    petstore_environments: Mapping[str, Mapping[str, str | None]]
+    default_environment: str
+    upstream_timeout: float
+    upstream_pool_size: int
+    upstream_concurrency: int
+    https: bool
+    trusted_hosts: list[str] | None
+    trusted_proxies: int
+    cache_seconds: float
+    redis_url: str | None
+    require_admin_mfa: bool
+    metrics_token: str | None
+    log_format: str
+    tracing: bool
+    trust_trace_headers: bool
+    public_url: str | None
+    oidc: Mapping[str, Any] | None
+    clock: Callable[[], datetime] | None
+    import_concurrency: int
+    import_lease_seconds: float
+    import_watch_seconds: float
+    import_runner: str
+    throttle_storage_uri: str | None
+    throttle_storage_options: Mapping[str, Any]
+
+    @classmethod
+    def of(cls, config: Mapping[str, Any]) -> Settings:
+        """The settings among `config` (what `load` gave)."""
+        return cls(**{field.name: config[field.name.upper()] for field in fields(cls)})
+
+
+def settings(app: Flask | None = None) -> Settings:
+    """The settings of `app`, or of the app of this request or command."""
+    found: Settings = (app or current_app).extensions[SETTINGS]
+    return found
 
 
 def defaults(instance_path: str) -> dict[str, Any]:
@@ -67,7 +111,7 @@ def defaults(instance_path: str) -> dict[str, Any]:
         "SQLALCHEMY_DATABASE_URI": f"sqlite:///{os.path.join(instance_path, 'petportal.sqlite')}",
         "BOOTSTRAP_SERVE_LOCAL": True,
         "WTF_CSRF_TIME_LIMIT": None,
-        "CLOCK": real_time,
+        "CLOCK": None,  # the real time (clock.now); a test may set its own
         "LOGIN_LIMIT_PER_ACCOUNT_ADDRESS": "5 per minute; 20 per hour",
         "LOGIN_LIMIT_PER_ADDRESS": "20 per minute; 100 per hour",
         "LOGIN_LIMIT_PER_ACCOUNT": "30 per minute; 100 per hour",
@@ -146,9 +190,9 @@ def derived(settings: Mapping[str, Any]) -> dict[str, Any]:
         # the in-process cache prunes those entries first when it is full, and pages would come back.)
         "CACHE_DEFAULT_TIMEOUT": GENERATION_SECONDS,
     }
+    # A Redis that hangs must cost a page a moment, not a worker thread.
+    values["THROTTLE_STORAGE_OPTIONS"] = {"socket_timeout": 1, "socket_connect_timeout": 1} if redis_url else {}
     if redis_url:
-        # A Redis that hangs must cost a page a moment, not a worker thread.
-        values["THROTTLE_STORAGE_OPTIONS"] = {"socket_timeout": 1, "socket_connect_timeout": 1}
         values["CACHE_OPTIONS"] = {"socket_timeout": 0.25, "socket_connect_timeout": 0.25}
     # A failed statement's values (a password hash, a token) never reach a log line or a traceback.
     values["SQLALCHEMY_ENGINE_OPTIONS"] = {"hide_parameters": True}

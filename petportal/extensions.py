@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from flask import Flask
@@ -14,6 +14,7 @@ from flask_wtf.csrf import CSRFProtect
 from sqlalchemy import event
 from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
+from sqlalchemy.orm import DeclarativeBase
 
 
 class Migrations:
@@ -45,11 +46,23 @@ class _MigrateCommands(click.Group):
     ) -> click.Context:
         from flask_migrate.cli import db as commands  # imported when a `flask db` command runs
 
-        return commands.make_context(info_name, args, parent=parent, **extra)
+        context: click.Context = commands.make_context(info_name, args, parent=parent, **extra)
+        return context
 
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
-db = SQLAlchemy()
+
+
+class Base(DeclarativeBase):
+    """What every table of the portal is declared from (models.py)."""
+
+
+db = SQLAlchemy(model_class=Base)
+# Flask-SQLAlchemy makes `db.Model` from `Base` at run time, where a type checker cannot follow it.
+if TYPE_CHECKING:
+    Model = Base
+else:
+    Model = db.Model
 migrate = Migrations()
 csrf = CSRFProtect()
 login = LoginManager()

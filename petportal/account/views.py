@@ -6,7 +6,6 @@ from flask import (
     Blueprint,
     Response,
     abort,
-    current_app,
     flash,
     jsonify,
     redirect,
@@ -23,6 +22,7 @@ from petportal.account.forms import ChangePasswordForm
 from petportal.auth import accounts, logins, mfa, passkeys, throttle
 from petportal.auth.access import log_in_again, login_required
 from petportal.auth.forms import CodeForm
+from petportal.config import settings
 from petportal.data import audit
 from petportal.data.models import AuditAction, AuditDetail, User
 from petportal.web import compression
@@ -128,7 +128,7 @@ def passkeys_page() -> ResponseReturnValue:
         passkeys=passkeys.of_account(current_user),
         form=ButtonForm(),
         fresh=login_fresh(),
-        available=bool(current_app.config["PUBLIC_URL"]),
+        available=bool(settings().public_url),
     )
 
 
@@ -173,7 +173,7 @@ def remove_passkey(passkey_id: int) -> ResponseReturnValue:
         abort(400)
     if not login_fresh():
         return log_in_again(url_for(".passkeys_page"), _("Log in again to remove a passkey."))
-    required = user.is_admin and current_app.config["REQUIRE_ADMIN_MFA"]
+    required = user.is_admin and settings().require_admin_mfa
     try:
         removed = passkeys.remove(user, passkey_id, second_factor_required=required)
     except passkeys.PasskeyError as error:

@@ -11,6 +11,7 @@ from petportal.admin.forms import CategoryLabelForm, RemoveLabelForm
 from petportal.auth.access import role_required
 from petportal.catalog import categories
 from petportal.config import ENVIRONMENT_NAMES
+from petportal.data.models import Role
 from petportal.petstore.active import serving
 
 if TYPE_CHECKING:
@@ -20,7 +21,7 @@ bp = Blueprint("categories", __name__, url_prefix="/admin/categories")
 
 
 @bp.route("", methods=["GET", "POST"])
-@role_required("admin")
+@role_required(Role.ADMIN)
 def labels_page() -> tuple[str, int] | Response:
     """The labels of the environment this admin is served, and the form that adds or renames one."""
     environment = serving().environment
@@ -53,7 +54,7 @@ def labels_page() -> tuple[str, int] | Response:
 
 
 @bp.post("/<int(signed=True):category_id>/remove")
-@role_required("admin")
+@role_required(Role.ADMIN)
 def remove(category_id: int) -> tuple[str, int] | Response:
     """Take a label off; the id is shown alone again."""
     form = RemoveLabelForm()

@@ -17,7 +17,7 @@ from petportal.catalog.categories import LABEL_MAX_LENGTH
 from petportal.catalog.forms import Readable, category_id_field, stripped
 from petportal.config import ENVIRONMENT_NAMES
 from petportal.data import audit
-from petportal.data.models import EVERY_ENVIRONMENT, AuditAction
+from petportal.data.models import EVERY_ENVIRONMENT, AuditAction, Role
 from petportal.i18n.languages import environment_label
 from petportal.i18n.lazy_text import lazy_gettext as _l
 from petportal.web.forms import ButtonForm, PortalForm
@@ -27,8 +27,8 @@ if TYPE_CHECKING:
     from petportal.petstore.environments import Environment
 
 ROLE_CHOICES = [
-    SelectChoice("staff", _l("Staff: adds animals")),
-    SelectChoice("admin", _l("Admin: also runs the portal")),
+    SelectChoice(Role.STAFF, _l("Staff: adds animals")),
+    SelectChoice(Role.ADMIN, _l("Admin: also runs the portal")),
 ]
 
 

@@ -16,7 +16,7 @@ from petportal.admin.forms import EnvironmentsForm, NewUserForm, ResetPasswordFo
 from petportal.auth import accounts, logins, passkeys
 from petportal.auth.access import log_in_again, role_required
 from petportal.data import audit
-from petportal.data.models import AuditAction, AuditDetail, User
+from petportal.data.models import AuditAction, AuditDetail, Role, User
 from petportal.extensions import db
 from petportal.i18n.languages import environments_label, role_label
 from petportal.web.forms import ButtonForm
@@ -27,7 +27,7 @@ AccountChange = Callable[[User], ResponseReturnValue]
 
 
 @bp.get("")
-@role_required("admin")
+@role_required(Role.ADMIN)
 def list_users() -> ResponseReturnValue:
     """Every account: role, enabled, second factor, last login and open sessions."""
     users = db.session.scalars(db.select(User).order_by(User.username)).all()
@@ -40,7 +40,7 @@ def list_users() -> ResponseReturnValue:
 
 
 @bp.route("/new", methods=["GET", "POST"])
-@role_required("admin")
+@role_required(Role.ADMIN)
 def new_user() -> ResponseReturnValue:
     """Add an account with an initial password, which it must change at its first login."""
     form = NewUserForm()
@@ -62,7 +62,7 @@ def new_user() -> ResponseReturnValue:
     audit.record(AuditAction.USER_CREATED, target=user.username, detail=AuditDetail.CREATED_BY_ADMIN, role=user.role)
     added = (
         _("Added staff %(username)s. They choose their own password when they first log in.", username=user.username)
-        if user.role == "staff"
+        if user.role == Role.STAFF
         else _(
             "Added admin %(username)s. They choose their own password when they first log in.", username=user.username
         )
@@ -72,7 +72,7 @@ def new_user() -> ResponseReturnValue:
 
 
 @bp.get("/<name>")
-@role_required("admin")
+@role_required(Role.ADMIN)
 def manage_user(name: str) -> ResponseReturnValue:
     """One account, and every change an admin can make to it."""
     return _manage_page(_account(name))
@@ -101,7 +101,7 @@ def account_change(view: AccountChange) -> Callable[[str], ResponseReturnValue]:
 
 
 @bp.post("/<name>/role")
-@role_required("admin")
+@role_required(Role.ADMIN)
 @account_change
 def change_role(user: User) -> ResponseReturnValue:
     """Give the account another role."""
@@ -121,7 +121,7 @@ def change_role(user: User) -> ResponseReturnValue:
 
 
 @bp.post("/<name>/environments")
-@role_required("admin")
+@role_required(Role.ADMIN)
 @account_change
 def change_environments(user: User) -> ResponseReturnValue:
     """Let the account work on production, staging or both, from its next request on."""
@@ -147,7 +147,7 @@ def _works_on(user: User) -> dict[str, str]:
 
 
 @bp.post("/<name>/disable")
-@role_required("admin")
+@role_required(Role.ADMIN)
 @account_change
 def disable(user: User) -> ResponseReturnValue:
     """Disable the account: it cannot log in, and its sessions end."""
@@ -157,7 +157,7 @@ def disable(user: User) -> ResponseReturnValue:
 
 
 @bp.post("/<name>/enable")
-@role_required("admin")
+@role_required(Role.ADMIN)
 @account_change
 def enable(user: User) -> ResponseReturnValue:
     """Let a disabled account log in again."""
@@ -167,7 +167,7 @@ def enable(user: User) -> ResponseReturnValue:
 
 
 @bp.post("/<name>/sessions/end")
-@role_required("admin")
+@role_required(Role.ADMIN)
 @account_change
 def end_sessions(user: User) -> ResponseReturnValue:
     """End every session of the account: each browser is logged out on its next request."""
@@ -185,7 +185,7 @@ def end_sessions(user: User) -> ResponseReturnValue:
 
 
 @bp.post("/<name>/password")
-@role_required("admin")
+@role_required(Role.ADMIN)
 @account_change
 def reset_password(user: User) -> ResponseReturnValue:
     """Set a new password that the account must change at its next login; its sessions end."""
@@ -202,7 +202,7 @@ def reset_password(user: User) -> ResponseReturnValue:
 
 
 @bp.post("/<name>/mfa/reset")
-@role_required("admin")
+@role_required(Role.ADMIN)
 @account_change
 def reset_mfa(user: User) -> ResponseReturnValue:
     """Remove the account's second factors, its app and its passkeys (a lost or stolen device); it sets up a new

@@ -22,7 +22,7 @@ from petportal.admin.status import in_words, probe_all, stability_in_words
 from petportal.auth.access import log_in_again, role_required
 from petportal.clock import now
 from petportal.data import audit
-from petportal.data.models import AuditAction, AuditDetail
+from petportal.data.models import AuditAction, AuditDetail, Role
 from petportal.extensions import db
 from petportal.i18n.languages import role_label
 from petportal.petstore import GET_PET_REMOVAL
@@ -37,33 +37,33 @@ AUDIT_PAGE_SIZE = 25
 # Far beyond any real log, and small enough that the row offset always fits the database's integers.
 LAST_AUDIT_PAGE = 10**9
 # Who may read the audit log, on its page and as a download.
-audit_readers = role_required("admin")
+audit_readers = role_required(Role.ADMIN)
 
 
 @bp.record_once
 def share_the_labels(state: BlueprintSetupState) -> None:
     """The pages name each audit entry's action and details (`audit_action`, `audit_details`, see audit_log.py) and
-    each role (`role_name`: the top bar, the accounts pages) in the visitor's language."""
+    each role (`role_name`: the top bar, the accounts pages) in the visitor's language; `Role` names the roles."""
     audit_words.register(state.app)
-    state.app.jinja_env.globals["role_name"] = role_label
+    state.app.jinja_env.globals.update(role_name=role_label, Role=Role)
 
 
 @bp.get("")
-@role_required("admin")
+@role_required(Role.ADMIN)
 def index() -> Response:
     """The admin section opens on its first page."""
     return redirect(url_for(".environment"))
 
 
 @bp.get("/environment")
-@role_required("admin")
+@role_required(Role.ADMIN)
 def environment() -> ResponseReturnValue:
     """The configured environments, the active one, and the forms to switch or preview."""
     return _environment_page(_switch_form(), _preview_form())
 
 
 @bp.post("/environment")
-@role_required("admin")
+@role_required(Role.ADMIN)
 def switch_environment() -> ResponseReturnValue:
     """Switch the active environment for every user and every portal process."""
     if not login_fresh():
@@ -94,7 +94,7 @@ def switch_environment() -> ResponseReturnValue:
 
 
 @bp.post("/environment/preview")
-@role_required("admin")
+@role_required(Role.ADMIN)
 def preview_environment() -> ResponseReturnValue:
     """Serve one environment to this admin's session only, or clear the preview."""
     form = _preview_form()
@@ -159,7 +159,7 @@ def audit_log_csv() -> ResponseReturnValue:
 
 
 @bp.get("/status")
-@role_required("admin")
+@role_required(Role.ADMIN)
 def status() -> ResponseReturnValue:
     """Each environment: reachable, latency, key accepted, deprecation notices, stability markers."""
     return render_template(

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from functools import wraps
 from typing import ParamSpec
 
-from flask import abort, current_app, flash, redirect, request, url_for
+from flask import abort, flash, redirect, request, url_for
 from flask.typing import ResponseReturnValue
 from flask_babel import gettext as _
 from flask_login import current_user
@@ -14,7 +14,8 @@ from werkzeug.wrappers import Response
 
 from petportal.auth import logins
 from petportal.auth.sessions import require_session_store
-from petportal.config import STATIC_ENDPOINTS
+from petportal.config import STATIC_ENDPOINTS, settings
+from petportal.data.models import Role
 from petportal.extensions import login
 
 Params = ParamSpec("Params")
@@ -45,7 +46,7 @@ def login_required(view: Callable[Params, ResponseReturnValue]) -> Callable[Para
 
 
 def role_required(
-    role: str | None,
+    role: Role | None,
 ) -> Callable[[Callable[Params, ResponseReturnValue]], Callable[Params, ResponseReturnValue]]:
     """Let in users who have `role` (None: any account), send anonymous users to log in, 403 others."""
 
@@ -56,7 +57,7 @@ def role_required(
                 return send_to_login()
             if role is not None and not current_user.has_role(role):
                 abort(403)
-            if role == "admin" and current_app.config["REQUIRE_ADMIN_MFA"] and not second_factor_satisfied():
+            if role == Role.ADMIN and settings().require_admin_mfa and not second_factor_satisfied():
                 flash(_("This portal requires admins to use a second factor. Set yours up first."), "warning")
                 return redirect(url_for("account.mfa_page"), 303)
             return view(*args, **kwargs)

@@ -19,7 +19,7 @@ from sqlalchemy.orm import aliased
 from petportal.auth import logins, mfa, passkeys
 from petportal.config import ENVIRONMENT_NAMES
 from petportal.data import audit, passwords
-from petportal.data.models import EVERY_ENVIRONMENT, ROLES, User
+from petportal.data.models import EVERY_ENVIRONMENT, Role, User
 from petportal.extensions import db
 
 USERNAME_MAX_LENGTH = 80
@@ -54,8 +54,8 @@ def create(
         raise AccountError(
             _("%(username)s is a name the audit log uses for itself; choose another.", username=repr(username))
         )
-    if role not in ROLES:
-        raise AccountError(_("A role is one of %(roles)s.", roles=", ".join(ROLES)))
+    if role not in list(Role):
+        raise AccountError(_("A role is one of %(roles)s.", roles=", ".join(Role)))
     # Logins are counted per name whatever its case, so "Kim" and "kim" would share one limit.
     if db.session.scalar(select(User).where(func.lower(User.username) == username.lower())) is not None:
         raise AccountError(_("An account called %(username)s already exists.", username=repr(username)))
@@ -71,9 +71,9 @@ def change_role(actor: User, user: User, role: str) -> None:
     """Give `user` another role; never your own, and never the last enabled admin's."""
     if user.id == actor.id:
         raise AccountError(_("You cannot change your own role; ask another admin."))
-    if role not in ROLES:
-        raise AccountError(_("A role is one of %(roles)s.", roles=", ".join(ROLES)))
-    _change_keeping_an_admin(user, role=role)
+    if role not in list(Role):
+        raise AccountError(_("A role is one of %(roles)s.", roles=", ".join(Role)))
+    _change_keeping_an_admin(user, role=Role(role))
 
 
 def set_enabled(actor: User, user: User, enabled: bool) -> None:
@@ -149,7 +149,7 @@ def _change_keeping_an_admin(user: User, **values: Any) -> None:
     first, so two admins demoting each other at once take turns, and the second's UPDATE sees the first's
     change. SQLite has one writer at a time, and the check and the change are one statement.
     """
-    db.session.execute(select(User.id).where(User.role == "admin", User.enabled.is_(True)).with_for_update())
+    db.session.execute(select(User.id).where(User.role == Role.ADMIN, User.enabled.is_(True)).with_for_update())
     change = update(User).where(User.id == user.id).values(**values)
     after = {"role": user.role, "enabled": user.enabled, "environments": user.environments, **values}
     if not (after["role"] == "admin" and after["enabled"] and after["environments"] == EVERY_ENVIRONMENT):

@@ -6,6 +6,7 @@ from wtforms import BooleanField, Field, PasswordField, StringField
 from wtforms.validators import DataRequired, Length, ValidationError
 
 from petportal.data import passwords
+from petportal.i18n.lazy_text import LazyText
 from petportal.i18n.lazy_text import lazy_gettext as _l
 from petportal.web.forms import PortalForm
 
@@ -16,7 +17,7 @@ def good_password(form: PortalForm, field: Field) -> None:
         raise ValidationError(problem)
 
 
-def new_password_field(label: str) -> PasswordField:
+def new_password_field(label: str | LazyText) -> PasswordField:
     """A field for a new password, checked against the policy."""
     return PasswordField(
         label,

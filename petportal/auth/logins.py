@@ -23,7 +23,7 @@ from petportal.auth import passkeys, remember
 from petportal.clock import now
 from petportal.config import SESSION_ABSOLUTE_LIMIT, SESSION_IDLE_LIMIT
 from petportal.data import session_store
-from petportal.data.models import LoginSession, User
+from petportal.data.models import LoginSession, SecondFactor, User
 from petportal.extensions import db
 
 LOGIN_KEY = "login_id"
@@ -32,8 +32,9 @@ SECOND_FACTOR_KEY = "awaiting_second_factor"
 SECOND_FACTOR_LIMIT = timedelta(minutes=5)
 
 
-def start(user: User, remember_me: bool, second_factor: str | None = None) -> None:
-    """Log `user` in: a new empty session under a new id, a new login row, and a remember token when asked for."""
+def start(user: User, remember_me: bool, second_factor: SecondFactor | None = None) -> None:
+    """Log `user` in: a new, empty session under a new id, a new login row (with the second factor it used, if
+    any), and a remember token when asked for."""
     started = now()
     row = LoginSession(
         id=secrets.token_urlsafe(32),

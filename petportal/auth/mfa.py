@@ -23,7 +23,7 @@ from markupsafe import Markup
 from sqlalchemy import delete, func, or_, select, update
 
 from petportal.clock import now
-from petportal.data.models import RecoveryCode, User
+from petportal.data.models import RecoveryCode, SecondFactor, User
 from petportal.data.unit_of_work import updated_one
 from petportal.extensions import db
 
@@ -95,8 +95,8 @@ def enrol(user: User, secret: str, code: str) -> list[str] | None:
     return _replace_recovery_codes(user)
 
 
-def verify(user: User, code: str) -> str | None:
-    """Accept `code` for `user` once: "totp" or "recovery" for the kind accepted, None when refused."""
+def verify(user: User, code: str) -> SecondFactor | None:
+    """Accept `code` for `user` once: the kind accepted (an app's code or a recovery code), None when refused."""
     if TOTP_PATTERN.fullmatch(_digits(code)):
         secret = decrypt(user.mfa_secret) if user.mfa_secret else None
         step = step_of(secret, code) if secret else None
@@ -107,7 +107,7 @@ def verify(user: User, code: str) -> str | None:
             .where(User.id == user.id, or_(User.mfa_last_step.is_(None), User.mfa_last_step < step))
             .values(mfa_last_step=step)
         )
-        return "totp" if accepted else None
+        return SecondFactor.TOTP if accepted else None
     used = updated_one(
         update(RecoveryCode)
         .where(
@@ -117,7 +117,7 @@ def verify(user: User, code: str) -> str | None:
         )
         .values(used_at=now())
     )
-    return "recovery" if used else None
+    return SecondFactor.RECOVERY if used else None
 
 
 def remove(user: User) -> None:

@@ -19,7 +19,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from petportal.auth import logins, remember
 from petportal.clock import now
-from petportal.config import REMEMBER_COOKIE, SESSION_ABSOLUTE_LIMIT, SESSION_IDLE_LIMIT
+from petportal.config import REMEMBER_COOKIE, SESSION_ABSOLUTE_LIMIT, SESSION_IDLE_LIMIT, settings
 from petportal.data import session_store
 from petportal.data.models import LoginSession, User
 from petportal.extensions import DATABASE_OUTAGES, db, login
@@ -119,9 +119,9 @@ register = remember.register  # write or delete the remember cookie when this re
 def _past_limit(row: LoginSession, user: User) -> bool:
     """Whether `row` is past the absolute limit (for single sign-on, PETPORTAL_OIDC_SESSION_MAX_AGE if shorter)."""
     limit = SESSION_ABSOLUTE_LIMIT
-    settings = current_app.config["OIDC"]
-    if user.sso_subject is not None and settings is not None and settings["session_max_age"] is not None:
-        limit = min(limit, settings["session_max_age"])
+    oidc = settings().oidc
+    if user.sso_subject is not None and oidc is not None and oidc["session_max_age"] is not None:
+        limit = min(limit, oidc["session_max_age"])
     return now() - row.started_at > limit
 
 

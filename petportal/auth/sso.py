@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -23,9 +24,9 @@ from werkzeug.wrappers import Response
 from petportal.auth import accounts, logins
 from petportal.auth.accounts import USERNAME_MAX_LENGTH
 from petportal.clock import now
-from petportal.config import ENVIRONMENT_NAMES
+from petportal.config import ENVIRONMENT_NAMES, settings
 from petportal.data import audit
-from petportal.data.models import EVERY_ENVIRONMENT, AuditAction, AuditDetail, User
+from petportal.data.models import EVERY_ENVIRONMENT, AuditAction, AuditDetail, Role, User
 from petportal.extensions import db
 from petportal.web import security
 
@@ -69,23 +70,30 @@ class SignedIn:
 
 
 def register(app: Flask) -> None:
-    settings = app.config["OIDC"]
-    if settings is None:
+    oidc = settings(app).oidc
+    if oidc is None:
         return
     from authlib.integrations.flask_client import OAuth
 
     oauth = OAuth(app)
     oauth.register(
         PROVIDER,
-        client_id=settings["client_id"],
-        client_secret=settings["client_secret"],
-        server_metadata_url=settings["issuer"].rstrip("/") + "/.well-known/openid-configuration",
+        client_id=oidc["client_id"],
+        client_secret=oidc["client_secret"],
+        server_metadata_url=oidc["issuer"].rstrip("/") + "/.well-known/openid-configuration",
         client_kwargs={
             "scope": SCOPE,
             "code_challenge_method": "S256",
-            "default_timeout": app.config["UPSTREAM_TIMEOUT"],
+            "default_timeout": settings(app).upstream_timeout,
         },
     )
+
+
+def _provider() -> Mapping[str, Any]:
+    """The identity provider's settings, where a sign-in is under way (`register` offers it only then)."""
+    oidc = settings().oidc
+    assert oidc is not None
+    return oidc
 
 
 def provider_name() -> str | None:
@@ -101,7 +109,7 @@ def begin(destination: str) -> Response:
     security.allow_location(endpoint)
     _forget_older_sign_ins()
     session[DESTINATION_KEY] = destination
-    redirect_uri = current_app.config["PUBLIC_URL"] + url_for("auth.sso_callback")
+    redirect_uri = (settings().public_url or "") + url_for("auth.sso_callback")
     response: Response = client.authorize_redirect(redirect_uri)
     return response
 
@@ -217,7 +225,7 @@ def _logout_claims(client: Any, metadata: dict[str, Any], logout_token: str) -> 
     events = claims.get("events")
     failed = {
         "iss": claims.get("iss") != metadata.get("issuer"),
-        "aud": current_app.config["OIDC"]["client_id"] not in audiences,
+        "aud": _provider()["client_id"] not in audiences,
         "iat": not isinstance(issued, int | float)
         or issued > at + TOKEN_LEEWAY.total_seconds()
         or issued < at - LOGOUT_TOKEN_AGE.total_seconds(),
@@ -234,16 +242,16 @@ def _logout_claims(client: Any, metadata: dict[str, Any], logout_token: str) -> 
     return claims
 
 
-def role_for(values: Any) -> str | None:
-    """The role the claim's `values` (a string or a list) give: admin, staff, or None."""
+def role_for(values: Any) -> Role | None:
+    """The role that the claim's `values` (a string or a list) give: admin, staff, or None (no mapped value)."""
     if isinstance(values, str):
         values = [values]
     found = {value for value in values if isinstance(value, str)} if isinstance(values, list) else set()
-    settings = current_app.config["OIDC"]
-    if found & settings["admin_values"]:
-        return "admin"
-    if found & settings["staff_values"]:
-        return "staff"
+    oidc = _provider()
+    if found & oidc["admin_values"]:
+        return Role.ADMIN
+    if found & oidc["staff_values"]:
+        return Role.STAFF
     return None
 
 
@@ -260,7 +268,7 @@ def environments_for(claims: Any, settings: dict[str, Any]) -> str | None:
         return None
 
 
-def _account(claims: Any, role: str | None, environments: str | None) -> User:
+def _account(claims: Any, role: Role | None, environments: str | None) -> User:
     """The account of this issuer and `sub`, made at the first sign-in, with `role` and `environments`; refused
     (and audited) without a role or an environment, or when disabled."""
     issuer, subject = str(claims["iss"]), str(claims["sub"])
@@ -355,7 +363,7 @@ def _metadata(client: Any) -> dict[str, Any]:
         metadata: dict[str, Any] = client.load_server_metadata()
     except (requests.RequestException, ValueError) as error:
         raise ProviderUnreachable from error
-    if str(metadata.get("issuer", "")).rstrip("/") != current_app.config["OIDC"]["issuer"].rstrip("/"):
+    if str(metadata.get("issuer", "")).rstrip("/") != _provider()["issuer"].rstrip("/"):
         current_app.logger.error("single sign-on: the discovery document names another issuer")
         raise ProviderUnreachable
     return metadata

@@ -32,6 +32,7 @@ from sqlalchemy import case, delete, select, update
 
 from petportal.auth.sessions import LOGINS_UNAVAILABLE
 from petportal.clock import now
+from petportal.config import settings
 from petportal.data.models import LoginCounter
 from petportal.extensions import db
 
@@ -90,7 +91,7 @@ def attempt(account: str, kind: str = "login") -> Limit | None:
     """
     counters = _counters(account, kind)
     try:
-        if current_app.config.get("THROTTLE_STORAGE_URI"):
+        if settings().throttle_storage_uri:
             return _count_in_redis(counters)
         return _count_in_database(counters)
     except Exception as error:  # noqa: BLE001 - any failure of the rate-limit store
@@ -102,7 +103,7 @@ def attempt(account: str, kind: str = "login") -> Limit | None:
 def succeeded(account: str, kind: str = "login") -> None:
     """Give back the attempt of a login (or a code) that succeeded; in the database, with the request's own work."""
     counters = _counters(account, kind)
-    if current_app.config.get("THROTTLE_STORAGE_URI"):
+    if settings().throttle_storage_uri:
         for counter in counters:
             _redis().hit(counter.item, counter.limit.value, counter.whom, cost=-1)
     else:
@@ -214,8 +215,8 @@ def _redis() -> FixedWindowRateLimiter:
                 from limits.storage import storage_from_string
                 from limits.strategies import FixedWindowRateLimiter
 
-                config = current_app.config
-                options = config.get("THROTTLE_STORAGE_OPTIONS", {})
-                storage = storage_from_string(config["THROTTLE_STORAGE_URI"], **options)
+                found = settings()
+                assert found.throttle_storage_uri is not None  # counted here only where there is one
+                storage = storage_from_string(found.throttle_storage_uri, **found.throttle_storage_options)
                 strategy = current_app.extensions[EXTENSION] = FixedWindowRateLimiter(storage)
     return strategy

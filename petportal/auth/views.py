@@ -11,8 +11,9 @@ from flask_login import current_user
 from petportal.auth import logins, mfa, passkeys, sessions, sso, throttle
 from petportal.auth.access import require_own_password
 from petportal.auth.forms import CodeForm, LoginForm
+from petportal.config import settings
 from petportal.data import audit, passwords
-from petportal.data.models import AuditAction, AuditDetail, User
+from petportal.data.models import AuditAction, AuditDetail, SecondFactor, User
 from petportal.extensions import csrf, db
 from petportal.telemetry import metrics
 from petportal.web.error_pages import render_error
@@ -91,12 +92,12 @@ def second_factor() -> ResponseReturnValue:
         form.code.errors.append(_("That code is wrong or has been used already. Wait for the next one and try again."))
         return _second_factor_page(form, user, 401)
     throttle.succeeded(user.username, "mfa")
-    if accepted == "totp":
+    if accepted == SecondFactor.TOTP:
         audit.record(AuditAction.MFA_SUCCEEDED, actor=user.username)
-        return _logged_in(user, waiting.remember, waiting.destination, second_factor="totp")
+        return _logged_in(user, waiting.remember, waiting.destination, second_factor=SecondFactor.TOTP)
     left = mfa.recovery_codes_left(user)
     audit.record(AuditAction.RECOVERY_CODE_USED, actor=user.username, detail=AuditDetail.CODES_LEFT, count=left)
-    response = _logged_in(user, waiting.remember, waiting.destination, second_factor="recovery")
+    response = _logged_in(user, waiting.remember, waiting.destination, second_factor=SecondFactor.RECOVERY)
     used = ngettext(
         "You used a recovery code; %(num)d is left. Set up your app again under Your account.",
         "You used a recovery code; %(num)d are left. Set up your app again under Your account.",
@@ -133,8 +134,8 @@ def sso_callback() -> ResponseReturnValue:
         return _sign_in_unavailable()
     user = signed_in.user
     if signed_in.second_factor:
-        return _logged_in(user, False, signed_in.destination, second_factor="provider")
-    if user.is_admin and current_app.config["REQUIRE_ADMIN_MFA"] and passkeys.has_second_factor(user):
+        return _logged_in(user, False, signed_in.destination, second_factor=SecondFactor.PROVIDER)
+    if user.is_admin and settings().require_admin_mfa and passkeys.has_second_factor(user):
         logins.await_second_factor(user, False, signed_in.destination)
         return redirect(url_for(".second_factor"), 303)
     return _logged_in(user, False, signed_in.destination)
@@ -188,7 +189,7 @@ def passkey_login() -> ResponseReturnValue:
         destination, remember = waiting.destination, waiting.remember
     else:
         destination, remember = safe_next(request.args.get("next"), url_for("catalog.list_animals")), False
-    _log_in(user, remember, second_factor="passkey")
+    _log_in(user, remember, second_factor=SecondFactor.PASSKEY)
     return jsonify(redirect=destination)
 
 
@@ -203,12 +204,14 @@ def logout() -> ResponseReturnValue:
     return redirect(url_for("catalog.list_animals"), 303)
 
 
-def _logged_in(user: User, remember: bool, destination: str, second_factor: str | None = None) -> ResponseReturnValue:
+def _logged_in(
+    user: User, remember: bool, destination: str, second_factor: SecondFactor | None = None
+) -> ResponseReturnValue:
     _log_in(user, remember, second_factor)
     return redirect(destination, 303)
 
 
-def _log_in(user: User, remember: bool, second_factor: str | None = None) -> None:
+def _log_in(user: User, remember: bool, second_factor: SecondFactor | None = None) -> None:
     logins.start(user, remember_me=remember, second_factor=second_factor)
     metrics.LOGINS.labels("success").inc()
     audit.record(AuditAction.LOGIN, actor=user.username)

@@ -27,6 +27,7 @@ from petportal.catalog.forms import (
     AnimalFilterForm,
 )
 from petportal.clock import now
+from petportal.data.models import Role
 from petportal.petstore import (
     GET_PET_REMOVAL,
     LIMIT_MAX,
@@ -166,7 +167,7 @@ def find_animal(pet_id: int) -> Pet | None:
 
 
 @bp.route("/animals/new", methods=["GET", "POST"])
-@role_required("staff")
+@role_required(Role.STAFF)
 def add_animal() -> ResponseReturnValue:
     """Staff add an animal to the environment being served, at most once per form."""
     current = serving()
@@ -230,7 +231,7 @@ def add_animal() -> ResponseReturnValue:
 
 
 @bp.get("/animals/mine")
-@role_required("staff")
+@role_required(Role.STAFF)
 def your_additions() -> str:
     """The animals this account added through the portal, the latest first, per environment."""
     found = additions.recent(current_user.id)

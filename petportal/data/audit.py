@@ -104,7 +104,8 @@ def _counted(action: AuditAction, actor: str, remote_addr: str | None) -> bool:
     return updated_one(update(AuditEntry).where(AuditEntry.id == window).values(count=AuditEntry.count + 1))
 
 
-def matching(chosen: Filter) -> Select[tuple[AuditEntry]]:
+def matching(chosen: Filter) -> Select[AuditEntry]:
+    """The entries `chosen` lets through, newest first: the one query of the audit page and of its download."""
     query = select(AuditEntry).order_by(AuditEntry.id.desc())
     if chosen.actor is not None:
         query = query.where(AuditEntry.actor == chosen.actor)

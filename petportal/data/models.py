@@ -27,12 +27,28 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from petportal.clock import now
 from petportal.data import passwords
-from petportal.extensions import db
+from petportal.extensions import Model
 
-ROLES = ("staff", "admin")
 # The environments an account may work on, as `User.environments` keeps them: their names, space-separated, in
 # config.ENVIRONMENT_NAMES's order. Every account made before 0012, and every new one unless chosen, has both.
 EVERY_ENVIRONMENT = "production staging"
+
+
+class Role(StrEnum):
+    """What an account may do: staff add animals; admins may also do everything that runs the portal."""
+
+    STAFF = "staff"
+    ADMIN = "admin"
+
+
+class SecondFactor(StrEnum):
+    """How a login proved a second factor (`LoginSession.second_factor`): a code of the account's app (totp), one of
+    its recovery codes, the identity provider (its `amr` named one), or a passkey, which signs in alone."""
+
+    TOTP = "totp"
+    RECOVERY = "recovery"
+    PROVIDER = "provider"
+    PASSKEY = "passkey"
 
 
 class TicketState(StrEnum):
@@ -236,7 +252,7 @@ class StateColumn(TypeDecorator[StrEnum]):
         return None if value is None else self.states(value)
 
 
-class User(UserMixin, db.Model):
+class User(UserMixin, Model):
     """A staff member or an admin; customers have no account."""
 
     __tablename__ = "users"
@@ -245,7 +261,7 @@ class User(UserMixin, db.Model):
     username: Mapped[str] = mapped_column(String(80), unique=True)
     # None for an account that signs in through the company's identity provider only (no password to check).
     password_hash: Mapped[str | None] = mapped_column(String(255))
-    role: Mapped[str] = mapped_column(String(16))
+    role: Mapped[Role] = mapped_column(StateColumn(Role))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=now)
     last_login_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     # A disabled account cannot log in, and its open logins end on their next request.
@@ -277,13 +293,13 @@ class User(UserMixin, db.Model):
         """Whether `password` is this user's password; as slow for an account without one (auth.passwords)."""
         return passwords.matches(self.password_hash, password)
 
-    def has_role(self, role: str) -> bool:
+    def has_role(self, role: Role) -> bool:
         """Admins may do everything staff may do."""
-        return self.role == role or self.role == "admin"
+        return self.role in (role, Role.ADMIN)
 
     @property
     def is_admin(self) -> bool:
-        return self.role == "admin"
+        return self.role == Role.ADMIN
 
     @property
     def only_environment(self) -> str | None:
@@ -306,7 +322,7 @@ class User(UserMixin, db.Model):
         return self.enabled
 
 
-class RecoveryCode(db.Model):
+class RecoveryCode(Model):
     """One of an account's single-use recovery codes, for a lost second-factor device.
 
     Only the SHA-256 of the code is kept: the codes are random (50 bits), so a slow hash adds nothing.
@@ -320,7 +336,7 @@ class RecoveryCode(db.Model):
     used_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
 
-class Passkey(db.Model):
+class Passkey(Model):
     """A passkey (a WebAuthn credential) of an account: it signs in alone, and is an admin's second factor.
 
     `sign_count` and the backup flags are the authenticator's, as last seen; a use whose count does not move on
@@ -341,7 +357,7 @@ class Passkey(db.Model):
     last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
 
-class Setting(db.Model):
+class Setting(Model):
     """A portal-wide setting shared by every process, such as the active environment."""
 
     __tablename__ = "settings"
@@ -351,7 +367,7 @@ class Setting(db.Model):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=now, onupdate=now)
 
 
-class AuditEntry(db.Model):
+class AuditEntry(Model):
     """Who did what, when: never a password or a key."""
 
     __tablename__ = "audit_log"
@@ -371,7 +387,7 @@ class AuditEntry(db.Model):
     count: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
 
 
-class LoginCounter(db.Model):
+class LoginCounter(Model):
     """One login (or code) counter of one window, kept in the portal's database when there is no Redis, so every
     worker and instance counts on the same rows (auth/throttle.py).
 
@@ -386,7 +402,7 @@ class LoginCounter(db.Model):
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
 
 
-class SubmissionToken(db.Model):
+class SubmissionToken(Model):
     """A one-time token carried by one rendered add form, so that form creates at most one animal.
 
     States (`TicketState`): issued (not yet used), sending (a request holds it), created (`pet_id` is the
@@ -405,7 +421,7 @@ class SubmissionToken(db.Model):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=now, onupdate=now)
 
 
-class CategoryLabel(db.Model):
+class CategoryLabel(Model):
     """A name people read for one category id of one environment ("Dogs" for 1); staging's ids need not be
     production's, so each environment has its own."""
 
@@ -422,7 +438,7 @@ class CategoryLabel(db.Model):
     __table_args__ = (UniqueConstraint("environment", "label_key", name="uq_category_labels_environment_label_key"),)
 
 
-class Addition(db.Model):
+class Addition(Model):
     """One animal an account added through the portal, for its "Your additions" page."""
 
     __tablename__ = "additions"
@@ -437,7 +453,7 @@ class Addition(db.Model):
     __table_args__ = (Index("ix_additions_user_environment_added", "user_id", "environment", "added_at"),)
 
 
-class BulkImport(db.Model):
+class BulkImport(Model):
     """One CSV file of animals a staff member uploaded, bound to the environment it was previewed for.
 
     States: preview (nothing sent; may be discarded), queued (started, waiting for a runner), running,
@@ -470,7 +486,7 @@ class BulkImport(db.Model):
     source: Mapped[str | None] = mapped_column(String(32))
 
 
-class ImportRow(db.Model):
+class ImportRow(Model):
     """One animal of a bulk import, claimed as an add form's token is.
 
     States: invalid (refused by the portal's checks at preview; never sent), issued (to send), sending (a
@@ -500,7 +516,7 @@ class ImportRow(db.Model):
     __table_args__ = (Index("ix_import_rows_import_state", "import_id", "state"),)
 
 
-class Promotion(db.Model):
+class Promotion(Model):
     """The ledger of promotions: one staging animal, promoted to production at most once, ever.
 
     A promotion's row claims its staging id here in the same commit that claims the row for sending, so no
@@ -520,7 +536,7 @@ class Promotion(db.Model):
     promoted_at: Mapped[datetime] = mapped_column(UTCDateTime, default=now)
 
 
-class LoginSession(db.Model):
+class LoginSession(Model):
     """One login of an account in one browser, from the password to logout or a limit.
 
     Every request of a logged-in user checks its row, so ending it (logout, or an admin ending the
@@ -538,12 +554,12 @@ class LoginSession(db.Model):
     remember_hash: Mapped[str | None] = mapped_column(String(64))
     address: Mapped[str | None] = mapped_column(String(64))
     user_agent: Mapped[str | None] = mapped_column(String(255))
-    # How this login proved a second factor ("totp", "recovery", "provider": the identity provider's `amr`),
-    # or None: an admin page asks for one where PETPORTAL_REQUIRE_ADMIN_MFA says so.
-    second_factor: Mapped[str | None] = mapped_column(String(16))
+    # How this login proved a second factor, or None: an admin page asks for one where PETPORTAL_REQUIRE_ADMIN_MFA
+    # says so.
+    second_factor: Mapped[SecondFactor | None] = mapped_column(StateColumn(SecondFactor))
 
 
-class ServerSession(db.Model):
+class ServerSession(Model):
     """The data of one browser's session, kept on the server when no Redis is configured.
 
     The cookie holds only its id."""

@@ -14,11 +14,12 @@ from abc import abstractmethod
 from datetime import timedelta
 
 from flask import Flask, Request, Response, current_app, request, session
+from flask.sessions import SessionMixin
 from flask_session.base import ServerSideSession, ServerSideSessionInterface
 from sqlalchemy import delete, text
 
 from petportal.clock import now
-from petportal.config import STATIC_ENDPOINTS
+from petportal.config import STATIC_ENDPOINTS, settings
 from petportal.data import unit_of_work
 from petportal.data.models import ServerSession
 from petportal.extensions import db
@@ -60,7 +61,7 @@ class ResilientSessions(ServerSideSessionInterface):
         opened.unavailable = False
         return opened
 
-    def save_session(self, app: Flask, session: ServerSideSession, response: Response) -> None:
+    def save_session(self, app: Flask, session: SessionMixin, response: Response) -> None:
         """Save the session (never an unavailable one). A static file's request saves only a changed session: its
         stale copy would overwrite what the page's next request just wrote (a fresh CSRF token)."""
         if getattr(session, "unavailable", True):
@@ -134,10 +135,10 @@ def register(app: Flask) -> None:
         "sid_length": ID_BYTES,
         "serialization_format": "msgpack",
     }
-    if app.config["REDIS_URL"]:
+    if redis_url := settings(app).redis_url:
         import redis  # the Redis client (about 4 MB) is loaded only by a portal that keeps its sessions there
 
-        client = redis.Redis.from_url(app.config["REDIS_URL"], socket_timeout=1, socket_connect_timeout=1)
+        client = redis.Redis.from_url(redis_url, socket_timeout=1, socket_connect_timeout=1)
         app.session_interface = redis_sessions()(app, client=client, **options)
     else:
         app.session_interface = DatabaseSessions(app, **options)

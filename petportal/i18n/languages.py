@@ -25,9 +25,10 @@ from werkzeug.datastructures import LanguageAccept
 from werkzeug.http import parse_accept_header, parse_cookie
 from werkzeug.wrappers import Response
 
+from petportal.data.models import Role
 from petportal.i18n import template_text
+from petportal.i18n.lazy_text import LazyText, translations
 from petportal.i18n.lazy_text import lazy_gettext as _l
-from petportal.i18n.lazy_text import translations
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import WSGIEnvironment
@@ -111,7 +112,7 @@ def status_label(status: str) -> str:
 
 # The environments' names as people read them; the value (in URLs, forms and the database) stays the English word.
 ENVIRONMENT_LABELS = {"production": _l("production"), "staging": _l("staging")}
-ROLE_LABELS = {"staff": _l("staff"), "admin": _l("admin")}
+ROLE_LABELS: dict[str, LazyText] = {Role.STAFF: _l("staff"), Role.ADMIN: _l("admin")}
 
 
 def environment_label(name: str) -> str:

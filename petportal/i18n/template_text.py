@@ -100,7 +100,7 @@ class TranslatedEnvironment(Environment):
             return tree
         with force_locale(self.language):
             catalog = get_translations()
-        translated = _Translate(TemplateText(catalog), _assigned_names(tree)).visit(tree)
+        translated: nodes.Template = _Translate(TemplateText(catalog), _assigned_names(tree)).visit(tree)
         translated.set_environment(self)
         return translated
 

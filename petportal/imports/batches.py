@@ -13,7 +13,7 @@ from collections import Counter
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import CursorResult, delete, exists, func, select, update
+from sqlalchemy import CursorResult, delete, exists, func, insert, select, update
 
 from petportal.clock import now
 from petportal.data.models import BulkImport, ImportRow, ImportState, RowReason, TicketState
@@ -60,7 +60,7 @@ def create(
     db.session.flush()
     updated_at = now()
     db.session.execute(
-        ImportRow.__table__.insert(),
+        insert(ImportRow),
         [
             {
                 "import_id": batch.id,

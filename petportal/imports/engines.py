@@ -15,6 +15,7 @@ import click
 from flask import Flask, current_app
 from flask.cli import AppGroup
 
+from petportal.config import settings
 from petportal.data.unit_of_work import after_commit
 from petportal.extensions import DATABASE_OUTAGES, db
 from petportal.imports import batches, runner
@@ -82,7 +83,7 @@ class Embedded:
         with self._lock:
             if self._watcher is not None:
                 return
-            self._watcher = Watcher(self._app, self.dispatch, self._app.config["IMPORT_WATCH_SECONDS"])
+            self._watcher = Watcher(self._app, self.dispatch, settings(self._app).import_watch_seconds)
         if self._watcher.once():
             self._watcher.start()
         else:
@@ -114,9 +115,11 @@ class Queued:
         from redis import Redis
         from rq import Queue
 
-        self.connection = Redis.from_url(app.config["REDIS_URL"], socket_timeout=2, socket_connect_timeout=2)
+        redis_url = settings(app).redis_url
+        assert redis_url is not None  # the runner is "rq" only where there is a Redis
+        self.connection = Redis.from_url(redis_url, socket_timeout=2, socket_connect_timeout=2)
         self.queue = Queue(QUEUE, connection=self.connection)
-        self._lease = app.config["IMPORT_LEASE_SECONDS"]
+        self._lease = settings(app).import_lease_seconds
 
     def dispatch(self, import_id: str, *, again: bool = False) -> None:
         """Queue a job for the import: at most one per lease (a page that keeps asking does not fill the
@@ -155,7 +158,7 @@ def watch(app: Flask) -> None:
 
 def register(app: Flask) -> None:
     """Give `app` its import engine, and the `imports worker` command."""
-    app.extensions[_ENGINE] = Queued(app) if app.config["IMPORT_RUNNER"] == "rq" else Embedded(app)
+    app.extensions[_ENGINE] = Queued(app) if settings(app).import_runner == "rq" else Embedded(app)
     app.cli.add_command(import_commands)
 
 
@@ -173,7 +176,7 @@ def worker(burst: bool) -> None:
     for import_id in batches.unheld_ids():
         engine.dispatch(import_id, again=True)
     app: Flask = current_app._get_current_object()  # type: ignore[attr-defined]  # the app, for the watcher's thread
-    watcher = Watcher(app, engine.dispatch, app.config["IMPORT_WATCH_SECONDS"])
+    watcher = Watcher(app, engine.dispatch, settings(app).import_watch_seconds)
     watcher.start()
     try:
         # SimpleWorker runs each job in this process, inside the app context this command runs in.

@@ -23,7 +23,7 @@ from wtforms.validators import ValidationError
 from petportal.auth.access import role_required
 from petportal.catalog import browse, categories
 from petportal.catalog.forms import AnimalFilterForm
-from petportal.data.models import Promotion, RowReason
+from petportal.data.models import Promotion, Role, RowReason
 from petportal.extensions import db
 from petportal.i18n.lazy_text import lazy_gettext as _l
 from petportal.imports import batches, files
@@ -56,7 +56,7 @@ class PromoteForm(PortalForm):
 
 
 @bp.route("", methods=["GET", "POST"])
-@role_required("staff")
+@role_required(Role.STAFF)
 def promote() -> ResponseReturnValue:
     """Staging's animals with a check box each; the chosen ones become a promotion's preview."""
     if current_user.only_environment is not None:

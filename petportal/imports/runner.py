@@ -30,6 +30,7 @@ from sqlalchemy import select, update
 from petportal.catalog import adding
 from petportal.catalog.adding import NotSentReason, held_by
 from petportal.clock import now
+from petportal.config import settings
 from petportal.data import audit
 from petportal.data.models import (
     AuditAction,
@@ -56,7 +57,7 @@ def run(import_id: str) -> None:
     """Send every unsent row of the import, unless another live runner holds it. In an app context."""
     app: Flask = current_app._get_current_object()  # type: ignore[attr-defined]  # the app, for the sending threads
     runner = f"{socket.gethostname()[:40]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-    if not _take_over(import_id, runner, app.config["IMPORT_LEASE_SECONDS"]):
+    if not _take_over(import_id, runner, settings(app).import_lease_seconds):
         return
     log.info("bulk import %s: sending, runner %s", import_id, runner)
     try:
@@ -122,8 +123,8 @@ def _send_rows(app: Flask, import_id: str, runner: str) -> None:
     )
     db.session.commit()  # end the read: the loop below runs for minutes
     environment, active_at_start = batch.environment, batch.active_at_start
-    lease = app.config["IMPORT_LEASE_SECONDS"]
-    concurrency = app.config["IMPORT_CONCURRENCY"]
+    lease = settings(app).import_lease_seconds
+    concurrency = settings(app).import_concurrency
     # The places of this process's imports to this environment: never more calls than its import client has.
     places = _places(app, environment)
     in_flight: set[Future[adding.Outcome]] = set()
@@ -173,7 +174,7 @@ def _places(app: Flask, environment: str) -> threading.BoundedSemaphore:
     with _PLACES_LOCK:
         places: dict[str, threading.BoundedSemaphore] = app.extensions.setdefault("petportal.import_places", {})
         if environment not in places:
-            places[environment] = threading.BoundedSemaphore(app.config["IMPORT_CONCURRENCY"])
+            places[environment] = threading.BoundedSemaphore(settings(app).import_concurrency)
         return places[environment]
 
 

@@ -16,7 +16,7 @@ from petportal.catalog import categories
 from petportal.catalog.browse import folded
 from petportal.catalog.forms import BIDI_CONTROLS
 from petportal.data import audit
-from petportal.data.models import AuditAction, AuditDetail, BulkImport, ImportRow, ImportState, TicketState
+from petportal.data.models import AuditAction, AuditDetail, BulkImport, ImportRow, ImportState, Role, TicketState
 from petportal.i18n.lazy_text import lazy_gettext as _l
 from petportal.imports import batches, engines, files, reasons
 from petportal.imports.forms import UploadForm
@@ -57,7 +57,7 @@ def share_the_outcomes(state: BlueprintSetupState) -> None:
 
 
 @bp.route("", methods=["GET", "POST"])
-@role_required("staff")
+@role_required(Role.STAFF)
 def upload() -> ResponseReturnValue:
     """The upload form, and this account's earlier imports; a checked file becomes a preview."""
     environment = serving().environment
@@ -81,7 +81,7 @@ def upload() -> ResponseReturnValue:
 
 
 @bp.get(f"/{IMPORT_ID}")
-@role_required("staff")
+@role_required(Role.STAFF)
 def show(import_id: str) -> str:
     """The preview before the start; the progress while it is sent; the results after."""
     batch = _find(import_id)
@@ -89,14 +89,14 @@ def show(import_id: str) -> str:
 
 
 @bp.get(f"/{IMPORT_ID}.json")
-@role_required("staff")
+@role_required(Role.STAFF)
 def progress(import_id: str) -> dict[str, Any]:
     """{state, total, created, failed, unknown}, for the progress bar's script and for scripts."""
     return batches.progress(_find(import_id))
 
 
 @bp.get(f"/{IMPORT_ID}/results.csv")
-@role_required("staff")
+@role_required(Role.STAFF)
 def results(import_id: str) -> Response:
     """Every row with its outcome and, once created, its new id."""
     batch = _find(import_id)
@@ -119,7 +119,7 @@ def results(import_id: str) -> Response:
 
 
 @bp.post(f"/{IMPORT_ID}/start")
-@role_required("staff")
+@role_required(Role.STAFF)
 def start(import_id: str) -> ResponseReturnValue:
     """Send the rows not yet sent: the first start, or a resume after a pause or a switch."""
     return _send(
@@ -135,7 +135,7 @@ def start(import_id: str) -> ResponseReturnValue:
 
 
 @bp.post(f"/{IMPORT_ID}/retry")
-@role_required("staff")
+@role_required(Role.STAFF)
 def retry(import_id: str) -> ResponseReturnValue:
     """Send again the rows the pet store refused; rows whose outcome is unknown are never resent."""
     return _send(
@@ -150,7 +150,7 @@ def retry(import_id: str) -> ResponseReturnValue:
 
 
 @bp.post(f"/{IMPORT_ID}/discard")
-@role_required("staff")
+@role_required(Role.STAFF)
 def discard(import_id: str) -> ResponseReturnValue:
     """Throw a preview away; nothing was sent."""
     batch = _find(import_id)

@@ -66,7 +66,7 @@ _call = threading.local()
 
 
 def _time_left() -> float:
-    return _call.deadline - time.monotonic()
+    return float(_call.deadline) - time.monotonic()
 
 
 class GetOnlyRetry(Retry):

@@ -13,7 +13,7 @@ from typing import Any
 
 from flask import Flask, current_app, g, has_app_context, has_request_context
 
-from petportal.config import ENVIRONMENT_NAMES
+from petportal.config import ENVIRONMENT_NAMES, settings
 from petportal.data.models import Setting
 from petportal.data.unit_of_work import after_commit
 from petportal.extensions import DATABASE_OUTAGES, db
@@ -75,17 +75,17 @@ class Environments:
 
     def __init__(self, app: Flask) -> None:
         self._app = app
-        self._settings: dict[str, dict[str, Any]] = app.config["PETSTORE_ENVIRONMENTS"]
-        self._default: str = app.config["DEFAULT_ENVIRONMENT"]
-        self._timeout: float = app.config["UPSTREAM_TIMEOUT"]
-        self._pool_size: int = app.config["UPSTREAM_POOL_SIZE"]
-        self._tracing: bool = app.config["TRACING"]
+        self._settings: Mapping[str, Mapping[str, Any]] = settings(app).petstore_environments
+        self._default: str = settings(app).default_environment
+        self._timeout: float = settings(app).upstream_timeout
+        self._pool_size: int = settings(app).upstream_pool_size
+        self._tracing: bool = settings(app).tracing
         # The bulkheads: at most this many threads of this process wait on each environment at once. One
         # each, so an admin previewing a hanging staging store never leaves production's customers a 503.
-        self._gates = {name: Bulkhead(app.config["UPSTREAM_CONCURRENCY"]) for name in self._settings}
+        self._gates = {name: Bulkhead(settings(app).upstream_concurrency) for name in self._settings}
         # Bulk imports send through clients of their own, so a slow store slows an import, never the pages.
-        self._background_gates = {name: Bulkhead(app.config["IMPORT_CONCURRENCY"]) for name in self._settings}
-        self._keys = tuple(settings["key"] for settings in self._settings.values() if settings["key"])
+        self._background_gates = {name: Bulkhead(settings(app).import_concurrency) for name in self._settings}
+        self._keys = tuple(store["key"] for store in self._settings.values() if store["key"])
         self._clients: dict[tuple[str, bool], PetStoreClient] = {}
         self._health = {name: Health() for name in self._settings}
         self._lock = threading.Lock()
@@ -105,8 +105,8 @@ class Environments:
         return self._environment(name) if isinstance(name, str) and name in self._settings else None
 
     def _environment(self, name: str) -> Environment:
-        settings = self._settings[name]
-        return Environment(name, settings["url"], bool(settings["key"]))
+        store = self._settings[name]
+        return Environment(name, store["url"], bool(store["key"]))
 
     def health(self, name: str) -> Health:
         """What this process has learnt of environment `name` from its answers."""
@@ -119,11 +119,11 @@ class Environments:
         bulkhead, so the pages' places are never taken by it."""
         with self._lock:
             if (name, background) not in self._clients:
-                settings = self._settings[name]
+                store = self._settings[name]
                 gates = self._background_gates if background else self._gates
                 self._clients[(name, background)] = PetStoreClient(
-                    settings["url"],
-                    settings["key"] or "",
+                    store["url"],
+                    store["key"] or "",
                     timeout=self._timeout,
                     pool_size=gates[name].size if background else self._pool_size,
                     extra_headers=_request_id_header,

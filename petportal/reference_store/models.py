@@ -1,15 +1,29 @@
 """The reference store's data: one table of animals."""
 
+from typing import TYPE_CHECKING
+
 from flask_sqlalchemy import SQLAlchemy
 from sqlalchemy import BigInteger, Integer, String
-from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from petportal.reference_store.openapi import NAME_MAX_LENGTH
 
-db = SQLAlchemy()
+
+class Base(DeclarativeBase):
+    """What the store's table is declared from."""
 
 
-class Pet(db.Model):
+db = SQLAlchemy(model_class=Base)
+# Flask-SQLAlchemy makes `db.Model` from `Base` at run time, where a type checker cannot follow it.
+if TYPE_CHECKING:
+    Model = Base
+else:
+    Model = db.Model
+
+
+class Pet(Model):
+    """An animal in the store."""
+
     __tablename__ = "pets"
 
     # SQLite only autoincrements a column declared INTEGER; it is 64-bit there anyway.

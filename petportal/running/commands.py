@@ -11,7 +11,7 @@ from sqlalchemy.exc import OperationalError
 from petportal.auth import accounts
 from petportal.data import audit
 from petportal.data.database import INIT_DB_HINT, DatabaseState, database_state
-from petportal.data.models import ROLES, AuditAction, AuditDetail
+from petportal.data.models import AuditAction, AuditDetail, Role
 from petportal.extensions import db
 
 # The first migration: the schema 0.1.0's init-db made with create_all, before there were migrations.
@@ -70,7 +70,12 @@ def user_commands() -> None:
 
 @user_commands.command("create")
 @click.argument("name")
-@click.option("--role", type=click.Choice(ROLES), required=True, help="staff adds animals; admin also runs the portal.")
+@click.option(
+    "--role",
+    type=click.Choice([role.value for role in Role]),
+    required=True,
+    help="staff adds animals; admin also runs the portal.",
+)
 @click.option("--password-stdin", is_flag=True, help="Read the password from standard input instead of prompting.")
 def create_user(name: str, role: str, password_stdin: bool) -> None:
     """Add an account called NAME, ready to use."""

@@ -17,18 +17,18 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 import click
-from flask import Flask, current_app
+from flask import Flask
 from werkzeug.serving import is_running_from_reloader
 
 from petportal.catalog import categories
-from petportal.config import DEMO_STARTED_VARIABLE, ENVIRONMENT_NAMES, INSTANCE_PATH, demo_wanted
-from petportal.data.models import User
+from petportal.config import DEMO_STARTED_VARIABLE, ENVIRONMENT_NAMES, INSTANCE_PATH, demo_wanted, settings
+from petportal.data.models import Role, User
 from petportal.extensions import db
 from petportal.running.commands import upgrade_database, warn_before_init_db
 from petportal.running.processes import check_free, free_port, stop, wait_for_port
 
 STORE_COMMAND = [sys.executable, "-m", "flask", "--app", "petportal.reference_store"]
-DEMO_ACCOUNTS = (("staff", "staff"), ("admin", "admin"))
+DEMO_ACCOUNTS = (("staff", Role.STAFF), ("admin", Role.ADMIN))
 # The sample animals' categories, by name, in both environments (the import page's example row uses "Cats").
 DEMO_LABELS = {1: "Dogs", 2: "Cats", 3: "Fish", 4: "Birds", 5: "Rabbits", 6: "Turtles"}
 PR_SET_PDEATHSIG = 1
@@ -155,7 +155,7 @@ def create_accounts(stores: Mapping[str, Mapping[str, str]]) -> None:
         lines.append(f"  {role:<6} user name: {username:<6} password: {password}")
     db.session.commit()
     title = "Pet Portal demo mode: both environments are served by bundled reference stores."
-    if current_app.config["LOG_FORMAT"] == "json":  # every line the portal writes is then one JSON object
+    if settings().log_format == "json":  # every line the portal writes is then one JSON object
         log.info(title, extra={"demo": [line.strip() for line in lines]})
         return
     click.echo(title)

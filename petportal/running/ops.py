@@ -5,8 +5,9 @@ from __future__ import annotations
 import hmac
 import ipaddress
 
-from flask import Blueprint, abort, current_app, request
+from flask import Blueprint, abort, request
 
+from petportal.config import settings
 from petportal.data.database import DatabaseState, database_state
 from petportal.petstore import PetStoreError
 from petportal.petstore.environments import environments
@@ -39,7 +40,7 @@ def readyz() -> tuple[dict[str, str | dict[str, str]], int]:
 @bp.get("/metrics")
 def metrics_page() -> tuple[bytes, dict[str, str]]:
     """Prometheus metrics: with `PETPORTAL_METRICS_TOKEN`, for its bearer only; without it, for loopback only."""
-    token = current_app.config["METRICS_TOKEN"]
+    token = settings().metrics_token
     if token:
         sent = request.headers.get("Authorization", "")
         if not hmac.compare_digest(sent.encode(), f"Bearer {token}".encode()):

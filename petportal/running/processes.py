@@ -7,6 +7,8 @@ import subprocess
 import time
 from collections.abc import Iterable
 
+from petportal.config import ConfigurationError
+
 
 def free_port() -> int:
     """A TCP port on loopback that nothing listens on right now."""
@@ -35,8 +37,6 @@ def listen_error(host: str, port: int) -> str | None:
 
 def check_free(host: str, port: int, choose: str) -> None:
     """Refuse, in one line saying how to `choose` another, an address a server could not listen on."""
-    from petportal.config import ConfigurationError
-
     reason = listen_error(host, port)
     if reason:
         raise ConfigurationError(
@@ -44,7 +44,7 @@ def check_free(host: str, port: int, choose: str) -> None:
         )
 
 
-def wait_for_port(port: int, process: subprocess.Popen | None = None, seconds: float = 30) -> None:
+def wait_for_port(port: int, process: subprocess.Popen[bytes] | None = None, seconds: float = 30) -> None:
     """Wait until something listens on loopback `port`; fail if `process` exits first or it takes too long."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -58,7 +58,7 @@ def wait_for_port(port: int, process: subprocess.Popen | None = None, seconds: f
     raise RuntimeError(f"nothing listens on port {port} after {seconds} s")
 
 
-def stop(processes: Iterable[subprocess.Popen], seconds: float = 10) -> None:
+def stop(processes: Iterable[subprocess.Popen[bytes]], seconds: float = 10) -> None:
     """SIGTERM every process, then wait for each; one that outlives `seconds` is killed."""
     processes = list(processes)
     for process in processes:

@@ -17,6 +17,14 @@ from typing import TYPE_CHECKING
 
 import click
 
+from petportal.config import ConfigurationError, secret_variables, settings
+from petportal.extensions import db
+from petportal.imports import engines
+from petportal.running.commands import warn_before_init_db
+from petportal.running.processes import check_free, fewer_malloc_arenas
+from petportal.telemetry import logs, tracing
+from petportal.telemetry.logs import server_logging, uncaught_exceptions_logged
+
 if TYPE_CHECKING:
     from _typeshed.wsgi import WSGIApplication
     from flask import Flask
@@ -79,8 +87,6 @@ def serve_command(context: click.Context, bind: str, workers: int) -> None:
     """Serve the portal in production, with granian; SIGTERM lets requests under way finish."""
     from flask.cli import ScriptInfo
 
-    from petportal.running.processes import check_free
-
     host, port = parse_bind(bind)  # a bad address is refused here, before anything starts
     check_free(host, port, f"address with --bind, for example --bind {host}:{port + 1 if port < 65535 else 8000}")
     info = context.ensure_object(ScriptInfo)
@@ -97,14 +103,11 @@ def serve_command(context: click.Context, bind: str, workers: int) -> None:
 
 def worker_started(app: Flask) -> None:
     """In each forked worker: drop the parent's database connections and run bulk imports."""
-    from petportal.extensions import db
-    from petportal.imports import engines
-    from petportal.telemetry import logs, tracing
 
     with app.app_context():
         db.engine.dispose(close=False)  # the parent's connections stay the parent's
     engines.watch(app)
-    logs.batch_access_lines(app.config["LOG_FORMAT"])
+    logs.batch_access_lines(settings(app).log_format)
     # A forked worker ends without running atexit: the spans still in the batch are sent from its finaliser.
     multiprocessing.util.Finalize(None, tracing.flush, exitpriority=10)
 
@@ -114,8 +117,6 @@ def serve(load: Callable[[], WSGIApplication], host: str, port: int, workers: in
     from granian.constants import Interfaces
     from granian.http import HTTP1Settings
     from granian.server import Server
-
-    from petportal.telemetry.logs import server_logging
 
     multiprocessing.set_start_method("fork", force=True)
     server = Server(
@@ -158,11 +159,6 @@ def main(argv: list[str] | None = None) -> None:
     """What `flask serve` runs, in a fresh interpreter: build the app once, then serve it from forked workers."""
     from flask.cli import ScriptInfo
 
-    from petportal.config import ConfigurationError, secret_variables
-    from petportal.running.commands import warn_before_init_db
-    from petportal.running.processes import fewer_malloc_arenas
-    from petportal.telemetry.logs import uncaught_exceptions_logged
-
     parser = argparse.ArgumentParser(prog="python -m petportal.running.serve", description=main.__doc__)
     parser.add_argument("--app", dest="app_import_path", default=None)
     parser.add_argument("--bind", default=DEFAULT_BIND)
@@ -178,7 +174,7 @@ def main(argv: list[str] | None = None) -> None:
     # The secret variables go once the app has read them: granian copies the environment into each WSGI environ.
     for name in secret_variables(os.environ):
         del os.environ[name]
-    serve(_loader(app), host, port, max(args.workers, 1), app.config["LOG_FORMAT"])
+    serve(_loader(app), host, port, max(args.workers, 1), settings(app).log_format)
 
 
 if __name__ == "__main__":

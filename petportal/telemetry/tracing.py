@@ -63,7 +63,8 @@ def register(app: Flask) -> None:
     def without_trace_headers(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         for key in keys:
             environ.pop(key, None)
-        return traced(environ, start_response)
+        answer: Iterable[bytes] = traced(environ, start_response)
+        return answer
 
     app.wsgi_app = without_trace_headers  # type: ignore[method-assign]  # Flask's own WSGI hook
 

@@ -22,7 +22,7 @@ from flask_login import current_user
 from werkzeug.exceptions import HTTPException
 from werkzeug.wrappers import Response
 
-from petportal.config import REMEMBER_COOKIE
+from petportal.config import REMEMBER_COOKIE, settings
 from petportal.extensions import cache
 from petportal.i18n.languages import language_of
 from petportal.petstore.active import serving
@@ -85,7 +85,7 @@ class SharedPages:
     def __init__(self, app: Flask, wsgi_app: WSGIApplication) -> None:
         self.app = app
         self.wsgi_app = wsgi_app
-        self.seconds = math.ceil(app.config["CACHE_SECONDS"])
+        self.seconds = math.ceil(settings(app).cache_seconds)
         self.cookies = (app.config["SESSION_COOKIE_NAME"], REMEMBER_COOKIE)
         # (path, query) -> the endpoint whose page may be shared, or None; fixed while the process runs.
         self.endpoints: dict[tuple[str, str], str | None] = {}

@@ -9,6 +9,8 @@ from flask import Flask, Response, current_app, redirect, request
 from werkzeug.middleware.proxy_fix import ProxyFix
 from werkzeug.sansio.utils import host_is_trusted
 
+from petportal.config import settings
+
 if TYPE_CHECKING:
     from werkzeug.wrappers import Response as BaseResponse
 
@@ -38,12 +40,12 @@ SECURITY_HEADERS = (
 
 def register(app: Flask) -> None:
     app.after_request(send_security_headers)
-    proxies = app.config["TRUSTED_PROXIES"]
+    proxies = settings(app).trusted_proxies
     if proxies:
         app.wsgi_app = ProxyFix(  # type: ignore[method-assign]  # Flask's own WSGI hook
             app.wsgi_app, x_for=proxies, x_proto=proxies, x_host=proxies, x_port=proxies
         )
-    if app.config["HTTPS"]:
+    if settings(app).https:
         app.before_request(send_plain_http_to_https)
         app.after_request(send_hsts)
     app.after_request(keep_locations_on_trusted_hosts)
@@ -92,4 +94,4 @@ def _without_query(address: str) -> str:
 
 
 def _trusted_hosts() -> list[str]:
-    return current_app.config["TRUSTED_HOSTS"]
+    return settings().trusted_hosts or []

@@ -1,0 +1,6 @@
+from collections.abc import Callable
+from typing import Any
+
+class LazyString:
+    def __init__(self, func: Callable[..., str], *args: Any, **kwargs: Any) -> None: ...
+    def __getattr__(self, name: str) -> Any: ...

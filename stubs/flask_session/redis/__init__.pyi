@@ -1,0 +1,3 @@
+from ..base import ServerSideSessionInterface
+
+class RedisSessionInterface(ServerSideSessionInterface): ...
