@@ -18,6 +18,7 @@ from flask_babel import gettext as _
 from sqlalchemy import exists, func, select
 
 from petportal.clock import now
+from petportal.config import settings
 from petportal.data.models import Passkey, User
 from petportal.extensions import db
 
@@ -44,7 +45,7 @@ class PasskeyError(Exception):
 
 
 def relying_party() -> tuple[str, str]:
-    public_url = current_app.config["PUBLIC_URL"]
+    public_url = settings().public_url
     if not public_url:
         raise PasskeyError(_("Passkeys are not set up on this portal (PETPORTAL_PUBLIC_URL)."))
     return str(urlsplit(public_url).hostname), public_url

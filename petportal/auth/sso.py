@@ -97,8 +97,8 @@ def _provider() -> Mapping[str, Any]:
 
 
 def provider_name() -> str | None:
-    settings = current_app.config["OIDC"]
-    return None if settings is None else str(settings["name"])
+    oidc = settings().oidc
+    return None if oidc is None else str(oidc["name"])
 
 
 def begin(destination: str) -> Response:
@@ -156,8 +156,8 @@ def signed_in() -> SignedIn:
     if not claims or not _fits(claims.get("sub")) or not _fits(claims.get("iss")):
         raise SignInFailed(_("The sign-in could not be completed. Start again from the login page."))
     claims = _with_userinfo(client, token, claims)
-    settings = current_app.config["OIDC"]
-    user = _account(claims, role_for(claims.get(settings["role_claim"])), environments_for(claims, settings))
+    oidc = _provider()
+    user = _account(claims, role_for(claims.get(oidc["role_claim"])), environments_for(claims, oidc))
     methods = claims.get("amr")
     second_factor = isinstance(methods, list) and any(method in SECOND_FACTOR_METHODS for method in methods)
     destination = session.pop(DESTINATION_KEY, None)
@@ -255,12 +255,12 @@ def role_for(values: Any) -> Role | None:
     return None
 
 
-def environments_for(claims: Any, settings: dict[str, Any]) -> str | None:
+def environments_for(claims: Any, oidc: Mapping[str, Any]) -> str | None:
     """The environments the claim PETPORTAL_OIDC_ENVIRONMENTS_CLAIM gives (as `User.environments` keeps them):
     both when no claim is configured; None when it names neither."""
-    if settings["environments_claim"] is None:
+    if oidc["environments_claim"] is None:
         return EVERY_ENVIRONMENT
-    values = claims.get(settings["environments_claim"])
+    values = claims.get(oidc["environments_claim"])
     found = [values] if isinstance(values, str) else values if isinstance(values, list) else []
     try:
         return accounts.environments_of(list({value for value in found if value in ENVIRONMENT_NAMES}))

@@ -66,7 +66,7 @@ def _login_page(form: LoginForm, status: int) -> ResponseReturnValue:
         form=form,
         sso_name=sso.provider_name(),
         sso_url=url_for(".sso_login", next=next_path),
-        passkey_url=url_for(".passkey_login", next=next_path) if current_app.config["PUBLIC_URL"] else None,
+        passkey_url=url_for(".passkey_login", next=next_path) if settings().public_url else None,
     ), status
 
 

@@ -22,6 +22,7 @@ from pythonjsonlogger.json import JsonFormatter
 from werkzeug.wsgi import ClosingIterator
 
 from petportal import egress
+from petportal.config import settings
 from petportal.telemetry import tracing
 
 if TYPE_CHECKING:
@@ -405,7 +406,7 @@ def request_id(incoming: str) -> str:
 def register(app: Flask) -> None:
     """Give every request an id, return it as X-Request-ID, and log with it. (`register_access` puts the
     access lines in front, once every other WSGI layer is in place.)"""
-    configure(app.config["LOG_FORMAT"])
+    configure(settings(app).log_format)
 
     @app.before_request
     def assign_request_id() -> None:

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, cast
 
 from petportal import egress
+from petportal.config import settings
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIEnvironment
@@ -37,7 +38,7 @@ class _ThisProcess:
 
 
 def register(app: Flask) -> None:
-    if not app.config["TRACING"]:
+    if not settings(app).tracing:
         return
     from flask import Response, g, request
     from opentelemetry import propagate
@@ -56,7 +57,7 @@ def register(app: Flask) -> None:
     traced = OpenTelemetryMiddleware(app.wsgi_app)
     # The incoming headers it must not read: untrusted, every propagator's; trusted, `baggage` alone.
     fields = {"baggage"}
-    if not app.config["TRUST_TRACE_HEADERS"]:
+    if not settings(app).trust_trace_headers:
         fields |= {"traceparent", "tracestate", *propagate.get_global_textmap().fields}
     keys = tuple("HTTP_" + field.upper().replace("-", "_") for field in sorted(fields))
 

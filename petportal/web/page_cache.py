@@ -181,7 +181,7 @@ class SharedPages:
 
 
 def invalidate(environment_name: str) -> None:
-    if current_app.config["CACHE_SECONDS"] > 0:
+    if settings().cache_seconds > 0:
         _safely(current_app, cache.cache.inc, _generation_key(environment_name))
 
 
@@ -205,7 +205,7 @@ def register(app: Flask) -> None:
     app.response_class = ServerDated
     cache.init_app(app)
     app.extensions["petportal.web.page_cache"] = {"down_until": 0.0}
-    if app.config["CACHE_SECONDS"] > 0:
+    if settings(app).cache_seconds > 0:
         app.wsgi_app = SharedPages(app, app.wsgi_app)  # type: ignore[method-assign]  # Flask's own WSGI hook
 
     @app.after_request
