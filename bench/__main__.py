@@ -300,7 +300,11 @@ def granian_portal(env, folder=PROJECT_ROOT):
     (petportal/running/serve.py), started without the `flask serve` command, which names the installed package."""
     metrics = tempfile.mkdtemp(prefix="petportal-metrics-")  # as `flask serve` makes it; the server removes it
     environ = {**env, "PYTHONPATH": str(folder), "PROMETHEUS_MULTIPROC_DIR": metrics}
-    return ["-m", "petportal.running.serve", "--app", "app"], environ, folder
+    # A checkout from before issue 41's layout has the command at petportal/production.py.
+    module = (
+        "petportal.running.serve" if (Path(folder) / "petportal/running/serve.py").is_file() else "petportal.production"
+    )
+    return ["-m", module, "--app", "app"], environ, folder
 
 
 def gunicorn_portal(app, env):
