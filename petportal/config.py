@@ -48,6 +48,8 @@ def defaults(instance_path: str) -> dict[str, Any]:
         "SQLALCHEMY_DATABASE_URI": f"sqlite:///{os.path.join(instance_path, 'petportal.sqlite')}",
         "BOOTSTRAP_SERVE_LOCAL": True,
         "WTF_CSRF_TIME_LIMIT": None,
+        # How auth/passwords.py hashes a password (werkzeug's method): scrypt; the tests choose a cheap one.
+        "PASSWORD_HASH": "scrypt",
         "CLOCK": real_time,
         "LOGIN_LIMIT_PER_ACCOUNT_ADDRESS": "5 per minute; 20 per hour",
         "LOGIN_LIMIT_PER_ADDRESS": "20 per minute; 100 per hour",

@@ -18,6 +18,7 @@ from __future__ import annotations
 import secrets
 from functools import cache
 
+from flask import current_app
 from flask_babel import gettext as _
 from werkzeug.security import check_password_hash, generate_password_hash
 
@@ -53,20 +54,20 @@ def _common() -> frozenset[str]:
 
 
 def hashed(password: str) -> str:
-    """A salted hash of `password` to store (werkzeug's default, scrypt)."""
-    return generate_password_hash(password)
+    """A salted hash of `password` to store, made by the app's PASSWORD_HASH (config.py: scrypt)."""
+    return generate_password_hash(password, current_app.config["PASSWORD_HASH"])
 
 
 def matches(stored: str | None, password: str) -> bool:
     """Whether `password` is the one `stored` was made from; with no stored hash (no such account, or one without
     a password) the same work is done against a stand-in, and the answer is no."""
     if stored is None:
-        check_password_hash(_stand_in(), password)
+        check_password_hash(_stand_in(current_app.config["PASSWORD_HASH"]), password)
         return False
     return check_password_hash(stored, password)
 
 
 @cache
-def _stand_in() -> str:
+def _stand_in(method: str) -> str:
     """A hash of a password nobody knows, made as `hashed` makes every stored one, so it costs as much to check."""
-    return hashed(secrets.token_urlsafe(32))
+    return generate_password_hash(secrets.token_urlsafe(32), method)
