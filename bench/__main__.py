@@ -1,6 +1,6 @@
 """Side-by-side benchmark of the pet store and the portal under granian and gunicorn, on this machine.
 
-    python -m bench [--seconds 3] [--rounds 5] [--memory-requests 10000]
+    python -m bench [--seconds 3] [--rounds 5] [--memory-requests 10000] [--smoke]
 
 Needs wrk (apt-get install wrk). Starts, on loopback: the reference store seeded with 100 animals under
 gunicorn; a slow copy of it (2 s per answer) as the staging environment; then under granian (`flask --app
@@ -153,6 +153,12 @@ def run_options(description, memory=False):
         parser.add_argument(
             "--memory-requests", type=int, default=10_000, help="mixed requests after the memory warm-up"
         )
+        parser.add_argument(
+            "--smoke",
+            action="store_true",
+            help="check that it runs end to end, in seconds: one round of 1 s runs, all at once, no warm-up; its "
+            "figures mean nothing",
+        )
     return parser.parse_args()
 
 
@@ -187,6 +193,8 @@ def seeded_store(folder, name):
 
 def main():
     args = run_options(__doc__, memory=True)
+    if args.smoke:
+        args.seconds, args.rounds = 1, 1
     folder = Path(tempfile.mkdtemp(prefix="petportal-bench-"))
     with ThreadPoolExecutor() as seeding:  # each seed is a process of its own
         store_env, slow_env = seeding.map(lambda name: seeded_store(folder, name), ("store", "slow"))
@@ -227,22 +235,26 @@ def main():
         origins = {name: origin for name, (origin, _) in targets.items()}
         masters = {name: master for name, (_, master) in targets.items()}
         print_settings(args, serving_lines())
-        for target in TARGETS:  # warm every server, its pools and its caches
+        for target in () if args.smoke else TARGETS:  # warm every server, its pools and its caches
             wrk(url(origins, target, 20), 8, 1, headers=auth_header(target))
         results, cpu = {}, {}
+
+        def run(target, connections, limit):
+            before = workers_cpu_seconds(store_master), workers_cpu_seconds(masters[target])
+            measured = wrk(url(origins, target, limit), connections, args.seconds, headers=auth_header(target))
+            after = workers_cpu_seconds(store_master), workers_cpu_seconds(masters[target])
+            if measured is None:
+                raise SystemExit(f"discarded: {target} answered something other than 2xx")
+            results.setdefault((target, connections, limit), []).append(measured)
+            cpu.setdefault((target, connections, limit), []).append(
+                [(end - start) * 1000 / measured.requests for start, end in zip(before, after, strict=True)]
+            )
+
         for round_number in range(args.rounds):
             order = TARGETS if round_number % 2 == 0 else tuple(reversed(TARGETS))
-            for target in order:
-                for connections, limit in PLAN[target]:
-                    before = workers_cpu_seconds(store_master), workers_cpu_seconds(masters[target])
-                    measured = wrk(url(origins, target, limit), connections, args.seconds, headers=auth_header(target))
-                    after = workers_cpu_seconds(store_master), workers_cpu_seconds(masters[target])
-                    if measured is None:
-                        raise SystemExit(f"discarded: {target} answered something other than 2xx")
-                    results.setdefault((target, connections, limit), []).append(measured)
-                    cpu.setdefault((target, connections, limit), []).append(
-                        [(end - start) * 1000 / measured.requests for start, end in zip(before, after, strict=True)]
-                    )
+            runs = [(target, connections, limit) for target in order for connections, limit in PLAN[target]]
+            with ThreadPoolExecutor(len(runs) if args.smoke else 1) as pool:  # --smoke: all at once
+                list(pool.map(lambda each: run(*each), runs))
         rss = {name: worker_peak_rss_mb(master) for name, (_, master) in servers.items()}
         slow_effect = slow_environment_effect(servers["portal granian"][0], args.seconds, results)
         print_report(results, rss, slow_effect, sink.exports)
