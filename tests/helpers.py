@@ -26,7 +26,6 @@ from werkzeug.test import encode_multipart
 
 from bench.portal import csrf_token, portal_environment
 from petportal.store import create_app as create_store
-from petportal.store.models import Pet
 from petportal.store.models import db as store_db
 
 from servers import RecordingMiddleware
@@ -104,7 +103,7 @@ class LiveStore:
 
     def add(self, name, category_id=1, status=None):
         """Add an animal directly (not through the portal) and forget that request."""
-        payload = {"name": name, "categoryId": category_id, **({"status": status} if status else {})}
+        payload = new_pet(name, category_id, status)
         response = requests.post(f"{self.url}/pets", json=payload, headers={"Authorization": f"Bearer {self.key}"})
         assert response.status_code == 201, response.text
         self.recorder.received.pop()
@@ -117,15 +116,19 @@ class LiveStore:
         return response.json()
 
 
+def new_pet(name, category_id, status):
+    """createPet's body for an animal; without a status, none sent."""
+    return {"name": name, "categoryId": category_id, **({"status": status} if status else {})}
+
+
 def live_store(tmp_path, name, key, animals=()):
-    """A reference store app holding `animals` ((name, category id, status) each), put in its database directly,
-    and its requests' recorder."""
+    """A reference store app holding `animals` ((name, category id, status) each), added through its own test
+    client (no socket, nothing recorded), and its requests' recorder."""
     app = make_store(tmp_path / f"{name}.sqlite", [key])
-    with app.app_context():
-        store_db.session.add_all(
-            Pet(name=name, category_id=category, status=status) for name, category, status in animals
-        )
-        store_db.session.commit()
+    client = app.test_client()
+    for animal in animals:
+        response = client.post("/v1/pets", json=new_pet(*animal), headers={"Authorization": f"Bearer {key}"})
+        assert response.status_code == 201, response.text
     recorder = RecordingMiddleware(app)
     return app, recorder
 
