@@ -1,6 +1,7 @@
 """Side-by-side benchmark of the pet store and the portal under granian and gunicorn, on this machine.
 
     python -m bench [--seconds 3] [--rounds 5] [--memory-requests 10000] [--figures] [--checkout NAME=FOLDER ...]
+    [--smoke]
 
 Needs wrk (apt-get install wrk). Starts, on loopback: the reference store seeded with 100 animals under
 gunicorn; a slow copy of it (2 s per answer) as the staging environment; then under granian (`flask --app
@@ -171,6 +172,12 @@ def run_options(description, memory=False, more=None):
         parser.add_argument(
             "--memory-requests", type=int, default=10_000, help="mixed requests after the memory warm-up"
         )
+        parser.add_argument(
+            "--smoke",
+            action="store_true",
+            help="check that it runs end to end, in seconds: one round of 1 s runs, all at once, no warm-up; its "
+            "figures mean nothing",
+        )
     if more:
         more(parser)
     return parser.parse_args()
@@ -226,6 +233,8 @@ def main():
     plan = dict(FIGURES_PLAN if args.figures else PLAN)
     for name in checkouts:
         plan |= {target.format(name=name): runs for target, runs in CHECKOUT_PLAN.items()}
+    if args.smoke:
+        args.seconds, args.rounds = 1, 1
     folder = Path(tempfile.mkdtemp(prefix="petportal-bench-"))
     with ThreadPoolExecutor() as seeding:  # each seed is a process of its own
         store_env, slow_env = seeding.map(lambda name: seeded_store(folder, name), ("store", "slow"))
@@ -269,22 +278,26 @@ def main():
         origins = {name: origin for name, (origin, _) in targets.items()}
         masters = {name: master for name, (_, master) in targets.items()}
         print_settings(args, serving_lines())
-        for target in plan:  # warm every server, its pools and its caches
+        for target in () if args.smoke else plan:  # warm every server, its pools and its caches
             wrk(url(origins, target, 20), 8, 1, headers=auth_header(target))
         results, cpu = {}, {}
+
+        def run(target, connections, limit):
+            before = workers_cpu_seconds(store_master), workers_cpu_seconds(masters[target])
+            measured = wrk(url(origins, target, limit), connections, args.seconds, headers=auth_header(target))
+            after = workers_cpu_seconds(store_master), workers_cpu_seconds(masters[target])
+            if measured is None:
+                raise SystemExit(f"discarded: {target} answered something other than 2xx")
+            results.setdefault((target, connections, limit), []).append(measured)
+            cpu.setdefault((target, connections, limit), []).append(
+                [(end - start) * 1000 / measured.requests for start, end in zip(before, after, strict=True)]
+            )
+
         for round_number in range(args.rounds):
             order = tuple(plan) if round_number % 2 == 0 else tuple(reversed(plan))
-            for target in order:
-                for connections, limit in plan[target]:
-                    before = workers_cpu_seconds(store_master), workers_cpu_seconds(masters[target])
-                    measured = wrk(url(origins, target, limit), connections, args.seconds, headers=auth_header(target))
-                    after = workers_cpu_seconds(store_master), workers_cpu_seconds(masters[target])
-                    if measured is None:
-                        raise SystemExit(f"discarded: {target} answered something other than 2xx")
-                    results.setdefault((target, connections, limit), []).append(measured)
-                    cpu.setdefault((target, connections, limit), []).append(
-                        [(end - start) * 1000 / measured.requests for start, end in zip(before, after, strict=True)]
-                    )
+            runs = [(target, connections, limit) for target in order for connections, limit in plan[target]]
+            with ThreadPoolExecutor(len(runs) if args.smoke else 1) as pool:  # --smoke: all at once
+                list(pool.map(lambda each: run(*each), runs))
         rss = {name: worker_peak_rss_mb(master) for name, (_, master) in servers.items()}
         if not args.figures:
             slow_effect = slow_environment_effect(servers["portal granian"][0], args.seconds, results)
@@ -301,9 +314,8 @@ def granian_portal(env, folder=PROJECT_ROOT):
     metrics = tempfile.mkdtemp(prefix="petportal-metrics-")  # as `flask serve` makes it; the server removes it
     environ = {**env, "PYTHONPATH": str(folder), "PROMETHEUS_MULTIPROC_DIR": metrics}
     # A checkout from before issue 41's layout has the command at petportal/production.py.
-    module = (
-        "petportal.running.serve" if (Path(folder) / "petportal/running/serve.py").is_file() else "petportal.production"
-    )
+    new_layout = (Path(folder) / "petportal/running/serve.py").is_file()
+    module = "petportal.running.serve" if new_layout else "petportal.production"
     return ["-m", module, "--app", "app"], environ, folder
 
 

@@ -86,6 +86,7 @@ class Settings:
     public_url: str | None
     oidc: Mapping[str, Any] | None
     clock: Callable[[], datetime] | None
+    password_hash: str
     import_concurrency: int
     import_lease_seconds: float
     import_watch_seconds: float
@@ -111,6 +112,8 @@ def defaults(instance_path: str) -> dict[str, Any]:
         "SQLALCHEMY_DATABASE_URI": f"sqlite:///{os.path.join(instance_path, 'petportal.sqlite')}",
         "BOOTSTRAP_SERVE_LOCAL": True,
         "WTF_CSRF_TIME_LIMIT": None,
+        # How data/passwords.py hashes a password (werkzeug's method): scrypt; the tests choose a cheap one.
+        "PASSWORD_HASH": "scrypt",
         "CLOCK": None,  # the real time (clock.now); a test may set its own
         "LOGIN_LIMIT_PER_ACCOUNT_ADDRESS": "5 per minute; 20 per hour",
         "LOGIN_LIMIT_PER_ADDRESS": "20 per minute; 100 per hour",

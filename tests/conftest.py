@@ -12,16 +12,19 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 # The checkout's root, where `python -m bench` finds the `bench` package: so that `from bench.portal import`
 # works here too (pytest itself puts only tests/ on the path).
 sys.path.append(str(Path(__file__).resolve().parent.parent))
-# Under pytest-xdist each worker flushes a Redis database of its own (15, 14, ...), read by helpers.py below.
+# Under pytest-xdist each worker flushes a Redis database of its own, read by helpers.py below: the base's number
+# minus the worker's (15, 14, 13, ... from CI's 15), wrapping round within Redis's 16 (0 to 15): distinct for up
+# to 16 workers.
 _worker = os.environ.get("PYTEST_XDIST_WORKER", "")
 if _worker.startswith("gw") and os.environ.get("PETPORTAL_TEST_REDIS_URL"):
     _base, _, _number = os.environ["PETPORTAL_TEST_REDIS_URL"].rpartition("/")
     if _number.isdigit():
-        os.environ["PETPORTAL_TEST_REDIS_URL"] = f"{_base}/{int(_number) - int(_worker[2:])}"
+        os.environ["PETPORTAL_TEST_REDIS_URL"] = f"{_base}/{(int(_number) - int(_worker[2:])) % 16}"
 # Before they are imported: their asserts then explain themselves as a test's own do.
 pytest.register_assert_rewrite("helpers", "scanning", "bench.portal")
 
@@ -33,6 +36,7 @@ from petportal.extensions import db  # noqa: E402
 
 from browsers import chromium  # noqa: E402
 from helpers import (  # noqa: E402
+    COMPILED_TEMPLATES,
     PASSWORD_HASHES,
     PRODUCTION_KEY,
     SAMPLE,
@@ -40,18 +44,23 @@ from helpers import (  # noqa: E402
     STORE_KEY,
     AuthActions,
     Clock,
-    LiveStore,
     dispose_store,
     drop_postgres_schema,
-    live_store,
     make_store,
     portal_config,
     postgres_schema_url,
+    routed_store,
 )
 from scanning import SecretScanner, leaks  # noqa: E402
-from servers import FaultServer, serve  # noqa: E402
+from servers import FaultServer, StoreRouter, serve  # noqa: E402
 
 pytest_plugins = ["scanning"]
+
+# Every property test's bounds unless it sets its own: 50 examples, and no deadline per example (a machine busy
+# with other tests makes an example slow, not wrong). HYPOTHESIS_PROFILE=thorough tries ten times as many.
+settings.register_profile("petportal", max_examples=50, deadline=None)
+settings.register_profile("thorough", max_examples=500, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "petportal"))
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -80,27 +89,27 @@ def store_url(store_app):
         yield origin + "/v1"
 
 
+@pytest.fixture(scope="session")
+def store_server():
+    """One real server for the reference stores of every test of this process (pytest-xdist worker), each test's
+    stores new and under paths of their own (servers.StoreRouter): (router, origin)."""
+    router = StoreRouter()
+    with serve(router) as origin:
+        yield router, origin
+
+
 @pytest.fixture
-def production_store(tmp_path):
+def production_store(tmp_path, store_server):
     """The production reference store, seeded with four animals."""
-    app, recorder = live_store(tmp_path, "production", PRODUCTION_KEY)
-    with serve(recorder) as origin:
-        store = LiveStore(origin + "/v1", PRODUCTION_KEY, recorder)
-        for name, category, status in SAMPLE:
-            store.add(name, category, status)
+    with routed_store(store_server, tmp_path, "production", PRODUCTION_KEY, SAMPLE) as store:
         yield store
-    dispose_store(app)
 
 
 @pytest.fixture
-def staging_store(tmp_path):
+def staging_store(tmp_path, store_server):
     """The staging reference store, with one animal of its own."""
-    app, recorder = live_store(tmp_path, "staging", STAGING_KEY)
-    with serve(recorder) as origin:
-        store = LiveStore(origin + "/v1", STAGING_KEY, recorder)
-        store.add("Staging Sam", 9, "available")
+    with routed_store(store_server, tmp_path, "staging", STAGING_KEY, [("Staging Sam", 9, "available")]) as store:
         yield store
-    dispose_store(app)
 
 
 @pytest.fixture
@@ -114,6 +123,7 @@ def build_portal(config, caplog):
     """A portal app with its tables and the staff and admin accounts, its responses scanned for secrets."""
     caplog.set_level(logging.INFO)
     app = create_app(config)
+    app.jinja_env.bytecode_cache = COMPILED_TEMPLATES
     with app.app_context():
         db.create_all()
         for role, password_hash in PASSWORD_HASHES.items():

@@ -10,6 +10,7 @@ import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -17,6 +18,8 @@ import pyotp
 import pytest
 import requests
 import sqlalchemy
+from jinja2 import BytecodeCache
+from jinja2.bccache import Bucket
 from werkzeug.datastructures import FileStorage, MultiDict
 from werkzeug.security import generate_password_hash
 from werkzeug.test import encode_multipart
@@ -41,9 +44,12 @@ PRODUCTION_KEY = "prod-key-" + _fresh()
 STAGING_KEY = "staging-key-" + _fresh()
 SECRET_KEY = "session-secret-" + _fresh()
 PASSWORDS = {"staff": "staff-pass-" + _fresh()[:8], "admin": "admin-pass-" + _fresh()[:8]}
-# Hashed once for the whole run: scrypt takes a tenth of a second, and every portal a test builds has
-# both accounts. Logging in still checks the password against its hash as in production.
-PASSWORD_HASHES = {role: generate_password_hash(password) for role, password in PASSWORDS.items()}
+# The portals the tests build hash passwords with one round of PBKDF2, not production's scrypt (a tenth of a
+# second, at every login and every password set): logging in still checks the password against its hash. One test
+# checks production's scrypt (test_login_attacks.py), and the login timing test runs on it.
+PASSWORD_HASH = "pbkdf2:sha256:1"
+# Hashed once for the whole run: every portal a test builds has both accounts.
+PASSWORD_HASHES = {role: generate_password_hash(password, PASSWORD_HASH) for role, password in PASSWORDS.items()}
 # Passwords the tests choose through the portal's forms: long enough and hard to guess, as the policy asks.
 NEW_PASSWORDS = [f"{word} meadow lantern {_fresh()[:6]}" for word in ("first", "second", "third")]
 SECRETS = [STORE_KEY, PRODUCTION_KEY, STAGING_KEY, SECRET_KEY, *PASSWORDS.values(), *NEW_PASSWORDS]
@@ -97,7 +103,7 @@ class LiveStore:
 
     def add(self, name, category_id=1, status=None):
         """Add an animal directly (not through the portal) and forget that request."""
-        payload = {"name": name, "categoryId": category_id, **({"status": status} if status else {})}
+        payload = new_pet(name, category_id, status)
         response = requests.post(f"{self.url}/pets", json=payload, headers={"Authorization": f"Bearer {self.key}"})
         assert response.status_code == 201, response.text
         self.recorder.received.pop()
@@ -110,10 +116,35 @@ class LiveStore:
         return response.json()
 
 
-def live_store(tmp_path, name, key):
+def new_pet(name, category_id, status):
+    """createPet's body for an animal; without a status, none sent."""
+    return {"name": name, "categoryId": category_id, **({"status": status} if status else {})}
+
+
+def live_store(tmp_path, name, key, animals=()):
+    """A reference store app holding `animals` ((name, category id, status) each), added through its own test
+    client (no socket, nothing recorded), and its requests' recorder."""
     app = make_store(tmp_path / f"{name}.sqlite", [key])
+    client = app.test_client()
+    for animal in animals:
+        response = client.post("/v1/pets", json=new_pet(*animal), headers={"Authorization": f"Bearer {key}"})
+        assert response.status_code == 201, response.text
     recorder = RecordingMiddleware(app)
     return app, recorder
+
+
+@contextmanager
+def routed_store(server, tmp_path, name, key, animals):
+    """A new reference store holding `animals`, served by `server` ((StoreRouter, origin): conftest.py's
+    `store_server`) under a prefix of its own until the block ends; a LiveStore."""
+    router, origin = server
+    app, recorder = live_store(tmp_path, name, key, animals)
+    prefix = router.add(recorder)
+    try:
+        yield LiveStore(f"{origin}{prefix}/v1", key, recorder)
+    finally:
+        router.remove(prefix)
+        dispose_store(app)
 
 
 def portal_config(tmp_path, production_url, staging_url, **overrides):
@@ -129,6 +160,7 @@ def portal_config(tmp_path, production_url, staging_url, **overrides):
         },
         "UPSTREAM_TIMEOUT": 1.0,
         "HTTPS": False,
+        "PASSWORD_HASH": PASSWORD_HASH,
         # Most tests count upstream calls; the cache's own tests turn it on.
         "CACHE_SECONDS": 0,
         # Most admin tests are about something else; the second factor's own tests turn it on.
@@ -137,6 +169,32 @@ def portal_config(tmp_path, production_url, staging_url, **overrides):
         "IMPORT_WATCH_SECONDS": 0,
         **overrides,
     }
+
+
+class CompiledTemplates(BytecodeCache):
+    """The templates every portal of a test process compiled, kept for the next portal: each new portal compiles
+    each page it draws again (template_text: once per language), a tenth of a second a page, as long as most tests
+    take. Kept per language copy of the environment and checked against the template's source, as Jinja's caches
+    are; every portal of the tests compiles the same templates with the same settings."""
+
+    def __init__(self):
+        self.code = {}
+
+    def get_bucket(self, environment, name, filename, source):
+        key = f"{environment.language}:{self.get_cache_key(name, filename)}"
+        bucket = Bucket(environment, key, self.get_source_checksum(source))
+        self.load_bytecode(bucket)
+        return bucket
+
+    def load_bytecode(self, bucket):
+        if bucket.key in self.code:
+            bucket.bytecode_from_string(self.code[bucket.key])
+
+    def dump_bytecode(self, bucket):
+        self.code[bucket.key] = bucket.bytecode_to_string()
+
+
+COMPILED_TEMPLATES = CompiledTemplates()
 
 
 class Clock:

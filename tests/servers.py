@@ -95,6 +95,36 @@ def serve(app, host="127.0.0.1", port=0, sock=None):
         thread.join(5)
 
 
+class StoreRouter:
+    """A WSGI app serving many reference stores, each under a path of its own (/s1, /s2, ...): one server for all
+    the stores of a test process (conftest.py's `store_server`), started once, while each test still has stores of
+    its own, holding only the animals it put there. A store sees its requests as a server of its own would: the
+    path after its prefix (its prefix in SCRIPT_NAME, in the links it builds)."""
+
+    def __init__(self):
+        self.stores = {}
+        self._numbers = itertools.count(1)
+
+    def add(self, app):
+        """Serve `app` under a new prefix; the prefix."""
+        prefix = f"/s{next(self._numbers)}"
+        self.stores[prefix] = app
+        return prefix
+
+    def remove(self, prefix):
+        self.stores.pop(prefix, None)
+
+    def __call__(self, environ, start_response):
+        first, slash, rest = environ.get("PATH_INFO", "").removeprefix("/").partition("/")
+        app = self.stores.get("/" + first)
+        if app is None:
+            start_response("404 Not Found", [("Content-Type", "text/plain"), ("Content-Length", "9")])
+            return [b"no store\n"]
+        environ["SCRIPT_NAME"] = environ.get("SCRIPT_NAME", "") + "/" + first
+        environ["PATH_INFO"] = slash + rest
+        return app(environ, start_response)
+
+
 @dataclass
 class Received:
     """One request as the fault server saw it."""

@@ -34,9 +34,8 @@ NASTY = [
 ]
 PROBES = ("<script>alert(1)</script>", '"><img src=x onerror=alert(1)>')
 hostile = st.one_of(st.sampled_from(NASTY), st.text(max_size=300), st.integers().map(str))
-settings_for_forms = settings(
-    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
-)
+# As many examples as the tests' profile gives (conftest.py).
+settings_for_forms = settings(suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 
 MARKUP = re.compile(r"<[A-Za-z!/?]")

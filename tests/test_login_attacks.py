@@ -16,7 +16,15 @@ from bench.portal import csrf_token
 from petportal.data.models import AuditEntry, LoginCounter, User
 from petportal.extensions import db
 
-from helpers import NEW_PASSWORDS, REDIS_URL, AuthActions, post_form, production_variables
+from helpers import (
+    NEW_PASSWORDS,
+    PASSWORDS,
+    REDIS_URL,
+    AuthActions,
+    portal_config,
+    post_form,
+    production_variables,
+)
 from servers import running
 
 # Attempts enough for the timing test: no limit gets in its way.
@@ -127,13 +135,14 @@ def test_with_redis_the_counters_stay_in_redis(make_portal):
 
 @pytest.mark.slow
 def test_a_wrong_password_takes_as_long_for_an_unknown_a_password_and_a_single_sign_on_name(make_portal):
-    """The real hash cost (scrypt, as in production): the medians of 20 attempts each, taken in turns so the
-    machine's load falls on all three alike, are within 20% of each other. Another test worker on the same two
-    cores can skew one round of medians: up to three rounds are taken, and a name whose work differs (the old
-    leak: 10 times faster) is outside the bound in every one."""
-    app = make_portal(**no_limits())
+    """The real hash cost (production's scrypt, for the staff account's hash and the stand-in alike): the medians
+    of 20 attempts each, taken in turns so the machine's load falls on all three alike, are within 20% of each
+    other. Another test worker on the same two cores can skew one round of medians: up to three rounds are taken,
+    and a name whose work differs (the old leak: 10 times faster) is outside the bound in every one."""
+    app = make_portal(PASSWORD_HASH=production_hash(), **no_limits())
     with app.app_context():
         db.session.add(User(username="sam", role="staff", sso_issuer="https://sign-in.example", sso_subject="sam-1"))
+        db.session.scalar(db.select(User).filter_by(username="staff")).set_password(PASSWORDS["staff"])
         db.session.commit()
     client = app.test_client()
     token = csrf_token(client.get("/login").text)
@@ -154,22 +163,38 @@ def test_a_wrong_password_takes_as_long_for_an_unknown_a_password_and_a_single_s
         raise AssertionError(f"the medians differ by more than 20% in every round: {rounds}")
 
 
-def test_an_account_without_a_password_is_checked_against_a_real_hash():
+def production_hash():
+    """The password hash a portal uses unless told otherwise (the tests' portals use a cheap one)."""
+    from petportal import config
+
+    return config.defaults("instance")["PASSWORD_HASH"]
+
+
+def test_production_hashes_with_scrypt_and_checks_an_account_without_a_password_against_one(make_portal, tmp_path):
+    """The one test of the hash production uses: every other portal of the tests is given a cheap one."""
     from petportal.data import passwords
 
-    assert passwords.matches(None, "anything") is False
-    stand_in = passwords._stand_in()
-    assert stand_in.split("$")[0] == passwords.hashed("x").split("$")[0], "made as stored hashes are"
+    config = portal_config(tmp_path, "http://127.0.0.1:9/v1", None)
+    del config["PASSWORD_HASH"]
+    app = make_portal.build(config)
+    with app.app_context():
+        stored = passwords.hashed("a password")
+        assert stored.startswith("scrypt:") and "a password" not in stored and passwords.matches(stored, "a password")
+        assert not passwords.matches(stored, "another password")
+        assert passwords.matches(None, "anything") is False
+        stand_in = passwords._stand_in(app.config["PASSWORD_HASH"])
+    assert stand_in.split("$")[0] == stored.split("$")[0], "made as stored hashes are"
 
 
 # --- an audit log a flood cannot fill ------------------------------------------------------------------------
 
 
 @pytest.mark.slow
-def test_four_hundred_refused_logins_add_a_handful_of_audit_entries(make_portal, database_url):
+def test_four_hundred_refused_logins_add_a_handful_of_audit_entries(make_portal, database_url, clock):
     """Sent 4 at a time, as a flood comes: two requests may open a window's entry at the same moment, so a few
-    entries, and every attempt counted on one of them."""
-    app = make_portal(SQLALCHEMY_DATABASE_URI=database_url)
+    entries, and every attempt counted on one of them. In one minute of the portal's clock, however long a busy
+    machine takes to send them."""
+    app = make_portal(SQLALCHEMY_DATABASE_URI=database_url, CLOCK=clock)
     name = "x" * 80
 
     def hundred_attempts(_browser):

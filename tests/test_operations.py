@@ -40,7 +40,8 @@ def test_a_built_wheel_serves_pages_and_stylesheet_from_another_directory(tmp_pa
     )
     [wheel] = (tmp_path / "dist").glob("petportal-*.whl")
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    # Without a pip of its own (ensurepip takes seconds): this environment's pip installs into it (--python).
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
     # The wheel's dependencies come from this environment; the checkout itself is not on the path.
     site = subprocess.run(
@@ -54,7 +55,18 @@ def test_a_built_wheel_serves_pages_and_stylesheet_from_another_directory(tmp_pa
     )
     subprocess.run(
         # --force-reinstall: the environment whose packages it borrows may hold the checkout, installed editable.
-        [str(python), "-m", "pip", "install", "--no-deps", "--force-reinstall", "--quiet", str(wheel)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "--no-deps",
+            "--force-reinstall",
+            "--quiet",
+            str(wheel),
+        ],
         check=True,
         capture_output=True,
     )

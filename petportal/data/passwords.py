@@ -21,6 +21,8 @@ from functools import cache
 from flask_babel import gettext as _
 from werkzeug.security import check_password_hash, generate_password_hash
 
+from petportal.config import settings
+
 MIN_LENGTH = 12
 MAX_LENGTH = 128
 # zxcvbn's score runs from 0 (guessed at once) to 4; 3 means "safely unguessable" online.
@@ -53,20 +55,20 @@ def _common() -> frozenset[str]:
 
 
 def hashed(password: str) -> str:
-    """A salted hash of `password` to store (werkzeug's default, scrypt)."""
-    return generate_password_hash(password)
+    """A salted hash of `password` to store, made by the app's PASSWORD_HASH (config.py: scrypt)."""
+    return generate_password_hash(password, settings().password_hash)
 
 
 def matches(stored: str | None, password: str) -> bool:
     """Whether `password` is the one `stored` was made from; with no stored hash (no such account, or one without
     a password) the same work is done against a stand-in, and the answer is no."""
     if stored is None:
-        check_password_hash(_stand_in(), password)
+        check_password_hash(_stand_in(settings().password_hash), password)
         return False
     return check_password_hash(stored, password)
 
 
 @cache
-def _stand_in() -> str:
+def _stand_in(method: str) -> str:
     """A hash of a password nobody knows, made as `hashed` makes every stored one, so it costs as much to check."""
-    return hashed(secrets.token_urlsafe(32))
+    return generate_password_hash(secrets.token_urlsafe(32), method)
