@@ -113,22 +113,23 @@ def _preview(ids: list[int], client: PetStoreClient) -> Any:
                 row, left_out={"code": RowReason.PROMOTED_BEFORE, "pet_id": promoted[staging_id].production_id}
             )
         elif not isinstance(animal, Pet):
-            row = replace(row, left_out={"code": RowReason.GONE, "message": animal or ""})
+            said = {"said": animal.reason, "message": animal.message, "status": animal.status} if animal else {}
+            row = replace(row, left_out={"code": RowReason.GONE, **said})
         rows.append(replace(row, source_id=staging_id))
     digest = hashlib.sha256(",".join(map(str, ids)).encode()).digest()
     return batches.create(current_user, TARGET, SOURCE, digest, rows, source=SOURCE)
 
 
-def _staging_animals(ids: list[int], client: PetStoreClient) -> dict[int, Pet | str | None]:
+def _staging_animals(ids: list[int], client: PetStoreClient) -> dict[int, Pet | NotFound | None]:
     """Each staging animal by its id, or the store's reason it has none (a 404's message; None once getPet is
     retired): one listPets, then getPet for any chosen animal beyond the first LIMIT_MAX it lists."""
     listed = {animal.id: animal for animal in client.list_pets(limit=LIMIT_MAX)}
-    found: dict[int, Pet | str | None] = {}
+    found: dict[int, Pet | NotFound | None] = {}
     for staging_id in ids:
         try:
             found[staging_id] = listed.get(staging_id) or client.get_pet(staging_id)
         except NotFound as missing:
-            found[staging_id] = missing.message
+            found[staging_id] = missing
         except Gone:
             found[staging_id] = None
     return found

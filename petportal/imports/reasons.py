@@ -43,8 +43,9 @@ def row_reason(row: ImportRow) -> str | None:
             return _("Promoted before: production has it as id %(id)s. It is never sent twice.", id=reason["pet_id"])
         case RowReason.PROMOTED_BEFORE:
             return _("Promoted before, with an outcome not known yet or unknown. It is never sent twice.")
-        case RowReason.GONE if reason.get("message"):
-            return _("Staging no longer has this animal: %(message)s", message=store_words(str(reason["message"])))
+        case RowReason.GONE if reason.get("said"):
+            said = store_words(reason["said"], reason.get("message", ""), reason.get("status"))
+            return _("Staging no longer has this animal: %(message)s", message=said)
         case RowReason.GONE:
             return _("Staging no longer has this animal.")
         case RowReason.RECORDED:
