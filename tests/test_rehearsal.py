@@ -82,8 +82,8 @@ def test_a_form_or_an_import_opened_for_production_before_the_limit_sends_nothin
     crafted = add_through_the_form(staff, "Crafted Carl", token=token)
     assert crafted.status_code == 409
     assert "Nothing was added" in crafted.text
-    refused = press(staff, path, "start")
-    assert refused.status_code == 409 and "Nothing was sent" in refused.text
+    refused = press(staff, path, "start")  # production's import is no longer this account's to see
+    assert refused.status_code == 404
     assert creates(production_store) == [] and creates(staging_store) == []
 
 
@@ -251,8 +251,42 @@ def test_an_import_running_when_its_owner_is_limited_to_the_other_environment_st
         while staff.get(f"{path}.json").get_json()["created"] < 3:
             time.sleep(0.02)
         assert limit(app, "staff", "staging").status_code == 303
-        stopped = finished(staff, path)
+        # The owner no longer sees production's import at all; an admin who works on both sees it stopped.
+        assert staff.get(path).status_code == 404 and staff.post(f"{path}/start").status_code in (400, 404)
+        admin = auth_for(app, "admin")
+        stopped = finished(admin, path)
         assert stopped["state"] == "stopped" and stopped["created"] < 60
-        assert "staff no longer works on production, so nothing more was sent." in staff.get(path).text
-        assert press(staff, path, "start").status_code == 409
+        assert "staff no longer works on production, so nothing more was sent." in admin.get(path).text
         assert len(store.names) == stopped["created"]
+
+
+def test_an_admin_limited_to_one_environment_cannot_lift_the_limit_switch_or_preview(portal_app):
+    from petportal.auth import accounts
+
+    with portal_app.app_context():
+        accounts.create("second", "admin", "a long second admin password", False)
+        db.session.commit()
+    assert limit(portal_app, "second", "staging").status_code == 303
+    second = portal_app.test_client()
+    AuthActions(second).login("second", "a long second admin password")
+    own = "/admin/users/second"
+    lifted = post_form(second, own, f"{own}/environments", environments=["production", "staging"])
+    granted = post_form(second, own, "/admin/users/staff/environments", environments=["production"])
+    switched = post_form(second, "/admin/environment", "/admin/environment", environment="staging", confirm="staging")
+    previewed = post_form(second, "/admin/environment", "/admin/environment/preview", environment="production")
+    assert [answer.status_code for answer in (lifted, granted, switched, previewed)] == [403, 403, 403, 403]
+    with portal_app.app_context():
+        kept = dict(db.session.execute(db.select(User.username, User.environments)).all())
+    assert kept["second"] == "staging" and kept["staff"] == "production staging"
+
+
+def test_a_limited_account_sees_none_of_its_imports_or_additions_on_the_other_environment(
+    portal_app, auth_for, production_store, staging_store
+):
+    staff = auth_for(portal_app, "staff")
+    assert add_through_the_form(staff, "Production Polly").status_code == 303  # production is active
+    path = upload(staff, "name,categoryId,status\nPreviewed Pip,2,\n").headers["Location"]
+    limit(portal_app, "staff", "staging")
+    assert "Production Polly" not in staff.get("/animals/mine").text
+    assert path not in staff.get("/animals/import").text
+    assert staff.get(path).status_code == 404 and staff.get(f"{path}/results.csv").status_code == 404

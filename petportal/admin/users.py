@@ -121,7 +121,7 @@ def change_role(user: User) -> ResponseReturnValue:
 
 
 @bp.post("/<name>/environments")
-@role_required(Role.ADMIN)
+@role_required(Role.ADMIN, every_environment=True)
 @account_change
 def change_environments(user: User) -> ResponseReturnValue:
     """Let the account work on production, staging or both, from its next request on."""

@@ -63,7 +63,7 @@ def environment() -> ResponseReturnValue:
 
 
 @bp.post("/environment")
-@role_required(Role.ADMIN)
+@role_required(Role.ADMIN, every_environment=True)
 def switch_environment() -> ResponseReturnValue:
     """Switch the active environment for every user and every portal process."""
     if not login_fresh():
@@ -94,7 +94,7 @@ def switch_environment() -> ResponseReturnValue:
 
 
 @bp.post("/environment/preview")
-@role_required(Role.ADMIN)
+@role_required(Role.ADMIN, every_environment=True)
 def preview_environment() -> ResponseReturnValue:
     """Serve one environment to this admin's session only, or clear the preview."""
     form = _preview_form()

@@ -46,9 +46,10 @@ def login_required(view: Callable[Params, ResponseReturnValue]) -> Callable[Para
 
 
 def role_required(
-    role: Role | None,
+    role: Role | None, *, every_environment: bool = False
 ) -> Callable[[Callable[Params, ResponseReturnValue]], Callable[Params, ResponseReturnValue]]:
-    """Let in users who have `role` (None: any account), send anonymous users to log in, 403 others."""
+    """Let in users who have `role` (None: any account), send anonymous users to log in, 403 others; with
+    `every_environment`, also 403 an account limited to one environment (the change reaches every one)."""
 
     def decorator(view: Callable[Params, ResponseReturnValue]) -> Callable[Params, ResponseReturnValue]:
         @wraps(view)
@@ -56,6 +57,8 @@ def role_required(
             if not current_user.is_authenticated:
                 return send_to_login()
             if role is not None and not current_user.has_role(role):
+                abort(403)
+            if every_environment and current_user.only_environment is not None:
                 abort(403)
             if role == Role.ADMIN and settings().require_admin_mfa and not second_factor_satisfied():
                 flash(_("This portal requires admins to use a second factor. Set yours up first."), "warning")

@@ -5,7 +5,7 @@ from collections.abc import Sequence
 from sqlalchemy import select
 
 from petportal.config import ENVIRONMENT_NAMES
-from petportal.data.models import Addition
+from petportal.data.models import Addition, User
 from petportal.extensions import db
 
 RECENT = 50
@@ -16,13 +16,14 @@ def record(user_id: int, environment_name: str, pet_id: int, name: str) -> None:
     db.session.add(Addition(user_id=user_id, environment=environment_name, pet_id=pet_id, name=name))
 
 
-def recent(user_id: int) -> dict[str, Sequence[Addition]]:
-    """{environment name: this account's RECENT latest additions there, newest first}, for every environment."""
+def recent(user: User) -> dict[str, Sequence[Addition]]:
+    """{environment name: this account's RECENT latest additions there, newest first}, for each environment it
+    works on."""
     found: dict[str, Sequence[Addition]] = {}
-    for environment_name in ENVIRONMENT_NAMES:
+    for environment_name in filter(user.works_on, ENVIRONMENT_NAMES):
         query = (
             select(Addition)
-            .where(Addition.user_id == user_id, Addition.environment == environment_name)
+            .where(Addition.user_id == user.id, Addition.environment == environment_name)
             .order_by(Addition.added_at.desc(), Addition.id.desc())
             .limit(RECENT)
         )

@@ -234,7 +234,7 @@ def add_animal() -> ResponseReturnValue:
 @role_required(Role.STAFF)
 def your_additions() -> str:
     """The animals this account added through the portal, the latest first, per environment."""
-    found = additions.recent(current_user.id)
+    found = additions.recent(current_user)
     return render_template("catalog/additions.html", additions=found, recent=additions.RECENT)
 
 

@@ -307,6 +307,11 @@ class User(UserMixin, Model):
         names = self.environments.split()
         return names[0] if len(names) == 1 else None
 
+    def works_on(self, environment_name: str) -> bool:
+        """Whether this account may see and change `environment_name` (the one rule pages, imports and additions
+        ask)."""
+        return environment_name in self.environments.split()
+
     @property
     def mfa_enabled(self) -> bool:
         return self.mfa_secret is not None

@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import CursorResult, delete, exists, func, insert, select, update
 
 from petportal.clock import now
-from petportal.data.models import BulkImport, ImportRow, ImportState, RowReason, TicketState
+from petportal.data.models import BulkImport, ImportRow, ImportState, RowReason, TicketState, User
 from petportal.extensions import db
 from petportal.imports.files import Row
 
@@ -87,9 +87,9 @@ def create(
 
 
 def find(import_id: str, user: Any) -> BulkImport | None:
-    """The import `import_id` if `user` may see it: their own, or any for an admin."""
+    """The import `import_id` if `user` may see it: their own, or any for an admin; to an environment they work on."""
     batch = db.session.get(BulkImport, import_id)
-    if batch is None or not (batch.user_id == user.id or user.is_admin):
+    if batch is None or not (batch.user_id == user.id or user.is_admin) or not user.works_on(batch.environment):
         return None
     return batch
 
@@ -99,9 +99,13 @@ def still_there(import_id: str) -> bool:
     return db.session.scalar(select(BulkImport.id).where(BulkImport.id == import_id)) is not None
 
 
-def recent(user_id: int) -> list[BulkImport]:
-    """This account's latest imports, newest first."""
-    query = select(BulkImport).where(BulkImport.user_id == user_id).order_by(BulkImport.created_at.desc())
+def recent(user: User) -> list[BulkImport]:
+    """This account's latest imports to the environments it works on, newest first."""
+    query = (
+        select(BulkImport)
+        .where(BulkImport.user_id == user.id, BulkImport.environment.in_(user.environments.split()))
+        .order_by(BulkImport.created_at.desc())
+    )
     return list(db.session.scalars(query.limit(RECENT)))
 
 

@@ -12,7 +12,7 @@ import hashlib
 from dataclasses import replace
 from typing import Any
 
-from flask import Blueprint, abort, redirect, render_template, request, url_for
+from flask import Blueprint, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 from flask_babel import gettext as _
 from flask_login import current_user
@@ -56,11 +56,9 @@ class PromoteForm(PortalForm):
 
 
 @bp.route("", methods=["GET", "POST"])
-@role_required(Role.STAFF)
+@role_required(Role.STAFF, every_environment=True)  # promoting changes production from staging
 def promote() -> ResponseReturnValue:
     """Staging's animals with a check box each; the chosen ones become a promotion's preview."""
-    if current_user.only_environment is not None:
-        abort(403)  # promoting changes production from staging: for those who work on both
     registry = environments()
     if not {SOURCE, TARGET} <= {environment.name for environment in registry.all() if environment.configured}:
         return render_error(409, _("Promoting needs both production and staging to be configured."))

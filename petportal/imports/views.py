@@ -76,7 +76,7 @@ def upload() -> ResponseReturnValue:
         else:
             batch = batches.create(current_user, environment.name, _shown_name(upload.filename), raw, rows)
             return redirect(url_for(".show", import_id=batch.id), 303)
-    page = render_template("imports/upload.html", form=form, recent=batches.recent(current_user.id))
+    page = render_template("imports/upload.html", form=form, recent=batches.recent(current_user))
     return page, 400 if form.is_submitted() else 200
 
 
