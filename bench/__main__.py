@@ -290,7 +290,7 @@ def main():
                 raise SystemExit(f"discarded: {target} answered something other than 2xx")
             results.setdefault((target, connections, limit), []).append(measured)
             cpu.setdefault((target, connections, limit), []).append(
-                [(end - start) * 1000 / measured.requests for start, end in zip(before, after, strict=True)]
+                [(end - start) * 1000 / max(measured.requests, 1) for start, end in zip(before, after, strict=True)]
             )
 
         for round_number in range(args.rounds):

@@ -174,14 +174,16 @@ def portal_config(tmp_path, production_url, staging_url, **overrides):
 class CompiledTemplates(BytecodeCache):
     """The templates every portal of a test process compiled, kept for the next portal: each new portal compiles
     each page it draws again (template_text: once per language), a tenth of a second a page, as long as most tests
-    take. Kept per language copy of the environment and checked against the template's source, as Jinja's caches
-    are; every portal of the tests compiles the same templates with the same settings."""
+    take. Kept per language copy of the environment and per catalog folder, and checked against the template's
+    source, as Jinja's caches are."""
 
     def __init__(self):
         self.code = {}
 
     def get_bucket(self, environment, name, filename, source):
-        key = f"{environment.language}:{self.get_cache_key(name, filename)}"
+        # Messages are compiled in: a portal with catalogs of its own (BABEL_TRANSLATION_DIRECTORIES) has its own.
+        catalogs = environment.app.config.get("BABEL_TRANSLATION_DIRECTORIES", "")
+        key = f"{environment.language}:{catalogs}:{self.get_cache_key(name, filename)}"
         bucket = Bucket(environment, key, self.get_source_checksum(source))
         self.load_bytecode(bucket)
         return bucket
