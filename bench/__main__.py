@@ -601,9 +601,9 @@ def print_figures(results, rss, names):
     ):
         under_limit = None if under.startswith("floor") else "same"
         cells = [ratio_cell(results, f"{over} {name}", under, connections, under_limit, field, 20) for name in names]
-        print_row(label, cells, "")
+        print(f"| {label} | {' | '.join(cells)} |")
     peaks = [f"{max(rss[f'portal {name}'], rss[f'cached {name}']):.0f}" for name in names]
-    print_row("peak RSS per worker (MB)", peaks, "")
+    print(f"| peak RSS per worker (MB) | {' | '.join(peaks)} |")
     for name in names:
         runs = [results[(f"{target} {name}", c, 20)] for target, c in (("portal", 1), ("portal", 8), ("cached", 8))]
         p50, rps, cached = (

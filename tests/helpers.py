@@ -158,7 +158,7 @@ def portal_config(tmp_path, production_url, staging_url, **overrides):
             "production": {"url": production_url, "key": PRODUCTION_KEY if production_url else None},
             "staging": {"url": staging_url, "key": STAGING_KEY if staging_url else None},
         },
-        "UPSTREAM_TIMEOUT": 1.0,
+        "UPSTREAM_TIMEOUT": 3.0,
         "HTTPS": False,
         "PASSWORD_HASH": PASSWORD_HASH,
         # Most tests count upstream calls; the cache's own tests turn it on.

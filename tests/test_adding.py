@@ -187,7 +187,7 @@ def test_an_upstream_400_shows_the_apis_message_on_the_form(make_portal, staging
 def test_a_timeout_after_the_post_was_sent_says_the_outcome_is_unknown_and_never_resends(make_portal, staging_store):
     with FaultServer() as store:
         store.script(delay(3, answer(201, {"id": 5, "name": "Slow", "categoryId": 1})))
-        app = make_portal.over(store.base_url, staging_store.url)
+        app = make_portal.over(store.base_url, staging_store.url, UPSTREAM_TIMEOUT=1.0)
         client = app.test_client()
         AuthActions(client).login("staff")
         data = {**open_form(client), "name": "Slow", "category_id": "1"}

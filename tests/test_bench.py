@@ -1,4 +1,4 @@
-"""The benchmark command still runs end to end (its figures are read by people, never asserted here)."""
+"""The benchmark commands still run end to end (their figures are read by people, never asserted here)."""
 
 import re
 import shutil
@@ -27,37 +27,22 @@ def run_bench(*arguments):
     return result
 
 
-def test_the_benchmark_runs_and_prints_its_table():
+def test_the_benchmark_runs_and_prints_issue_41s_four_figures():
+    """`--figures` loads what the four figures need (the portal, cached and not, the bare page and the floor under
+    granian), the same code as the whole table's runs, in a quarter of its time."""
     if not shutil.which("wrk"):
         pytest.skip("wrk is not installed (apt-get install wrk): the benchmark needs it")
-    result = run_bench("bench", "--smoke", "--memory-requests", "100")
+    result = run_bench("bench", "--figures", "--smoke")
     ratio = r"\d+\.\d\d \(\d+\.\d\d-\d+\.\d\d\)"
-    megabytes = r"\d+"
-    # Each row with a figure in the columns that must have one: granian at limit 20, granian at limit 100,
-    # gunicorn at limit 20; the target last.
-    for label, granian, granian_100, gunicorn in (
-        ("portal p50 / bare page p50, c=1, cache off", ratio, "", ""),
-        ("portal rps / bare page rps, c=8, cache off", ratio, "", ""),
-        ("portal p50 / store p50, c=1, cache off", ratio, ratio, ratio),
-        ("portal rps / store rps, c=8, cache off", ratio, ratio, ratio),
-        ("bare Flask page p50 / store p50, c=1 (the least a page over the store costs)", ratio, "", ""),
-        ("bare Flask page rps / store rps, c=8 (the least a page over the store costs)", ratio, "", ""),
-        ("cached portal rps / store rps, c=8", ratio, ratio, ratio),
-        ("cached portal rps / floor rps, c=8 (the server's constant 9 kB)", ratio, ratio, ratio),
-        ("German page p50 / English page p50, c=1 (translation's cost)", ratio, "", ""),
-        ("German page rps / English page rps, c=8 (translation's cost)", ratio, "", ""),
-        ("traced portal p50 / portal p50, c=1 (tracing's cost)", ratio, "", ""),
-        ("traced portal rps / portal rps, c=8 (tracing's cost)", ratio, "", ""),
-        ("peak RSS per portal worker (MB)", megabytes, "", megabytes),
+    for label, figure in (
+        ("uncached portal / bare page, p50 at c=1", ratio),
+        ("uncached portal / bare page, rps at c=8", ratio),
+        ("cached portal / floor, rps at c=8", ratio),
+        ("peak RSS per worker (MB)", r"\d+"),
     ):
-        row = re.escape(f"| {label} |") + rf" {granian} \| {granian_100} \| {gunicorn} \| [^|]+ \|$"
-        assert re.search(row, result.stdout, re.MULTILINE), f"no figures for {label!r}"
-    for line in ("| floor granian | 8 | - |", "| floor gunicorn | 8 | - |", "slow environment", "the sink took"):
-        assert line in result.stdout
-    assert "| one portal worker's RSS (MB) |" in result.stdout
-    # CPU a request: the store's workers for every target, and each server's own beside them.
-    for target in ("portal granian | 8 | 20", "bare granian | 1 | 20", "cached gunicorn | 8 | 20"):
-        assert re.search(rf"^\| {re.escape(target)} \| \d+\.\d{{3}} \| \d+\.\d{{3}} \|$", result.stdout, re.M), target
+        row = re.escape(f"| {label} |") + rf" {figure} \|$"
+        assert re.search(row, result.stdout, re.MULTILINE), f"no figure for {label!r}"
+    assert re.search(r"^granian: portal p50 [\d.]+ ms at c=1, [\d,]+ req/s at c=8", result.stdout, re.MULTILINE)
 
 
 def test_the_render_benchmark_runs_and_prints_both_sizes():

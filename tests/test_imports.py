@@ -346,7 +346,7 @@ def test_a_switch_while_it_runs_stops_it_and_it_resumes_where_it_stopped(make_po
 def test_a_refused_key_or_a_silent_store_pauses_the_import_until_it_is_resumed(
     make_portal, auth_for, fault_server, fault, message, unknown
 ):
-    app = make_portal.over(fault_server.base_url, fault_server.base_url, IMPORT_CONCURRENCY=1)
+    app = make_portal.over(fault_server.base_url, fault_server.base_url, IMPORT_CONCURRENCY=1, UPSTREAM_TIMEOUT=1.0)
     staff = auth_for(app, "staff")
     path = upload(staff, "name,categoryId,status\nRex,1,\nMia,2,\nZed,3,\n").headers["Location"]
     fault_server.script(fault)
