@@ -176,7 +176,7 @@ def test_debug_mode_starts_the_stores_once_and_keeps_them_across_a_reload(tmp_pa
                 check=False,
             ).stdout.split()
             assert len(processes) == 1, "each store runs once, with no reloader of its own"
-        (PROJECT_ROOT / "petportal" / "ops.py").touch()  # the reloader restarts the portal
+        (PROJECT_ROOT / "petportal" / "running" / "ops.py").touch()  # the reloader restarts the portal
         time.sleep(3)
         wait_for_port(port, portal)
         login = sign_in(origin, "staff", passwords["staff"])
