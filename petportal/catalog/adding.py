@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any
 
 from sqlalchemy import CursorResult, delete, exists, select, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
@@ -111,32 +111,6 @@ class NotSent:
 
 
 Outcome = Created | Refused | Unknown | NotSent
-
-
-class Ticket(Protocol):
-    """One animal to add, already claimed (in `sending`) by its caller."""
-
-    @property
-    def animal(self) -> NewAnimal: ...
-
-    @property
-    def user_id(self) -> int: ...
-
-    @property
-    def username(self) -> str: ...
-
-    @property
-    def environment(self) -> str: ...
-
-    @property
-    def source(self) -> dict[str, audit.Value]:
-        """Where the animal came from, for its audit entry: its import's id and line (nothing for the add form)."""
-        ...
-
-    def settle(self, state: TicketState, pet_id: int | None, reason: Reason | None) -> None:
-        """Record the ticket's new state, and why (`RowReason` and its values), in the session (the caller
-        commits)."""
-        ...
 
 
 def send(ticket: Ticket, client: PetStoreClient) -> Outcome:
@@ -389,6 +363,10 @@ class RowTicket:
             )
         else:  # refused, or never sent: production has nothing of it, so its claim is given back
             db.session.execute(delete(Promotion).where(claim), execution_options={"synchronize_session": False})
+
+
+# One animal to add, already claimed (in `sending`) by its caller.
+Ticket = FormTicket | RowTicket
 
 
 def claim_next_row(batch: Any, runner: str) -> RowTicket | None:
