@@ -84,16 +84,11 @@ def _described(entry: Any) -> str:
     environment = environment_label(entry.environment) if entry.environment else ""
     match found.get("code"):
         case AuditDetail.CATEGORY_LABELLED:
-            return _("category %(category)s labelled “%(label)s”", category=found["category"], label=found["label"])
+            return _("category %(category)s labelled “%(label)s”", **found)
         case AuditDetail.CATEGORY_RENAMED:
-            return _(
-                "category %(category)s renamed from “%(previous)s” to “%(label)s”",
-                category=found["category"],
-                previous=found["previous"],
-                label=found["label"],
-            )
+            return _("category %(category)s renamed from “%(previous)s” to “%(label)s”", **found)
         case AuditDetail.CATEGORY_UNLABELLED:
-            return _("category %(category)s was “%(label)s”", category=found["category"], label=found["label"])
+            return _("category %(category)s was “%(label)s”", **found)
         case AuditDetail.ANIMAL_ADDED:
             return _("id %(id)s: %(name)s", id=found["pet_id"], name=found["name"])
         case AuditDetail.ANIMAL_ADDED_BY_IMPORT:
@@ -105,34 +100,22 @@ def _described(entry: Any) -> str:
                 line=found["line"],
             )
         case AuditDetail.OUTCOME_UNKNOWN:
-            return _("%(name)s: the pet store may or may not have added it", name=found["name"])
+            return _("%(name)s: the pet store may or may not have added it", **found)
         case AuditDetail.OUTCOME_UNKNOWN_IN_IMPORT:
             return _(
                 "%(name)s (bulk import %(import_id)s, line %(line)s): the pet store may or may not have added it",
-                name=found["name"],
-                import_id=found["import_id"],
-                line=found["line"],
+                **found,
             )
         case AuditDetail.IMPORT_STARTED:
-            return _(
-                "import %(import_id)s of “%(filename)s” (uploaded by %(owner)s): started",
-                import_id=found["import_id"],
-                filename=found["filename"],
-                owner=found["owner"],
-            )
+            return _("import %(import_id)s of “%(filename)s” (uploaded by %(owner)s): started", **found)
         case AuditDetail.IMPORT_RETRIED:
             return _(
-                "import %(import_id)s of “%(filename)s” (uploaded by %(owner)s): its refused rows sent again",
-                import_id=found["import_id"],
-                filename=found["filename"],
-                owner=found["owner"],
+                "import %(import_id)s of “%(filename)s” (uploaded by %(owner)s): its refused rows sent again", **found
             )
         case AuditDetail.IMPORT_DISCARDED:
             return _(
                 "import %(import_id)s of “%(filename)s” (uploaded by %(owner)s): preview discarded, nothing sent",
-                import_id=found["import_id"],
-                filename=found["filename"],
-                owner=found["owner"],
+                **found,
             )
         case AuditDetail.ANIMALS_IMPORTED:
             return _(
@@ -188,7 +171,7 @@ def _described(entry: Any) -> str:
         case AuditDetail.CODES_LEFT:
             return ngettext("%(num)d recovery code left", "%(num)d recovery codes left", found["count"])
         case AuditDetail.PASSKEY:
-            return _("passkey “%(name)s”", name=found["name"])
+            return _("passkey “%(name)s”", **found)
         case AuditDetail.SWITCHED_FROM:
             return _(
                 "from %(previous)s to %(environment)s",

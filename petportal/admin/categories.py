@@ -64,24 +64,11 @@ def remove(category_id: int) -> tuple[str, int] | Response:
     shown_for = form.environment.data or ""
     if shown_for != environment.name:
         return _page(CategoryLabelForm(formdata=None), _moved(shown_for, environment.name)), 409
+    named = {"category_id": category_id, "environment": environment.name}
     if categories.remove(environment.name, category_id):
-        flash(
-            _(
-                "Category %(category_id)s has no label in %(environment)s now.",
-                category_id=category_id,
-                environment=environment.name,
-            ),
-            "success",
-        )
+        flash(_("Category %(category_id)s has no label in %(environment)s now.", **named), "success")
     else:
-        flash(
-            _(
-                "Category %(category_id)s had no label in %(environment)s.",
-                category_id=category_id,
-                environment=environment.name,
-            ),
-            "info",
-        )
+        flash(_("Category %(category_id)s had no label in %(environment)s.", **named), "info")
     return redirect(url_for(".labels_page"), 303)
 
 

@@ -60,7 +60,11 @@ def role_required(
                 abort(403)
             if every_environment and current_user.only_environment is not None:
                 abort(403)
-            if role == Role.ADMIN and settings().require_admin_mfa and not second_factor_satisfied():
+            if (
+                role == Role.ADMIN
+                and settings().require_admin_mfa
+                and not (current_user.mfa_enabled or logins.used_second_factor())
+            ):
                 flash(_("This portal requires admins to use a second factor. Set yours up first."), "warning")
                 return redirect(url_for("account.mfa_page"), 303)
             return view(*args, **kwargs)
@@ -68,11 +72,6 @@ def role_required(
         return guarded
 
     return decorator
-
-
-def second_factor_satisfied() -> bool:
-    """The account has a second factor of its own, or this login proved one at the identity provider."""
-    return bool(current_user.mfa_enabled) or logins.used_second_factor()
 
 
 def log_in_again(back_to: str, message: str) -> Response:

@@ -128,7 +128,8 @@ def reset_mfa(user: User) -> None:
         raise AccountError(_("%(username)s has no second factor to reset.", username=user.username))
     if user.mfa_enabled:
         mfa.remove(user)
-    passkeys.remove_all(user)
+    for passkey in passkeys.of_account(user):
+        db.session.delete(passkey)
     logins.end_all(user.id)
 
 

@@ -200,13 +200,6 @@ def remove(user: User, passkey_id: int, second_factor_required: bool) -> Passkey
     return passkey
 
 
-def remove_all(user: User) -> int:
-    found = of_account(user)
-    for passkey in found:
-        db.session.delete(passkey)
-    return len(found)
-
-
 def accounts_with_passkeys() -> set[int]:
     return set(db.session.scalars(select(Passkey.user_id).distinct()))
 

@@ -24,9 +24,9 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any
 
-from sqlalchemy import CursorResult, delete, exists, select, update
+from sqlalchemy import delete, exists, select, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from petportal.catalog import additions
@@ -43,7 +43,7 @@ from petportal.data.models import (
     SubmissionToken,
     TicketState,
 )
-from petportal.data.unit_of_work import after_commit
+from petportal.data.unit_of_work import after_commit, updated_one
 from petportal.extensions import db
 from petportal.petstore import (
     Busy,
@@ -111,32 +111,6 @@ class NotSent:
 
 
 Outcome = Created | Refused | Unknown | NotSent
-
-
-class Ticket(Protocol):
-    """One animal to add, already claimed (in `sending`) by its caller."""
-
-    @property
-    def animal(self) -> NewAnimal: ...
-
-    @property
-    def user_id(self) -> int: ...
-
-    @property
-    def username(self) -> str: ...
-
-    @property
-    def environment(self) -> str: ...
-
-    @property
-    def source(self) -> dict[str, audit.Value]:
-        """Where the animal came from, for its audit entry: its import's id and line (nothing for the add form)."""
-        ...
-
-    def settle(self, state: TicketState, pet_id: int | None, reason: Reason | None) -> None:
-        """Record the ticket's new state, and why (`RowReason` and its values), in the session (the caller
-        commits)."""
-        ...
 
 
 def send(ticket: Ticket, client: PetStoreClient) -> Outcome:
@@ -290,7 +264,7 @@ def add_from_form(ticket: FormTicket, client: PetStoreClient) -> Outcome:
 
 
 def _claim_form(ticket: FormTicket) -> bool:
-    result: CursorResult[Any] = db.session.execute(  # type: ignore[assignment]  # an UPDATE's result has a rowcount
+    claimed = updated_one(
         update(SubmissionToken)
         .where(
             SubmissionToken.token == ticket.token,
@@ -300,11 +274,10 @@ def _claim_form(ticket: FormTicket) -> bool:
             SubmissionToken.state.in_((TicketState.ISSUED, TicketState.REFUSED)),
             SubmissionToken.created_at >= _oldest_valid(),
         )
-        .values(state=TicketState.SENDING, updated_at=now()),
-        execution_options={"synchronize_session": False},
+        .values(state=TicketState.SENDING, updated_at=now())
     )
     db.session.commit()  # the claim step: every other request must see the token taken before the call goes out
-    return result.rowcount == 1
+    return claimed
 
 
 def _wait_for_outcome(ticket: FormTicket, deadline: float) -> Outcome | None:
@@ -391,6 +364,10 @@ class RowTicket:
             db.session.execute(delete(Promotion).where(claim), execution_options={"synchronize_session": False})
 
 
+# One animal to add, already claimed (in `sending`) by its caller.
+Ticket = FormTicket | RowTicket
+
+
 def claim_next_row(batch: Any, runner: str) -> RowTicket | None:
     """Claim the import's first unsent row for `runner`, while its lease holds; None when no row is left or the
     lease is lost. `batch` carries the import's id, environment, user_id and username."""
@@ -412,7 +389,7 @@ def claim_next_row(batch: Any, runner: str) -> RowTicket | None:
         if row is None:
             db.session.commit()
             return None
-        result: CursorResult[Any] = db.session.execute(  # type: ignore[assignment]  # an UPDATE's result has a rowcount
+        claimed = updated_one(
             update(ImportRow)
             .where(
                 ImportRow.import_id == batch.id,
@@ -420,20 +397,17 @@ def claim_next_row(batch: Any, runner: str) -> RowTicket | None:
                 ImportRow.state == TicketState.ISSUED,
                 lease_holds,
             )
-            .values(state=TicketState.SENDING, updated_at=now()),
-            execution_options={"synchronize_session": False},
+            .values(state=TicketState.SENDING, updated_at=now())
         )
         promoted_before = (
-            result.rowcount == 1
-            and row.source_id is not None
-            and not _claim_promotion(batch, row.position, row.source_id)
+            claimed and row.source_id is not None and not _claim_promotion(batch, row.position, row.source_id)
         )
         try:
             db.session.commit()  # the claim step: the row, and a promotion's staging id in the ledger
         except IntegrityError:
             db.session.rollback()  # another promotion claimed the same staging id meanwhile: read the row again
             continue
-        if result.rowcount == 1 and not promoted_before:
+        if claimed and not promoted_before:
             animal = NewAnimal(row.name, row.category_id, row.status)
             return RowTicket(
                 batch.id,

@@ -83,14 +83,11 @@ class RowReason(StrEnum):
     """Why an import row stands where it does, kept as `ImportRow.reason`: `{"code": ..., values}`.
 
     invalid: the portal's checks refused it (`values`: how many values its line held); refused: the store
-    answered 400 (`message`: the store's own, cleaned); no_answer: its call got no usable answer; portal_stopped:
-    the portal stopped while it was being sent; promoted_before: a promotion's staging animal was promoted
-    already (`pet_id`: its production id, when known); gone: the staging store no longer has it; recorded: words
-    kept before reasons were codes (`text`).
-    Its words are chosen when it is shown (imports/reasons.py), in the visitor's language.
     answered 400 (`said`: its `StoreReason`, with `message` and `status`); no_answer: its call got no usable
-    answer; portal_stopped: the portal stopped while it was being sent; recorded: words kept before reasons were
-    codes (`text`). Its words are chosen when it is shown (imports/reasons.py), in the visitor's language.
+    answer; portal_stopped: the portal stopped while it was being sent; promoted_before: a promotion's staging
+    animal was promoted already (`pet_id`: its production id, when known); gone: the staging store no longer has
+    it; recorded: words kept before reasons were codes (`text`). Its words are chosen when it is shown
+    (imports/reasons.py), in the visitor's language.
     """
 
     INVALID = "invalid"

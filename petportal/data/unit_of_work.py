@@ -12,7 +12,7 @@ from typing import Any, cast
 
 from flask import Flask, Response, current_app
 from flask.typing import ResponseReturnValue
-from sqlalchemy import CursorResult, Update, event
+from sqlalchemy import CursorResult, Delete, Update, event
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
@@ -35,8 +35,8 @@ def pending() -> bool:
     return session.in_transaction() or bool(changes) or _AFTER_COMMIT in session.info
 
 
-def updated_one(statement: Update) -> bool:
-    """Run a conditional UPDATE (the session's objects left as they are); whether it changed exactly one row."""
+def updated_one(statement: Update | Delete) -> bool:
+    """Run a conditional UPDATE or DELETE (the session's objects left as they are); whether it hit exactly one row."""
     result = cast("CursorResult[Any]", db.session.execute(statement, execution_options={"synchronize_session": False}))
     return result.rowcount == 1
 

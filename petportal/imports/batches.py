@@ -17,6 +17,7 @@ from sqlalchemy import CursorResult, delete, exists, func, insert, select, updat
 
 from petportal.clock import now
 from petportal.data.models import BulkImport, ImportRow, ImportState, RowReason, TicketState, User
+from petportal.data.unit_of_work import updated_one
 from petportal.extensions import db
 from petportal.imports.files import Row
 
@@ -191,11 +192,7 @@ def retry_refused(batch: BulkImport, active_name: str | None) -> int:
 
 def discard(batch: BulkImport) -> bool:
     """Delete an import that was never started, with its rows; False once it was started (or already gone)."""
-    result: CursorResult[Any] = db.session.execute(  # type: ignore[assignment]  # a DELETE's result has a rowcount
-        delete(BulkImport).where(BulkImport.id == batch.id, BulkImport.state == ImportState.PREVIEW),
-        execution_options={"synchronize_session": False},
-    )
-    if result.rowcount == 1:
+    if updated_one(delete(BulkImport).where(BulkImport.id == batch.id, BulkImport.state == ImportState.PREVIEW)):
         db.session.execute(delete(ImportRow).where(ImportRow.import_id == batch.id))
         return True
     if still_there(batch.id):
@@ -216,8 +213,4 @@ def unheld_ids() -> list[str]:
 
 def change(import_id: str, condition: Any, **values: Any) -> bool:
     """Set the import's columns to `values` where `condition` holds, in one UPDATE; whether it did."""
-    result: CursorResult[Any] = db.session.execute(  # type: ignore[assignment]  # an UPDATE's result has a rowcount
-        update(BulkImport).where(BulkImport.id == import_id, condition).values(**values),
-        execution_options={"synchronize_session": False},
-    )
-    return result.rowcount == 1
+    return updated_one(update(BulkImport).where(BulkImport.id == import_id, condition).values(**values))

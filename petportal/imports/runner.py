@@ -22,7 +22,6 @@ import uuid
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
 
 from flask import Flask, current_app
 from sqlalchemy import select, update
@@ -154,7 +153,7 @@ def _send_rows(app: Flask, import_id: str, runner: str) -> None:
                     places.release()
                     all_claimed = True
                     break
-                future = pool.submit(_in_app, app, _send_one, ticket)
+                future = pool.submit(_send_one, app, ticket)
                 future.add_done_callback(lambda _: places.release())
                 in_flight.add(future)
             if not in_flight and (all_claimed or pause is not None or stop is not None):
@@ -227,21 +226,16 @@ def _owner_works_on(batch: Sending) -> bool:
     return {batch.environment, batch.source or batch.environment} <= set(kept.split())
 
 
-def _in_app(app: Flask, work: Any, *args: Any) -> Any:
+def _send_one(app: Flask, ticket: adding.RowTicket) -> adding.Outcome:
+    """Send one claimed row through the one way an animal is added, with the import's own client."""
     with app.app_context():
         try:
-            return work(*args)
+            return adding.send(ticket, environments().client(ticket.environment, background=True))
+        except adding.NotRecorded:
+            # The row stays `sending`: a runner that takes the import over calls it unknown, never sends it again.
+            return adding.Unknown()
         finally:
             db.session.remove()
-
-
-def _send_one(ticket: adding.RowTicket) -> adding.Outcome:
-    """Send one claimed row through the one way an animal is added, with the import's own client."""
-    try:
-        return adding.send(ticket, environments().client(ticket.environment, background=True))
-    except adding.NotRecorded:
-        # The row stays `sending`: a runner that takes the import over calls it unknown, never sends it again.
-        return adding.Unknown()
 
 
 def _pause_for(outcome: adding.Outcome) -> StopReason | None:
