@@ -250,10 +250,7 @@ def _read_dotenv() -> None:
 def pet_stores(environ: Mapping[str, str]) -> dict[str, dict[str, str | None]]:
     """Each environment's URL and key, from `PETSTORE_<NAME>_URL` and `PETSTORE_<NAME>_KEY` (None when unset)."""
     return {
-        name: {
-            "url": environ.get(f"PETSTORE_{name.upper()}_URL", "").strip() or None,
-            "key": environ.get(f"PETSTORE_{name.upper()}_KEY", "").strip() or None,
-        }
+        name: {part: environ.get(f"PETSTORE_{name}_{part}".upper(), "").strip() or None for part in ("url", "key")}
         for name in ENVIRONMENT_NAMES
     }
 
@@ -320,6 +317,7 @@ def _single_sign_on(environ: Mapping[str, str]) -> dict[str, Any] | None:
     def values(name: str) -> frozenset[str]:
         return frozenset(value.strip() for value in environ.get(name, "").split(",") if value.strip())
 
+    max_age = _number(environ, "PETPORTAL_OIDC_SESSION_MAX_AGE", None, int, minimum=60)
     return {
         "issuer": issuer,
         "client_id": environ.get("PETPORTAL_OIDC_CLIENT_ID", "").strip(),
@@ -331,12 +329,8 @@ def _single_sign_on(environ: Mapping[str, str]) -> dict[str, Any] | None:
         "admin_values": values("PETPORTAL_OIDC_ADMIN_VALUES"),
         "staff_values": values("PETPORTAL_OIDC_STAFF_VALUES"),
         # How long a login made through the provider lasts at most (None: the 12 hours every login has).
-        "session_max_age": _seconds(_number(environ, "PETPORTAL_OIDC_SESSION_MAX_AGE", None, int, minimum=60)),
+        "session_max_age": None if max_age is None else timedelta(seconds=max_age),
     }
-
-
-def _seconds(seconds: int | None) -> timedelta | None:
-    return None if seconds is None else timedelta(seconds=seconds)
 
 
 def secret_variables(environ: Mapping[str, str]) -> list[str]:

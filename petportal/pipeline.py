@@ -26,7 +26,7 @@ from petportal.web import compression, error_pages, front_door, page_cache, secu
 def build(app: Flask) -> None:
     """Install every hook and layer of the request's way, in the order the docstring above explains."""
     # First of all: no log line or span of the process may quote one of the app's secrets.
-    secrets = tuple(secret for secret in secret_values(app.config) if secret)
+    secrets = secret_values(app.config)
     egress.protect(SecretGuard(secrets) if secrets else None)
     # Request hooks: the first added runs its after_request last.
     unit_of_work.register(app, error_pages.handle_database_error)  # its commit runs after every other hook

@@ -18,7 +18,6 @@ from petportal.petstore.errors import (
 from petportal.petstore.records import (
     GET_PET_REMOVAL,
     INT64_MAX,
-    INT64_MIN,
     LIMIT_DEFAULT,
     LIMIT_MAX,
     LIMIT_MIN,
@@ -30,7 +29,6 @@ from petportal.petstore.records import (
 __all__ = [
     "GET_PET_REMOVAL",
     "INT64_MAX",
-    "INT64_MIN",
     "LIMIT_DEFAULT",
     "LIMIT_MAX",
     "LIMIT_MIN",

@@ -31,12 +31,6 @@ class Serving:
     # The account may work on this environment alone: it is served whatever the active one is.
     limited: bool = False
 
-    @property
-    def key_rejected(self) -> bool:
-        """Whether the environment's key was rejected by its last answer (read live: this request's own
-        calls may have just learnt it)."""
-        return self.health.key_rejected
-
 
 def serving() -> Serving:
     """The request's `Serving`: an admin's own preview, else the environment active for everyone."""
@@ -87,5 +81,5 @@ def page_context() -> dict[str, Any]:
     return {
         "serving": current,
         "environment": current.environment,
-        "key_rejected": admin and current.environment.configured and current.key_rejected,
+        "key_rejected": admin and current.environment.configured and current.health.key_rejected,
     }

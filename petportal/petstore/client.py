@@ -168,7 +168,9 @@ class PetStoreClient:
         self._deadline = deadline or (lambda: None)
         self._gate = gate
         self._secrets = (api_key, *secrets)
-        self._guard = SecretGuard(self._secrets)
+        # Whether a text quotes one of this client's secrets: the guard every text it parses passes, also for a text
+        # the caller puts together from them (a list's names, read one after another).
+        self.quotes_secret = SecretGuard(self._secrets)
         self._observe = observe
         self._on_answer = on_answer
         self._trace = trace
@@ -184,11 +186,6 @@ class PetStoreClient:
     def close(self) -> None:
         """Close the pooled connections."""
         self._pool.close()
-
-    def quotes_secret(self, text: str) -> bool:
-        """Whether `text` quotes one of this client's secrets: the guard every text it parses passes, for a text
-        the caller puts together from them (a list's names, read one after another)."""
-        return self._guard(text)
 
     def list_pets(
         self, limit: int = LIMIT_DEFAULT, status: str | None = None, deadline: float | None = None
@@ -282,7 +279,7 @@ class PetStoreClient:
             )
         try:
             # An animal named after the key would put it on a customer's page: the one guard withholds that text.
-            return parse(json.loads(body), self._guard)
+            return parse(json.loads(body), self.quotes_secret)
         except (ValueError, RecursionError) as exc:
             # ShapeError is a ValueError too; all mean the answer is outside the interface.
             detail = str(exc) if isinstance(exc, ShapeError) else "not valid JSON"

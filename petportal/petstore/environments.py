@@ -77,7 +77,8 @@ class Environments:
         self._app = app
         self._settings: Mapping[str, Mapping[str, Any]] = settings(app).petstore_environments
         self._default: str = settings(app).default_environment
-        self._timeout: float = settings(app).upstream_timeout
+        # Seconds a page may wait on the pet store, all its calls together.
+        self.timeout: float = settings(app).upstream_timeout
         self._pool_size: int = settings(app).upstream_pool_size
         self._tracing: bool = settings(app).tracing
         # The bulkheads: at most this many threads of this process wait on each environment at once. One
@@ -90,11 +91,6 @@ class Environments:
         self._health = {name: Health() for name in self._settings}
         self._lock = threading.Lock()
         self._active: tuple[str | None, float] = (None, 0.0)
-
-    @property
-    def timeout(self) -> float:
-        """Seconds a page may wait on the pet store, all its calls together."""
-        return self._timeout
 
     def all(self) -> list[Environment]:
         """Every known environment, configured or not, production first."""
@@ -124,7 +120,7 @@ class Environments:
                 self._clients[(name, background)] = PetStoreClient(
                     store["url"],
                     store["key"] or "",
-                    timeout=self._timeout,
+                    timeout=self.timeout,
                     pool_size=gates[name].size if background else self._pool_size,
                     extra_headers=_request_id_header,
                     deadline=self._page_deadline,
@@ -141,7 +137,7 @@ class Environments:
         if not has_request_context():
             return None
         if "upstream_deadline" not in g:
-            g.upstream_deadline = time.monotonic() + self._timeout
+            g.upstream_deadline = time.monotonic() + self.timeout
         deadline: float = g.upstream_deadline
         return deadline
 
@@ -166,8 +162,7 @@ class Environments:
             db.session.rollback()
             log.error("the portal's database is unavailable: %s", type(error).__name__)
             name = name or self._default
-        self._active = (name, time.monotonic())
-        metrics.show_active(ENVIRONMENT_NAMES, name)
+        self._now_active(name)
         return name
 
     def set_active(self, name: str) -> None:

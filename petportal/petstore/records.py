@@ -20,10 +20,6 @@ WITHHELD_NAME = "(name withheld: the pet store's text quoted a credential)"
 Guard = Callable[[str], bool]
 
 
-def _nothing_quoted(_text: str) -> bool:
-    return False
-
-
 class ShapeError(ValueError):
     """A JSON value does not have the shape of the interface's record."""
 
@@ -46,7 +42,7 @@ def _int64(record: dict[str, Any], field: str) -> int:
     return value
 
 
-def parse_pet(record: object, quotes: Guard = _nothing_quoted) -> Pet:
+def parse_pet(record: object, quotes: Guard) -> Pet:
     """A `Pet` from one decoded JSON record, or `ShapeError`; a name that `quotes` a secret is withheld."""
     if not isinstance(record, dict):
         raise ShapeError("a record is not a JSON object")
@@ -66,7 +62,7 @@ def parse_pet(record: object, quotes: Guard = _nothing_quoted) -> Pet:
     return Pet(id=_int64(record, "id"), name=name, category_id=_int64(record, "categoryId"), status=status)
 
 
-def parse_pets(value: object, quotes: Guard = _nothing_quoted) -> list[Pet]:
+def parse_pets(value: object, quotes: Guard) -> list[Pet]:
     """A list of `Pet` from a decoded JSON array, or `ShapeError`; each name that `quotes` a secret is withheld on
     its own row."""
     if not isinstance(value, list):
@@ -86,7 +82,7 @@ class Operation:
 _OPERATION_ID = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
 
 
-def parse_operations(document: object, quotes: Guard = _nothing_quoted) -> dict[str, Operation]:
+def parse_operations(document: object, quotes: Guard) -> dict[str, Operation]:
     """The operations of an OpenAPI description, by operationId, or `ShapeError`; a stability marker that
     `quotes` a secret is dropped."""
     paths = document.get("paths") if isinstance(document, dict) else None

@@ -14,7 +14,6 @@ from werkzeug.exceptions import HTTPException
 
 from petportal.reference_store import api
 from petportal.reference_store.models import Pet, db
-from petportal.reference_store.openapi import PET_STATUSES
 
 SAMPLE_ANIMALS = [
     ("Rex", 1, "available"),
@@ -96,4 +95,4 @@ def seed(count: int | None, sample: str) -> None:
     click.echo(f"Added {added} animals; the store holds {present + added}.")
 
 
-__all__ = ["PET_STATUSES", "create_app"]
+__all__ = ["create_app"]

@@ -18,30 +18,21 @@ def free_port() -> int:
         return port
 
 
-def listen_error(host: str, port: int) -> str | None:
-    """Why a server could not listen on host:port now ("Address already in use"), or None. Bound as servers bind
-    (SO_REUSEADDR: a port holding only closed connections is free), then closed."""
+def check_free(host: str, port: int, choose: str) -> None:
+    """Refuse, in one line saying how to `choose` another, an address a server could not listen on now ("Address
+    already in use"). Bound as servers bind (SO_REUSEADDR: a port holding only closed connections is free), then
+    closed."""
     try:
         addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    except (OSError, UnicodeError) as error:
-        return str(getattr(error, "strerror", None) or error)
-    family, kind, _, _, address = addresses[0]
-    with socket.socket(family, kind) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
+        family, kind, _, _, address = addresses[0]
+        with socket.socket(family, kind) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.bind(address)
-        except OSError as error:
-            return error.strerror or str(error)
-    return None
-
-
-def check_free(host: str, port: int, choose: str) -> None:
-    """Refuse, in one line saying how to `choose` another, an address a server could not listen on."""
-    reason = listen_error(host, port)
-    if reason:
+    except (OSError, UnicodeError) as error:
+        reason = getattr(error, "strerror", None) or error
         raise ConfigurationError(
             f"cannot listen on {host}:{port} ({reason}): stop what uses it, or choose another {choose}."
-        )
+        ) from None
 
 
 def wait_for_port(port: int, process: subprocess.Popen[bytes] | None = None, seconds: float = 30) -> None:

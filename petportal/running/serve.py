@@ -101,17 +101,6 @@ def serve_command(context: click.Context, bind: str, workers: int) -> None:
     os.execve(sys.executable, command, environ)
 
 
-def worker_started(app: Flask) -> None:
-    """In each forked worker: drop the parent's database connections and run bulk imports."""
-
-    with app.app_context():
-        db.engine.dispose(close=False)  # the parent's connections stay the parent's
-    engines.watch(app)
-    logs.batch_access_lines(settings(app).log_format)
-    # A forked worker ends without running atexit: the spans still in the batch are sent from its finaliser.
-    multiprocessing.util.Finalize(None, tracing.flush, exitpriority=10)
-
-
 def serve(load: Callable[[], WSGIApplication], host: str, port: int, workers: int, log_format: str) -> None:
     """Serve what `load` returns from `workers` forked granian workers (bench/floor_server.py shares these)."""
     from granian.constants import Interfaces
@@ -120,7 +109,7 @@ def serve(load: Callable[[], WSGIApplication], host: str, port: int, workers: in
 
     multiprocessing.set_start_method("fork", force=True)
     server = Server(
-        "petportal",  # not imported: `_loader` hands each worker the app built here
+        "petportal",  # not imported: `main`'s `load` hands each worker the app built here
         address=host,
         port=port,
         interface=Interfaces.WSGI,
@@ -138,14 +127,6 @@ def serve(load: Callable[[], WSGIApplication], host: str, port: int, workers: in
     # threads that mostly wait on the pet store.
     logging.getLogger("_granian").addFilter(lambda record: "Python threads" not in record.getMessage())
     server.serve(target_loader=load, wrap_loader=False)
-
-
-def _loader(app: Flask) -> Callable[[], Flask]:
-    def load() -> Flask:
-        worker_started(app)
-        return app
-
-    return load
 
 
 def remove_metrics_folder() -> None:
@@ -174,7 +155,18 @@ def main(argv: list[str] | None = None) -> None:
     # The secret variables go once the app has read them: granian copies the environment into each WSGI environ.
     for name in secret_variables(os.environ):
         del os.environ[name]
-    serve(_loader(app), host, port, max(args.workers, 1), settings(app).log_format)
+
+    def load() -> Flask:
+        """In each forked worker: drop the parent's database connections and run bulk imports."""
+        with app.app_context():
+            db.engine.dispose(close=False)  # the parent's connections stay the parent's
+        engines.watch(app)
+        logs.batch_access_lines(settings(app).log_format)
+        # A forked worker ends without running atexit: the spans still in the batch are sent from its finaliser.
+        multiprocessing.util.Finalize(None, tracing.flush, exitpriority=10)
+        return app
+
+    serve(load, host, port, max(args.workers, 1), settings(app).log_format)
 
 
 if __name__ == "__main__":

@@ -321,9 +321,6 @@ class LineBatches(logging.Handler):
             self.flush()
         return True
 
-    def emit(self, record: logging.LogRecord) -> None:
-        self.handle(record)
-
     def flush(self) -> None:
         with self.lock:  # type: ignore[union-attr]  # one writer at a time
             batch: list[bytes] = []

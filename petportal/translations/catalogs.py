@@ -33,8 +33,6 @@ KEYWORDS = {
     "gettext": None,
     "ngettext": (1, 2),
     "_l": None,
-    "lazy_gettext": None,
-    "lazy_ngettext": (1, 2),
 }
 JINJA_OPTIONS = {"extensions": "jinja2.ext.do", "trimmed": "true"}
 

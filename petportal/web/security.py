@@ -39,7 +39,15 @@ SECURITY_HEADERS = (
 
 
 def register(app: Flask) -> None:
-    app.after_request(send_security_headers)
+    # Strict-Transport-Security only when served over HTTPS, and set before the others (the order they always had).
+    headers = ((("Strict-Transport-Security", HSTS),) if settings(app).https else ()) + SECURITY_HEADERS
+
+    @app.after_request
+    def send_security_headers(response: Response) -> Response:
+        for name, value in headers:
+            response.headers[name] = value
+        return response
+
     proxies = settings(app).trusted_proxies
     if proxies:
         app.wsgi_app = ProxyFix(  # type: ignore[method-assign]  # Flask's own WSGI hook
@@ -47,14 +55,7 @@ def register(app: Flask) -> None:
         )
     if settings(app).https:
         app.before_request(send_plain_http_to_https)
-        app.after_request(send_hsts)
     app.after_request(keep_locations_on_trusted_hosts)
-
-
-def send_security_headers(response: Response) -> Response:
-    for name, value in SECURITY_HEADERS:
-        response.headers[name] = value
-    return response
 
 
 def send_plain_http_to_https() -> BaseResponse | None:
@@ -62,11 +63,6 @@ def send_plain_http_to_https() -> BaseResponse | None:
     if request.is_secure or request.endpoint in HEALTH_ENDPOINTS or not _trusted_hosts():
         return None
     return redirect(f"https://{request.host}{request.full_path.rstrip('?')}", 301)
-
-
-def send_hsts(response: Response) -> Response:
-    response.headers["Strict-Transport-Security"] = HSTS
-    return response
 
 
 def allow_location(address: str) -> None:
