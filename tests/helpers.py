@@ -71,12 +71,23 @@ def postgres_schema_url():
     return schema, f"{POSTGRES_URL}{separator}options=-csearch_path%3D{schema}"
 
 
-def drop_postgres_schema(schema):
-    """Remove a schema made by `postgres_schema_url`."""
+def drop_postgres_schema(schema, attempts=5):
+    """Remove a schema made by `postgres_schema_url`. A thread of the test's portal still finishing its work (an
+    import's runner) may write there as it goes: PostgreSQL then ends one side of the deadlock, and if that is the
+    DROP it is tried again."""
     engine = sqlalchemy.create_engine(POSTGRES_URL)
-    with engine.begin() as conn:
-        conn.execute(sqlalchemy.text(f"DROP SCHEMA {schema} CASCADE"))
-    engine.dispose()
+    try:
+        for attempt in range(attempts):
+            try:
+                with engine.begin() as conn:
+                    conn.execute(sqlalchemy.text(f"DROP SCHEMA {schema} CASCADE"))
+                return
+            except sqlalchemy.exc.OperationalError:
+                if attempt == attempts - 1:
+                    raise
+                time.sleep(0.2)
+    finally:
+        engine.dispose()
 
 
 def make_store(path, keys):
