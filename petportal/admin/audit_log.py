@@ -200,6 +200,12 @@ def _described(entry: Any) -> str:
                 staging_id=found["staging_id"],
                 import_id=found["import_id"],
             )
+        case AuditDetail.OUTCOME_UNKNOWN_IN_PROMOTION:
+            return _(
+                "%(name)s (staging id %(staging_id)s, promotion %(import_id)s): "
+                "the pet store may or may not have added it",
+                **found,
+            )
         case AuditDetail.ANIMALS_PROMOTED:
             return _(
                 "promotion %(import_id)s from staging: %(created)s created, %(refused)s refused, %(unknown)s "

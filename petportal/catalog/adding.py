@@ -168,7 +168,7 @@ def _settle(ticket: Ticket, outcome: Outcome) -> None:
                 actor=ticket.username,
                 target=None,
                 environment=ticket.environment,
-                detail=_added_detail(ticket.source),
+                detail=_detail(ticket.source, *ADDED_DETAILS),
                 pet_id=pet_id,
                 name=ticket.animal.name,
                 **ticket.source,
@@ -185,7 +185,7 @@ def _settle(ticket: Ticket, outcome: Outcome) -> None:
                 actor=ticket.username,
                 target=None,
                 environment=ticket.environment,
-                detail=AuditDetail.OUTCOME_UNKNOWN_IN_IMPORT if ticket.source else AuditDetail.OUTCOME_UNKNOWN,
+                detail=_detail(ticket.source, *UNKNOWN_DETAILS),
                 name=ticket.animal.name,
                 **ticket.source,
             )
@@ -193,10 +193,20 @@ def _settle(ticket: Ticket, outcome: Outcome) -> None:
             ticket.settle(TicketState.ISSUED, None, None)
 
 
-def _added_detail(source: dict[str, audit.Value]) -> AuditDetail:
+# What an audit entry's details say of an animal, by where it came from: the add form, an import's row, a promotion.
+ADDED_DETAILS = (AuditDetail.ANIMAL_ADDED, AuditDetail.ANIMAL_ADDED_BY_IMPORT, AuditDetail.ANIMAL_PROMOTED)
+UNKNOWN_DETAILS = (
+    AuditDetail.OUTCOME_UNKNOWN,
+    AuditDetail.OUTCOME_UNKNOWN_IN_IMPORT,
+    AuditDetail.OUTCOME_UNKNOWN_IN_PROMOTION,
+)
+
+
+def _detail(source: dict[str, audit.Value], form: AuditDetail, row: AuditDetail, promotion: AuditDetail) -> AuditDetail:
+    """The detail code for a ticket's `source`: a promotion's row names its staging id, an import's its line."""
     if "staging_id" in source:
-        return AuditDetail.ANIMAL_PROMOTED
-    return AuditDetail.ANIMAL_ADDED_BY_IMPORT if source else AuditDetail.ANIMAL_ADDED
+        return promotion
+    return row if source else form
 
 
 # --- the add form's ticket --------------------------------------------------------------------------

@@ -213,6 +213,7 @@ class AuditDetail(StrEnum):
     ENVIRONMENTS_BY_SIGN_ON = "environments_by_sign_on"
     NO_ENVIRONMENT_CLAIM = "no_environment_claim"
     ANIMAL_PROMOTED = "animal_promoted"
+    OUTCOME_UNKNOWN_IN_PROMOTION = "outcome_unknown_in_promotion"
     ANIMALS_PROMOTED = "animals_promoted"
     RECORDED = "recorded"
 

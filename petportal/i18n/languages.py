@@ -75,7 +75,8 @@ def _negotiated(environ: WSGIEnvironment) -> str:
     accepted = environ.get("HTTP_ACCEPT_LANGUAGE", "")
     if not accepted:
         return DEFAULT_LANGUAGE
-    # A header longer than any browser sends is worked out each time, so made-up ones cannot crowd the memo out.
+    # A header longer than any browser sends is worked out each time, never kept: the memo holds at most 1,024 short
+    # ones, and made-up headers only push real ones out (a slower page, never a wrong language).
     return _best_language(accepted) if len(accepted) <= 256 else _best_language.__wrapped__(accepted)
 
 
