@@ -90,15 +90,9 @@ def _described(entry: Any) -> str:
         case AuditDetail.CATEGORY_UNLABELLED:
             return _("category %(category)s was “%(label)s”", **found)
         case AuditDetail.ANIMAL_ADDED:
-            return _("id %(id)s: %(name)s", id=found["pet_id"], name=found["name"])
+            return _("id %(id)s: %(name)s", id=found["pet_id"], **found)
         case AuditDetail.ANIMAL_ADDED_BY_IMPORT:
-            return _(
-                "id %(id)s: %(name)s (bulk import %(import_id)s, line %(line)s)",
-                id=found["pet_id"],
-                name=found["name"],
-                import_id=found["import_id"],
-                line=found["line"],
-            )
+            return _("id %(id)s: %(name)s (bulk import %(import_id)s, line %(line)s)", id=found["pet_id"], **found)
         case AuditDetail.OUTCOME_UNKNOWN:
             return _("%(name)s: the pet store may or may not have added it", **found)
         case AuditDetail.OUTCOME_UNKNOWN_IN_IMPORT:
@@ -194,11 +188,7 @@ def _described(entry: Any) -> str:
             return _("single sign-on: no environment in the environments claim")
         case AuditDetail.ANIMAL_PROMOTED:
             return _(
-                "id %(id)s: %(name)s (staging id %(staging_id)s, promotion %(import_id)s)",
-                id=found["pet_id"],
-                name=found["name"],
-                staging_id=found["staging_id"],
-                import_id=found["import_id"],
+                "id %(id)s: %(name)s (staging id %(staging_id)s, promotion %(import_id)s)", id=found["pet_id"], **found
             )
         case AuditDetail.OUTCOME_UNKNOWN_IN_PROMOTION:
             return _(
