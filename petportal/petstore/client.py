@@ -7,7 +7,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from functools import partial
 from types import TracebackType
 from typing import Any, Self, TypeVar
@@ -52,10 +52,6 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 # observe(operation, outcome, seconds, retries), told of every call.
 Observer = Callable[[str, Outcome, float, int], None]
-# on_answer(operation, outcome, headers), told of every answer received, as `classify` reads its status.
-AnswerHook = Callable[[str, Outcome, Mapping[str, str]], None]
-# Wraps one call (named by its operation) in a trace span; gives the headers that carry the span on.
-Trace = Callable[[str], AbstractContextManager[Mapping[str, str]]]
 
 MAX_BODY_BYTES = 4 * 1024 * 1024
 READ_CHUNK_BYTES = 64 * 1024
@@ -63,10 +59,6 @@ READ_CHUNK_BYTES = 64 * 1024
 MIN_ATTEMPT_SECONDS = 0.2
 # The deadline of the call this thread is making: read by the retry policy, which urllib3 shares.
 _call = threading.local()
-
-
-def _time_left() -> float:
-    return float(_call.deadline) - time.monotonic()
 
 
 class GetOnlyRetry(Retry):
@@ -88,18 +80,14 @@ class GetOnlyRetry(Retry):
     ) -> Self:
         """Count one more failure; a POST is never sent twice, not even after a refused connect."""
         failure: dict[str, Any] = {"response": response, "error": error, "_pool": _pool, "_stacktrace": _stacktrace}
-        if method is not None and not self._is_method_retryable(method):
-            return self.new(total=0).increment_as_retry(method, url, failure)
-        retry = super().increment(method, url, **failure)
-        wait = (retry.get_retry_after(response) if response is not None else None) or retry.get_backoff_time()
-        if _time_left() - min(wait, self.retry_after_max) < MIN_ATTEMPT_SECONDS:
-            return self.new(total=0).increment_as_retry(method, url, failure)
-        _call.retries += 1
-        return retry
-
-    def increment_as_retry(self, method: str | None, url: str | None, failure: dict[str, Any]) -> Self:
-        """urllib3's own count, without this class's rules: with no retries left, it raises MaxRetryError."""
-        return Retry.increment(self, method, url, **failure)
+        if method is None or self._is_method_retryable(method):
+            retry = super().increment(method, url, **failure)
+            wait = (retry.get_retry_after(response) if response is not None else None) or retry.get_backoff_time()
+            if float(_call.deadline) - time.monotonic() - min(wait, self.retry_after_max) >= MIN_ATTEMPT_SECONDS:
+                _call.retries += 1
+                return retry
+        # urllib3's own count, without this class's rules: with no retries left, it raises MaxRetryError.
+        return Retry.increment(self.new(total=0), method, url, **failure)
 
 
 class DeadlineTimeout(Timeout):
@@ -145,14 +133,13 @@ class PetStoreClient:
         *,
         timeout: float = 5.0,
         pool_size: int = 10,
-        max_body_bytes: int = MAX_BODY_BYTES,
         extra_headers: Callable[[], dict[str, str]] = dict,
         deadline: Callable[[], float | None] | None = None,
         gate: Bulkhead | None = None,
         secrets: Iterable[str] = (),
         observe: Observer | None = None,
-        on_answer: AnswerHook | None = None,
-        trace: Trace | None = None,
+        on_answer: Callable[[str, Outcome, Mapping[str, str]], None] | None = None,
+        trace: Callable[[str], AbstractContextManager[Mapping[str, str]]] | None = None,
     ) -> None:
         """`deadline()` may give the `time.monotonic()` by which a call and its retries must end (else
         `timeout` from the call's start); `gate` is a `Bulkhead` bounding how many calls may wait at once;
@@ -163,7 +150,6 @@ class PetStoreClient:
         an environment's health is for the caller to keep."""
         self.base_url = base_url.rstrip("/")
         self.timeout = float(timeout)
-        self.max_body_bytes = max_body_bytes
         self._extra_headers = extra_headers
         self._deadline = deadline or (lambda: None)
         self._gate = gate
@@ -231,11 +217,8 @@ class PetStoreClient:
         started = time.monotonic()
         _call.retries = 0
         try:
-            if self._trace is None:
-                result = self._call_once(method, path, operation, parse, started, deadline, {}, **kwargs)
-            else:
-                with self._trace(operation) as carried:
-                    result = self._call_once(method, path, operation, parse, started, deadline, carried, **kwargs)
+            with nullcontext({}) if self._trace is None else self._trace(operation) as carried:
+                result = self._call_once(method, path, operation, parse, started, deadline, carried, **kwargs)
         except PetStoreError as error:
             self._report(operation, error.outcome, started)
             raise
@@ -313,27 +296,26 @@ class PetStoreClient:
             error = _transport_error(exc, operation, method, url)
             log.warning("%s %s failed: %s", method, url, error.reason)
             raise error from exc
-        read = False
         try:
             body = self._read_body(response, operation, method, url, deadline)
-            read = True
+        except BaseException:
+            response.close()  # a connection holding the rest of an answer is never reused
+            raise
         finally:
-            if not read:
-                response.close()  # a connection holding the rest of an answer is never reused
             response.release_conn()
         return response.status, response.headers, body
 
     def _read_body(self, response: BaseHTTPResponse, operation: str, method: str, url: str, deadline: float) -> bytes:
-        """The whole body, refusing one over `max_body_bytes` or one still arriving at `deadline`."""
+        """The whole body, refusing one over MAX_BODY_BYTES or one still arriving at `deadline`."""
         answered = partial(PetStoreError.of, operation, status=response.status, method=method, url=url)
         declared = response.headers.get("Content-Length", "")
-        if declared.isdigit() and int(declared) > self.max_body_bytes:
+        if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
             raise answered(StoreReason.TOO_LARGE)
         chunks, size = [], 0
         try:
             while chunk := response.read1(READ_CHUNK_BYTES, decode_content=True):
                 size += len(chunk)
-                if size > self.max_body_bytes:
+                if size > MAX_BODY_BYTES:
                     raise answered(StoreReason.TOO_LARGE)
                 if time.monotonic() > deadline:
                     raise PetStoreError.of(operation, StoreReason.TOO_SLOW, method=method, url=url)
@@ -364,6 +346,3 @@ def _transport_error(exc: Exception, operation: str, method: str, url: str) -> P
         return Unavailable(StoreReason.NOT_REACHED, method=method, url=url)
     failure = StoreReason.NO_ANSWER_IN_TIME if isinstance(reason, TimeoutError) else StoreReason.CONNECTION_FAILED
     return PetStoreError.of(operation, failure, method=method, url=url)
-
-
-__all__ = ["PetStoreClient", "PetStoreError"]
