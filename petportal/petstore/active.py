@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from flask import g, session
 from flask_login import current_user
@@ -36,8 +36,7 @@ def serving() -> Serving:
     """The request's `Serving`: an admin's own preview, else the environment active for everyone."""
     if "serving" not in g:
         g.serving = _resolve()
-    current: Serving = g.serving
-    return current
+    return cast(Serving, g.serving)
 
 
 def _resolve() -> Serving:

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 from flask import Flask, current_app, g, has_app_context, has_request_context
 
@@ -138,8 +138,7 @@ class Environments:
             return None
         if "upstream_deadline" not in g:
             g.upstream_deadline = time.monotonic() + self.timeout
-        deadline: float = g.upstream_deadline
-        return deadline
+        return cast(float, g.upstream_deadline)
 
     def active(self) -> Environment:
         """The environment every user is served from, as last chosen by an admin."""
@@ -168,11 +167,7 @@ class Environments:
     def set_active(self, name: str) -> None:
         """Make `name` the active environment for every user and every process, once the caller's unit of work
         commits."""
-        row = db.session.get(Setting, ACTIVE_SETTING)
-        if row is None:
-            db.session.add(Setting(key=ACTIVE_SETTING, value=name))
-        else:
-            row.value = name
+        db.session.merge(Setting(key=ACTIVE_SETTING, value=name))
         after_commit(lambda: self._now_active(name))
 
     def _now_active(self, name: str) -> None:
@@ -189,8 +184,7 @@ class Environments:
 
 def environments() -> Environments:
     """The current app's environments."""
-    registry: Environments = current_app.extensions["petportal.petstore.environments"]
-    return registry
+    return cast(Environments, current_app.extensions["petportal.petstore.environments"])
 
 
 def register(app: Flask) -> None:
