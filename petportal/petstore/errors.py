@@ -311,10 +311,6 @@ class Outcome(StrEnum):
 
 # A read answered with one of these is sent again while time allows (the client's retry policy reads this).
 RETRIED = frozenset({502, 503, 504})
-# The operations that change the store, with the one success the interface defines for each.
-CHANGES = {"createPet": 201}
-# The error answers the interface defines for each change: certain to have changed nothing.
-CERTAIN_REFUSALS = {"createPet": (400, 401)}
 STATUS_OUTCOMES = {400: Outcome.REFUSED, 401: Outcome.KEY_REJECTED, 404: Outcome.NOT_FOUND, 410: Outcome.GONE}
 
 
@@ -326,10 +322,10 @@ def classify(operation: str, status: int | None, *, usable: bool = True) -> Outc
     nothing was added. Any other end (no answer, 5xx, 429, a 418 from a gateway, an unreadable 201) may come after
     the store acted, so its outcome is unknown. A read's outcome never matters: 429 and 5xx only say to try again.
     """
-    if operation in CHANGES:
-        if status in CERTAIN_REFUSALS[operation]:
+    if operation == "createPet":
+        if status in (400, 401):
             return STATUS_OUTCOMES[status]
-        return Outcome.OK if status == CHANGES[operation] and usable else Outcome.UNKNOWN
+        return Outcome.OK if status == 201 and usable else Outcome.UNKNOWN
     if status is None:
         return Outcome.UNAVAILABLE
     if not usable or (status == 404 and operation != "getPet"):
@@ -368,7 +364,6 @@ class PetStoreError(Exception):
         self.reason = reason
         self.message = message
         self.status = status
-        self.code: str | None
         self.code = (
             code if isinstance(code, str) and _API_CODE.fullmatch(code) and clean(code, secrets) == code else None
         )

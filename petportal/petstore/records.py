@@ -52,11 +52,8 @@ def parse_pet(record: object, quotes: Guard) -> Pet:
     status = record.get("status")
     if status is not None and status not in PET_STATUSES:
         raise ShapeError("status is not one of the interface's values")
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        # A lone surrogate escape (\ud800) is valid JSON but cannot be rendered; show a replacement.
-        name = name.encode("utf-8", "replace").decode("utf-8")
+    # A lone surrogate escape (\ud800) is valid JSON but cannot be rendered; show a replacement.
+    name = name.encode("utf-8", "replace").decode("utf-8")
     if quotes(name):
         name = WITHHELD_NAME
     return Pet(id=_int64(record, "id"), name=name, category_id=_int64(record, "categoryId"), status=status)
