@@ -134,11 +134,11 @@ class PetStoreClient:
         timeout: float = 5.0,
         pool_size: int = 10,
         extra_headers: Callable[[], dict[str, str]] = dict,
-        deadline: Callable[[], float | None] | None = None,
+        deadline: Callable[[], float | None] = lambda: None,
         gate: Bulkhead | None = None,
         secrets: Iterable[str] = (),
-        observe: Observer | None = None,
-        on_answer: Callable[[str, Outcome, Mapping[str, str]], None] | None = None,
+        observe: Observer = lambda *call: None,
+        on_answer: Callable[[str, Outcome, Mapping[str, str]], None] = lambda *answer: None,
         trace: Callable[[str], AbstractContextManager[Mapping[str, str]]] | None = None,
     ) -> None:
         """`deadline()` may give the `time.monotonic()` by which a call and its retries must end (else
@@ -151,7 +151,7 @@ class PetStoreClient:
         self.base_url = base_url.rstrip("/")
         self.timeout = float(timeout)
         self._extra_headers = extra_headers
-        self._deadline = deadline or (lambda: None)
+        self._deadline = deadline
         self._gate = gate
         self._secrets = (api_key, *secrets)
         # Whether a text quotes one of this client's secrets: the guard every text it parses passes, also for a text
@@ -220,14 +220,10 @@ class PetStoreClient:
             with nullcontext({}) if self._trace is None else self._trace(operation) as carried:
                 result = self._call_once(method, path, operation, parse, started, deadline, carried, **kwargs)
         except PetStoreError as error:
-            self._report(operation, error.outcome, started)
+            self._observe(operation, error.outcome, time.monotonic() - started, _call.retries)
             raise
-        self._report(operation, Outcome.OK, started)
+        self._observe(operation, Outcome.OK, time.monotonic() - started, _call.retries)
         return result
-
-    def _report(self, operation: str, outcome: Outcome, started: float) -> None:
-        if self._observe is not None:
-            self._observe(operation, outcome, time.monotonic() - started, _call.retries)
 
     def _call_once(
         self,
@@ -253,8 +249,7 @@ class PetStoreClient:
             if self._gate is not None:
                 self._gate.leave()
         outcome = classify(operation, status)
-        if self._on_answer is not None:
-            self._on_answer(operation, outcome, headers)
+        self._on_answer(operation, outcome, headers)
         log.debug("%s %s -> %s in %.1f ms", method, url, status, (time.monotonic() - started) * 1000)
         if outcome is not Outcome.OK:
             raise PetStoreError.from_status(
