@@ -54,8 +54,7 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
         SQLALCHEMY_ENGINE_OPTIONS={},
         MAX_CONTENT_LENGTH=64 * 1024,
     )
-    if test_config:
-        app.config.from_mapping(test_config)
+    app.config.from_mapping(test_config)
     app.json.sort_keys = False  # type: ignore[attr-defined]  # Flask's DefaultJSONProvider has it
     if app.config["SQLALCHEMY_DATABASE_URI"].startswith("sqlite"):
         # Writers wait for each other instead of failing with "database is locked".
@@ -93,6 +92,3 @@ def seed(count: int | None, sample: str) -> None:
     db.session.commit()
     added = max(count - present, 0)
     click.echo(f"Added {added} animals; the store holds {present + added}.")
-
-
-__all__ = ["create_app"]

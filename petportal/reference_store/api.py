@@ -83,11 +83,9 @@ def parse_int64(text: str | None, field: str) -> int:
 @bp.get("/pets")
 def list_pets() -> Response:
     """listPets: at most `limit` animals in order of id, optionally of one status."""
-    limit = 20
-    if "limit" in request.args:
-        limit = parse_int64(request.args["limit"], "limit")
-        if not 1 <= limit <= 100:
-            raise ApiError(400, "invalid_parameter", "limit must be between 1 and 100.")
+    limit = parse_int64(request.args.get("limit", "20"), "limit")
+    if not 1 <= limit <= 100:
+        raise ApiError(400, "invalid_parameter", "limit must be between 1 and 100.")
     query = db.select(Pet).order_by(Pet.id).limit(limit)
     if "status" in request.args:
         status = request.args["status"]
