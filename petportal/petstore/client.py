@@ -244,12 +244,27 @@ class PetStoreClient:
             raise Busy(StoreReason.TOO_BUSY, method=method, url=url)
         _call.deadline = deadline
         try:
-            status, headers, body = self._send(method, path, operation, url, deadline, carried, **kwargs)
+            response = self._pool.request(
+                method,
+                self._path + path,
+                headers={**self._headers, **self._extra_headers(), **carried},
+                timeout=DeadlineTimeout(self.timeout, deadline),
+                redirect=False,
+                preload_content=False,
+                **kwargs,
+            )
+        except (TransportError, OSError) as exc:
+            error = _transport_error(exc, operation, method, url)
+            log.warning("%s %s failed: %s", method, url, error.reason)
+            raise error from exc
+        else:
+            body = self._read_body(response, operation, method, url, deadline)
         finally:
             if self._gate is not None:
                 self._gate.leave()
+        status = response.status
         outcome = classify(operation, status)
-        self._on_answer(operation, outcome, headers)
+        self._on_answer(operation, outcome, response.headers)
         log.debug("%s %s -> %s in %.1f ms", method, url, status, (time.monotonic() - started) * 1000)
         if outcome is not Outcome.OK:
             raise PetStoreError.from_status(
@@ -265,49 +280,15 @@ class PetStoreClient:
                 operation, StoreReason.UNUSABLE, detail, status=status, method=method, url=url
             ) from exc
 
-    def _send(
-        self,
-        method: str,
-        path: str,
-        operation: str,
-        url: str,
-        deadline: float,
-        carried: Mapping[str, str],
-        **kwargs: Any,
-    ) -> tuple[int, Mapping[str, str], bytes]:
-        """One request for `path` (below the base URL, which is `url`'s start), with its retries, all of it
-        before `deadline`, with the `carried` trace headers: (status, headers, whole body)."""
-        try:
-            response = self._pool.request(
-                method,
-                self._path + path,
-                headers={**self._headers, **self._extra_headers(), **carried},
-                timeout=DeadlineTimeout(self.timeout, deadline),
-                redirect=False,
-                preload_content=False,
-                **kwargs,
-            )
-        except (TransportError, OSError) as exc:
-            error = _transport_error(exc, operation, method, url)
-            log.warning("%s %s failed: %s", method, url, error.reason)
-            raise error from exc
-        try:
-            body = self._read_body(response, operation, method, url, deadline)
-        except BaseException:
-            response.close()  # a connection holding the rest of an answer is never reused
-            raise
-        finally:
-            response.release_conn()
-        return response.status, response.headers, body
-
     def _read_body(self, response: BaseHTTPResponse, operation: str, method: str, url: str, deadline: float) -> bytes:
-        """The whole body, refusing one over MAX_BODY_BYTES or one still arriving at `deadline`."""
+        """The whole body, refusing one over MAX_BODY_BYTES or one still arriving at `deadline`; the connection then
+        goes back to the pool, unless it still holds part of the answer."""
         answered = partial(PetStoreError.of, operation, status=response.status, method=method, url=url)
         declared = response.headers.get("Content-Length", "")
-        if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-            raise answered(StoreReason.TOO_LARGE)
         chunks, size = [], 0
         try:
+            if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+                raise answered(StoreReason.TOO_LARGE)
             while chunk := response.read1(READ_CHUNK_BYTES, decode_content=True):
                 size += len(chunk)
                 if size > MAX_BODY_BYTES:
@@ -315,10 +296,15 @@ class PetStoreClient:
                 if time.monotonic() > deadline:
                     raise PetStoreError.of(operation, StoreReason.TOO_SLOW, method=method, url=url)
                 chunks.append(chunk)
-        except DecodeError as exc:
-            raise answered(StoreReason.UNDECODABLE) from exc
-        except (TransportError, OSError) as exc:
-            raise PetStoreError.of(operation, StoreReason.CONNECTION_BROKE, method=method, url=url) from exc
+        except BaseException as exc:
+            response.close()  # a connection holding the rest of an answer is never reused
+            if isinstance(exc, DecodeError):
+                raise answered(StoreReason.UNDECODABLE) from exc
+            if isinstance(exc, TransportError | OSError):
+                raise PetStoreError.of(operation, StoreReason.CONNECTION_BROKE, method=method, url=url) from exc
+            raise
+        finally:
+            response.release_conn()
         return b"".join(chunks)
 
 
