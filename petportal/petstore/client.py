@@ -50,8 +50,6 @@ from petportal.petstore.records import (
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-# observe(operation, outcome, seconds, retries), told of every call.
-Observer = Callable[[str, Outcome, float, int], None]
 
 MAX_BODY_BYTES = 4 * 1024 * 1024
 READ_CHUNK_BYTES = 64 * 1024
@@ -137,7 +135,7 @@ class PetStoreClient:
         deadline: Callable[[], float | None] = lambda: None,
         gate: Bulkhead | None = None,
         secrets: Iterable[str] = (),
-        observe: Observer = lambda *call: None,
+        observe: Callable[[str, Outcome, float, int], None] = lambda *call: None,
         on_answer: Callable[[str, Outcome, Mapping[str, str]], None] = lambda *answer: None,
         trace: Callable[[str], AbstractContextManager[Mapping[str, str]]] | None = None,
     ) -> None:

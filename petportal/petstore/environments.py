@@ -19,7 +19,6 @@ from petportal.data.unit_of_work import after_commit
 from petportal.extensions import DATABASE_OUTAGES, db
 from petportal.petstore import Outcome, PetStoreClient
 from petportal.petstore.bulkhead import Bulkhead
-from petportal.petstore.client import Observer
 from petportal.telemetry import metrics, tracing
 
 log = logging.getLogger(__name__)
@@ -126,7 +125,7 @@ class Environments:
                     deadline=self._page_deadline,
                     gate=gates[name],
                     secrets=self._keys,
-                    observe=observe_upstream(name),
+                    observe=partial(observe_upstream, name),
                     on_answer=self._health[name].record,
                     trace=partial(tracing.pet_store_call, name) if self._tracing else None,
                 )
@@ -196,14 +195,10 @@ def _request_id_header() -> dict[str, str]:
     return {"X-Request-ID": g.request_id} if has_request_context() and "request_id" in g else {}
 
 
-def observe_upstream(environment: str) -> Observer:
-    """The client's observer of `environment`: each call's time, retries and outcome, in the metrics."""
-
-    def observe(operation: str, outcome: Outcome, seconds: float, retries: int) -> None:
-        metrics.UPSTREAM_SECONDS.labels(environment, operation, outcome).observe(seconds)
-        if retries:
-            metrics.UPSTREAM_RETRIES.labels(environment, operation).inc(retries)
-        if outcome is Outcome.BUSY:
-            metrics.UPSTREAM_REFUSED.labels(environment).inc()
-
-    return observe
+def observe_upstream(environment: str, operation: str, outcome: Outcome, seconds: float, retries: int) -> None:
+    """A client's observer (with `environment` bound): each call's time, retries and outcome, in the metrics."""
+    metrics.UPSTREAM_SECONDS.labels(environment, operation, outcome).observe(seconds)
+    if retries:
+        metrics.UPSTREAM_RETRIES.labels(environment, operation).inc(retries)
+    if outcome is Outcome.BUSY:
+        metrics.UPSTREAM_REFUSED.labels(environment).inc()
