@@ -79,8 +79,7 @@ def step_of(secret: str, code: str) -> int | None:
     at = now()
     for offset in range(-STEP_WINDOW, STEP_WINDOW + 1):
         if hmac.compare_digest(totp.at(at, counter_offset=offset), code):
-            step: int = totp.timecode(at) + offset
-            return step
+            return totp.timecode(at) + offset
     return None
 
 
