@@ -67,9 +67,8 @@ def register(app: Flask) -> None:
         secure = bool(app.config["SESSION_COOKIE_SECURE"])
         samesite = app.config["SESSION_COOKIE_SAMESITE"]
         if value:
-            max_age = int(SESSION_ABSOLUTE_LIMIT.total_seconds())
             response.set_cookie(
-                REMEMBER_COOKIE, value, max_age=max_age, httponly=True, secure=secure, samesite=samesite
+                REMEMBER_COOKIE, value, max_age=SESSION_ABSOLUTE_LIMIT, httponly=True, secure=secure, samesite=samesite
             )
         elif value is not None:
             response.delete_cookie(REMEMBER_COOKIE, httponly=True, secure=secure, samesite=samesite)

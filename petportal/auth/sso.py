@@ -75,8 +75,7 @@ def register(app: Flask) -> None:
         return
     from authlib.integrations.flask_client import OAuth
 
-    oauth = OAuth(app)
-    oauth.register(
+    OAuth(app).register(
         PROVIDER,
         client_id=oidc["client_id"],
         client_secret=oidc["client_secret"],
