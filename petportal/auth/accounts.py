@@ -139,8 +139,7 @@ def _check_new_password(user: User, password: str) -> None:
 
 
 def _change_keeping_an_admin(user: User, **values: Any) -> None:
-    """Apply `values` to `user` unless no enabled admin working on both environments would remain; nothing changes
-    when it is refused.
+    """Apply `values` to `user` unless no enabled admin working on both environments would remain.
 
     One conditional UPDATE, so a refusal leaves nothing to undo: it applies only while the account is not
     an enabled admin, or another enabled admin exists. On PostgreSQL the enabled admins' rows are locked
