@@ -67,8 +67,6 @@ COUNTERS: dict[str, tuple[tuple[Limit, Callable[[str], str]], ...]] = {
 class Counted:
     """One counter of one attempt: its limit and window (`item`), whom it counts, and the key naming all three."""
 
-    __slots__ = ("item", "key", "limit", "whom", "window")
-
     def __init__(self, limit: Limit, item: RateLimitItem, whom: str) -> None:
         self.limit, self.item, self.whom = limit, item, whom
         self.key = item.key_for(limit.value, whom)
