@@ -120,8 +120,8 @@ def authentication_options(user: User | None = None) -> str:
     return _issued(options, "sign_in", user)
 
 
-def authenticate(credential: Any, user: User | None = None) -> Passkey:
-    """The passkey that signed this session's challenge (for `user`'s second step, one of theirs), updated.
+def authenticate(credential: Any, user: User | None = None) -> tuple[Passkey, User]:
+    """The passkey that signed this session's challenge (for `user`'s second step, one of theirs), updated; its owner.
 
     Alone it must have verified its user (it is then both factors); after a password, presence is enough. Refused:
     a disabled account's, and, alone, a single sign-on account's (the provider decides its access)."""
@@ -168,7 +168,7 @@ def authenticate(credential: Any, user: User | None = None) -> Passkey:
     passkey.sign_count = verified.new_sign_count
     passkey.backed_up = verified.credential_backed_up
     passkey.last_used_at = now()
-    return passkey
+    return passkey, owner
 
 
 def of_account(user: User) -> list[Passkey]:
