@@ -41,10 +41,6 @@ def require_own_password() -> Response | None:
     return None
 
 
-def login_required(view: Callable[Params, ResponseReturnValue]) -> Callable[Params, ResponseReturnValue]:
-    return role_required(None)(view)
-
-
 def role_required(
     role: Role | None, *, every_environment: bool = False
 ) -> Callable[[Callable[Params, ResponseReturnValue]], Callable[Params, ResponseReturnValue]]:
@@ -72,6 +68,9 @@ def role_required(
         return guarded
 
     return decorator
+
+
+login_required = role_required(None)
 
 
 def log_in_again(back_to: str, message: str) -> Response:

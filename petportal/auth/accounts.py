@@ -94,16 +94,13 @@ def environments_of(names: list[str]) -> str:
 
 
 def set_environments(user: User, environments: str) -> None:
-    """Let `user` work on `environments` alone (`environments_of`) from its next request on, in every process;
-    never the last enabled admin who works on both."""
+    """Let `user` work on `environments` alone (`environments_of`); never the last enabled admin who works on both."""
     _change_keeping_an_admin(user, environments=environments)
 
 
 def reset_password(user: User, password: str) -> None:
     """An admin sets a new password: every login of the account ends, and it must choose its own at the next."""
-    _has_a_password(user)
-    if problem := passwords.problem(password):
-        raise AccountError(problem)
+    _check_new_password(user, password)
     user.set_password(password)
     user.must_change_password = True
     logins.end_all(user.id)
@@ -111,9 +108,7 @@ def reset_password(user: User, password: str) -> None:
 
 def change_password(user: User, new_password: str, keep_login: str | None) -> None:
     """The owner chooses a new password: every other login of the account ends."""
-    _has_a_password(user)
-    if problem := passwords.problem(new_password):
-        raise AccountError(problem)
+    _check_new_password(user, new_password)
     if user.check_password(new_password):
         raise AccountError(_("Choose a password different from the current one."))
     user.set_password(new_password)
@@ -133,17 +128,18 @@ def reset_mfa(user: User) -> None:
     logins.end_all(user.id)
 
 
-def _has_a_password(user: User) -> None:
-    """An account of the company's sign-in has no password here: none to change, none to reset."""
+def _check_new_password(user: User, password: str) -> None:
+    """An account of the company's sign-in has no password here, none to change or reset; others keep the policy."""
     if user.is_sso:
         raise AccountError(
             _("%(username)s signs in with the company's sign-in and has no password here.", username=user.username)
         )
+    if problem := passwords.problem(password):
+        raise AccountError(problem)
 
 
 def _change_keeping_an_admin(user: User, **values: Any) -> None:
-    """Apply `values` to `user` unless no enabled admin working on both environments would remain; nothing changes
-    when it is refused.
+    """Apply `values` to `user` unless no enabled admin working on both environments would remain.
 
     One conditional UPDATE, so a refusal leaves nothing to undo: it applies only while the account is not
     an enabled admin, or another enabled admin exists. On PostgreSQL the enabled admins' rows are locked

@@ -79,8 +79,7 @@ def step_of(secret: str, code: str) -> int | None:
     at = now()
     for offset in range(-STEP_WINDOW, STEP_WINDOW + 1):
         if hmac.compare_digest(totp.at(at, counter_offset=offset), code):
-            step: int = totp.timecode(at) + offset
-            return step
+            return totp.timecode(at) + offset
     return None
 
 
@@ -144,8 +143,7 @@ def _replace_recovery_codes(user: User) -> list[str]:
 
 def _hash(code: str) -> str:
     """The SHA-256 of a recovery code as typed, ignoring case, spaces and dashes."""
-    normalized = re.sub(r"[\s-]", "", code).lower()
-    return hashlib.sha256(normalized.encode()).hexdigest()
+    return hashlib.sha256(re.sub(r"[\s-]", "", code).lower().encode()).hexdigest()
 
 
 def _digits(code: str) -> str:

@@ -28,8 +28,6 @@ PASSKEY_ID_MAX = 2**31 - 1
 # A credential id as the browser sends it: base64url of at most 1023 bytes (WebAuthn's limit).
 CREDENTIAL_ID_MAX_BYTES = 1023
 CREDENTIAL_ID = re.compile(r"[A-Za-z0-9_-]{1,1364}", re.ASCII)
-# The parser's errors for a malformed answer (with the package's WebAuthnException: `_unreadable`).
-UNREADABLE = (ValueError, TypeError, LookupError, RecursionError)
 CHALLENGE_SECONDS = 300
 NAME_MAX_LENGTH = 80
 # How long a browser may take over a ceremony (the person finds their authenticator), in milliseconds.
@@ -122,8 +120,8 @@ def authentication_options(user: User | None = None) -> str:
     return _issued(options, "sign_in", user)
 
 
-def authenticate(credential: Any, user: User | None = None) -> Passkey:
-    """The passkey that signed this session's challenge (for `user`'s second step, one of theirs), updated.
+def authenticate(credential: Any, user: User | None = None) -> tuple[Passkey, User]:
+    """The passkey that signed this session's challenge (for `user`'s second step, one of theirs), updated; its owner.
 
     Alone it must have verified its user (it is then both factors); after a password, presence is enough. Refused:
     a disabled account's, and, alone, a single sign-on account's (the provider decides its access)."""
@@ -170,7 +168,7 @@ def authenticate(credential: Any, user: User | None = None) -> Passkey:
     passkey.sign_count = verified.new_sign_count
     passkey.backed_up = verified.credential_backed_up
     passkey.last_used_at = now()
-    return passkey
+    return passkey, owner
 
 
 def of_account(user: User) -> list[Passkey]:
@@ -205,9 +203,10 @@ def accounts_with_passkeys() -> set[int]:
 
 
 def _unreadable() -> tuple[type[BaseException], ...]:
+    """The errors of a malformed answer: the package's own, and its parser's."""
     from webauthn.helpers.exceptions import WebAuthnException
 
-    return (WebAuthnException, *UNREADABLE)
+    return (WebAuthnException, ValueError, TypeError, LookupError, RecursionError)
 
 
 def _readable(name: Any) -> str:

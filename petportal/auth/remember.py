@@ -20,19 +20,16 @@ from petportal.data.models import LoginSession
 from petportal.data.unit_of_work import updated_one
 from petportal.extensions import db
 
-# The value `g` holds for this response's remember cookie: "" deletes it, None leaves it alone.
-_PENDING = "remember_cookie"
-
 
 def issue(row: LoginSession) -> None:
     """Give login `row` a new token; the cookie carrying it goes out with this response."""
     token = secrets.token_urlsafe(32)
     row.remember_hash = _hash(token)
-    setattr(g, _PENDING, f"{row.id}.{token}")
+    g.remember_cookie = f"{row.id}.{token}"
 
 
 def forget() -> None:
-    setattr(g, _PENDING, "")
+    g.remember_cookie = ""
 
 
 def presented(cookie: str) -> tuple[str, str] | None:
@@ -55,10 +52,9 @@ def replace(row: LoginSession, token: str) -> bool:
     )
     # Committed at once: of two racing requests one wins, and its new cookie holds even if its view then fails.
     db.session.commit()
-    if not replaced:
-        return False
-    setattr(g, _PENDING, f"{row.id}.{new_token}")
-    return True
+    if replaced:
+        g.remember_cookie = f"{row.id}.{new_token}"
+    return replaced
 
 
 def register(app: Flask) -> None:
@@ -66,17 +62,15 @@ def register(app: Flask) -> None:
 
     @app.after_request
     def set_remember_cookie(response: Response) -> Response:
-        value = g.pop(_PENDING, None)
-        if value is None:
-            return response
+        # The value this request left for the cookie: "" deletes it, None leaves it alone.
+        value = g.pop("remember_cookie", None)
         secure = bool(app.config["SESSION_COOKIE_SECURE"])
         samesite = app.config["SESSION_COOKIE_SAMESITE"]
         if value:
-            max_age = int(SESSION_ABSOLUTE_LIMIT.total_seconds())
             response.set_cookie(
-                REMEMBER_COOKIE, value, max_age=max_age, httponly=True, secure=secure, samesite=samesite
+                REMEMBER_COOKIE, value, max_age=SESSION_ABSOLUTE_LIMIT, httponly=True, secure=secure, samesite=samesite
             )
-        else:
+        elif value is not None:
             response.delete_cookie(REMEMBER_COOKIE, httponly=True, secure=secure, samesite=samesite)
         return response
 

@@ -75,8 +75,7 @@ def register(app: Flask) -> None:
         return
     from authlib.integrations.flask_client import OAuth
 
-    oauth = OAuth(app)
-    oauth.register(
+    OAuth(app).register(
         PROVIDER,
         client_id=oidc["client_id"],
         client_secret=oidc["client_secret"],
@@ -109,8 +108,7 @@ def begin(destination: str) -> Response:
     security.allow_location(endpoint)
     _forget_older_sign_ins()
     session[DESTINATION_KEY] = destination
-    redirect_uri = (settings().public_url or "") + url_for("auth.sso_callback")
-    response: Response = client.authorize_redirect(redirect_uri)
+    response: Response = client.authorize_redirect((settings().public_url or "") + url_for("auth.sso_callback"))
     return response
 
 
@@ -244,9 +242,8 @@ def _logout_claims(client: Any, metadata: dict[str, Any], logout_token: str) -> 
 
 def role_for(values: Any) -> Role | None:
     """The role that the claim's `values` (a string or a list) give: admin, staff, or None (no mapped value)."""
-    if isinstance(values, str):
-        values = [values]
-    found = {value for value in values if isinstance(value, str)} if isinstance(values, list) else set()
+    listed = [values] if isinstance(values, str) else values if isinstance(values, list) else []
+    found = {value for value in listed if isinstance(value, str)}
     oidc = _provider()
     if found & oidc["admin_values"]:
         return Role.ADMIN

@@ -67,12 +67,9 @@ COUNTERS: dict[str, tuple[tuple[Limit, Callable[[str], str]], ...]] = {
 class Counted:
     """One counter of one attempt: its limit and window (`item`), whom it counts, and the key naming all three."""
 
-    __slots__ = ("amount", "item", "key", "limit", "whom", "window")
-
     def __init__(self, limit: Limit, item: RateLimitItem, whom: str) -> None:
         self.limit, self.item, self.whom = limit, item, whom
         self.key = item.key_for(limit.value, whom)
-        self.amount = item.amount
         self.window = timedelta(seconds=item.get_expiry())
 
 
@@ -134,7 +131,7 @@ def _count_in_database(counters: Sequence[Counted]) -> Limit | None:
     at = now()
     used_up = set()
     for counter in sorted(counters, key=lambda counter: counter.key):
-        if _hit(counter, at) > counter.amount:
+        if _hit(counter, at) > counter.item.amount:
             used_up.add(counter.key)
     refused = next((counter.limit for counter in counters if counter.key in used_up), None)
     if refused is not None:
@@ -160,8 +157,7 @@ def _hit(counter: Counted, at: datetime) -> int:
             "expires_at": case((ended, new.excluded.expires_at), else_=LoginCounter.expires_at),
         },
     ).returning(LoginCounter.hits)
-    hits: int = db.session.execute(statement).scalar_one()
-    return hits
+    return db.session.execute(statement).scalar_one()
 
 
 def _give_back(counters: Sequence[Counted], at: datetime) -> None:
@@ -191,14 +187,11 @@ def _count_in_redis(counters: Sequence[Counted]) -> Limit | None:
     """The counters are taken in order and an attempt refused by one is given back to those before it,
     so attempts already refused from one address never use up the account's own ceiling."""
     strategy = _redis()
-    counted: list[Counted] = []
-    for counter in counters:
+    for index, counter in enumerate(counters):
         if not strategy.hit(counter.item, counter.limit.value, counter.whom):
-            strategy.hit(counter.item, counter.limit.value, counter.whom, cost=-1)
-            for earlier in counted:
-                strategy.hit(earlier.item, earlier.limit.value, earlier.whom, cost=-1)
+            for taken in counters[: index + 1]:
+                strategy.hit(taken.item, taken.limit.value, taken.whom, cost=-1)
             return counter.limit
-        counted.append(counter)
     return None
 
 

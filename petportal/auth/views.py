@@ -173,17 +173,15 @@ def passkey_login() -> ResponseReturnValue:
     """Sign in with a passkey, alone or as a login's second step; answers JSON: where to go, or what went wrong."""
     sessions.require_session_store()
     waiting = logins.awaiting_second_factor()
-    answer = json_object(request)
+    credential = (json_object(request) or {}).get("credential")
     try:
-        passkey = passkeys.authenticate(answer.get("credential") if answer else None, waiting.user if waiting else None)
+        passkey, user = passkeys.authenticate(credential, waiting.user if waiting else None)
     except passkeys.PasskeyError as error:
         metrics.LOGINS.labels("failure").inc()
         account = error.account or (waiting.user.username if waiting else None)
         if account is not None:  # an answer that names no account is not audited: anyone could send thousands
             audit.record(AuditAction.PASSKEY_REFUSED, actor=account)
         return jsonify(error=str(error)), 401
-    user = db.session.get(User, passkey.user_id)
-    assert user is not None  # authenticate found its owner
     audit.record(AuditAction.PASSKEY_USED, actor=user.username, detail=AuditDetail.PASSKEY, name=passkey.name)
     if waiting:
         destination, remember = waiting.destination, waiting.remember
