@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from flask.sansio.app import App
 from flask_babel import force_locale, ngettext
 from flask_babel import gettext as _
 
@@ -214,27 +213,16 @@ def _described(entry: Any) -> str:
 
 
 def file_cells(entries: Iterable[Any]) -> Iterator[tuple[Cell, ...]]:
-    """Each of `entries` as the audit page's row, in words of the downloads' language (FILE_LANGUAGE)."""
+    """Each of `entries` as the audit page's row, column by column (COLUMNS), in words of the downloads' language
+    (FILE_LANGUAGE)."""
     with force_locale(FILE_LANGUAGE):
         for entry in entries:
-            yield _row(entry)
-
-
-def _row(entry: Any) -> tuple[Cell, ...]:
-    """An entry as the audit page shows it, column by column (COLUMNS), in the request's language."""
-    return (
-        entry.at.strftime(TIME_FORMAT),
-        entry.actor,
-        action_label(entry.action),
-        entry.target,
-        environment_label(entry.environment) if entry.environment else None,
-        details(entry) or None,
-        entry.remote_addr,
-    )
-
-
-def register(app: App) -> None:
-    """Let the templates name an entry's action and say its details: `{{ audit_action(entry.action) }}`,
-    `{{ audit_details(entry) }}`."""
-    app.jinja_env.globals["audit_action"] = action_label
-    app.jinja_env.globals["audit_details"] = details
+            yield (
+                entry.at.strftime(TIME_FORMAT),
+                entry.actor,
+                action_label(entry.action),
+                entry.target,
+                environment_label(entry.environment) if entry.environment else None,
+                details(entry) or None,
+                entry.remote_addr,
+            )
