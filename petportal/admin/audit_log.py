@@ -80,7 +80,6 @@ def details(entry: Any) -> str:
 def _described(entry: Any) -> str:
     """What an entry's `details` say, in words: its code chooses them, its values fill them in."""
     found: dict[str, Any] = entry.details or {}
-    environment = environment_label(entry.environment) if entry.environment else ""
     match found.get("code"):
         case AuditDetail.CATEGORY_LABELLED:
             return _("category %(category)s labelled “%(label)s”", **found)
@@ -114,12 +113,7 @@ def _described(entry: Any) -> str:
             return _(
                 "import %(import_id)s of “%(filename)s”: %(created)s created, %(refused)s refused, %(unknown)s "
                 "unknown, of %(total)s rows",
-                import_id=found["import_id"],
-                filename=found["filename"],
-                created=number(found["created"]),
-                refused=number(found["refused"]),
-                unknown=number(found["unknown"]),
-                total=number(found["total"]),
+                **_with_numbers(found),
             )
         case AuditDetail.CREATED_BY_ADMIN:
             return _("role %(role)s; must change the password", role=role_label(found["role"]))
@@ -169,7 +163,7 @@ def _described(entry: Any) -> str:
             return _(
                 "from %(previous)s to %(environment)s",
                 previous=environment_label(found["previous"]),
-                environment=environment,
+                environment=environment_label(entry.environment) if entry.environment else "",
             )
         case AuditDetail.ENVIRONMENTS:
             return _(
@@ -199,17 +193,18 @@ def _described(entry: Any) -> str:
             return _(
                 "promotion %(import_id)s from staging: %(created)s created, %(refused)s refused, %(unknown)s "
                 "unknown, of %(total)s animals",
-                import_id=found["import_id"],
-                created=number(found["created"]),
-                refused=number(found["refused"]),
-                unknown=number(found["unknown"]),
-                total=number(found["total"]),
+                **_with_numbers(found),
             )
         case AuditDetail.PREVIEW_CLEARED:
             return _("cleared")
         case AuditDetail.RECORDED:
             return str(found.get("text", ""))
     return ""
+
+
+def _with_numbers(found: dict[str, Any]) -> dict[str, Any]:
+    """`found` with its counts written as numbers are in the reader's language."""
+    return found | {key: number(found[key]) for key in ("created", "refused", "unknown", "total")}
 
 
 def file_cells(entries: Iterable[Any]) -> Iterator[tuple[Cell, ...]]:
