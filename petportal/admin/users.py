@@ -221,10 +221,7 @@ def _not_yourself(user: User, instead: str) -> None:
 
 
 def _account(name: str) -> User:
-    user = accounts.find(name)
-    if user is None:
-        abort(404)
-    return user
+    return accounts.find(name) or abort(404)
 
 
 def _manage_page(
