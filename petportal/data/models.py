@@ -270,11 +270,11 @@ class User(UserMixin, Model):
     __table_args__ = (UniqueConstraint("sso_issuer", "sso_subject", name="uq_users_sso"),)
 
     def set_password(self, password: str) -> None:
-        """Store a salted hash of `password` (auth.passwords)."""
+        """Store a salted hash of `password` (data/passwords.py)."""
         self.password_hash = passwords.hashed(password)
 
     def check_password(self, password: str) -> bool:
-        """Whether `password` is this user's password; as slow for an account without one (auth.passwords)."""
+        """Whether `password` is this user's password; as slow for an account without one (data/passwords.py)."""
         return passwords.matches(self.password_hash, password)
 
     def has_role(self, role: Role) -> bool:
@@ -540,9 +540,7 @@ class LoginSession(Model):
 
 
 class ServerSession(Model):
-    """The data of one browser's session, kept on the server when no Redis is configured.
-
-    The cookie holds only its id."""
+    """One browser's session data, kept on the server when no Redis is configured (the cookie holds only its id)."""
 
     __tablename__ = "server_sessions"
 
