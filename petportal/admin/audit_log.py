@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from flask.sansio.app import App
 from flask_babel import force_locale, ngettext
 from flask_babel import gettext as _
 
@@ -81,7 +80,6 @@ def details(entry: Any) -> str:
 def _described(entry: Any) -> str:
     """What an entry's `details` say, in words: its code chooses them, its values fill them in."""
     found: dict[str, Any] = entry.details or {}
-    environment = environment_label(entry.environment) if entry.environment else ""
     match found.get("code"):
         case AuditDetail.CATEGORY_LABELLED:
             return _("category %(category)s labelled “%(label)s”", **found)
@@ -115,12 +113,7 @@ def _described(entry: Any) -> str:
             return _(
                 "import %(import_id)s of “%(filename)s”: %(created)s created, %(refused)s refused, %(unknown)s "
                 "unknown, of %(total)s rows",
-                import_id=found["import_id"],
-                filename=found["filename"],
-                created=number(found["created"]),
-                refused=number(found["refused"]),
-                unknown=number(found["unknown"]),
-                total=number(found["total"]),
+                **_with_numbers(found),
             )
         case AuditDetail.CREATED_BY_ADMIN:
             return _("role %(role)s; must change the password", role=role_label(found["role"]))
@@ -170,7 +163,7 @@ def _described(entry: Any) -> str:
             return _(
                 "from %(previous)s to %(environment)s",
                 previous=environment_label(found["previous"]),
-                environment=environment,
+                environment=environment_label(entry.environment) if entry.environment else "",
             )
         case AuditDetail.ENVIRONMENTS:
             return _(
@@ -200,11 +193,7 @@ def _described(entry: Any) -> str:
             return _(
                 "promotion %(import_id)s from staging: %(created)s created, %(refused)s refused, %(unknown)s "
                 "unknown, of %(total)s animals",
-                import_id=found["import_id"],
-                created=number(found["created"]),
-                refused=number(found["refused"]),
-                unknown=number(found["unknown"]),
-                total=number(found["total"]),
+                **_with_numbers(found),
             )
         case AuditDetail.PREVIEW_CLEARED:
             return _("cleared")
@@ -213,28 +202,22 @@ def _described(entry: Any) -> str:
     return ""
 
 
+def _with_numbers(found: dict[str, Any]) -> dict[str, Any]:
+    """`found` with its counts written as numbers are in the reader's language."""
+    return found | {key: number(found[key]) for key in ("created", "refused", "unknown", "total")}
+
+
 def file_cells(entries: Iterable[Any]) -> Iterator[tuple[Cell, ...]]:
-    """Each of `entries` as the audit page's row, in words of the downloads' language (FILE_LANGUAGE)."""
+    """Each of `entries` as the audit page's row, column by column (COLUMNS), in words of the downloads' language
+    (FILE_LANGUAGE)."""
     with force_locale(FILE_LANGUAGE):
         for entry in entries:
-            yield _row(entry)
-
-
-def _row(entry: Any) -> tuple[Cell, ...]:
-    """An entry as the audit page shows it, column by column (COLUMNS), in the request's language."""
-    return (
-        entry.at.strftime(TIME_FORMAT),
-        entry.actor,
-        action_label(entry.action),
-        entry.target,
-        environment_label(entry.environment) if entry.environment else None,
-        details(entry) or None,
-        entry.remote_addr,
-    )
-
-
-def register(app: App) -> None:
-    """Let the templates name an entry's action and say its details: `{{ audit_action(entry.action) }}`,
-    `{{ audit_details(entry) }}`."""
-    app.jinja_env.globals["audit_action"] = action_label
-    app.jinja_env.globals["audit_details"] = details
+            yield (
+                entry.at.strftime(TIME_FORMAT),
+                entry.actor,
+                action_label(entry.action),
+                entry.target,
+                environment_label(entry.environment) if entry.environment else None,
+                details(entry) or None,
+                entry.remote_addr,
+            )

@@ -146,13 +146,11 @@ class CategoryLabelForm(PortalForm):
     )
 
 
-class IsDay:
+def is_day(form: Any, field: DayField) -> None:
     """A `DayField` given something that is not a day (YYYY-MM-DD) is refused; an empty one is not."""
-
-    def __call__(self, form: Any, field: DayField) -> None:
-        given = field.raw_data[0] if field.raw_data and isinstance(field.raw_data[0], str) else ""
-        if given.strip() and field.data is None:
-            raise ValidationError(_("Enter a day as YYYY-MM-DD, for example 2026-12-01."))
+    given = field.raw_data[0] if field.raw_data and isinstance(field.raw_data[0], str) else ""
+    if given.strip() and field.data is None:
+        raise ValidationError(_("Enter a day as YYYY-MM-DD, for example 2026-12-01."))
 
 
 class AuditFilterForm(PortalForm):
@@ -168,8 +166,8 @@ class AuditFilterForm(PortalForm):
     )
     action = SelectField(_l("What"), default="")
     environment = SelectField(_l("Environment"), default="")
-    since = DayField(_l("From day (UTC)"), validators=[IsDay()])
-    until = DayField(_l("To day (UTC)"), validators=[IsDay()])
+    since = DayField(_l("From day (UTC)"), validators=[is_day])
+    until = DayField(_l("To day (UTC)"), validators=[is_day])
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from email.utils import parsedate_to_datetime
@@ -13,7 +14,7 @@ from flask_babel import gettext as _
 from flask_babel import ngettext
 
 from petportal.i18n.lazy_text import lazy_gettext as _l
-from petportal.petstore import NotFound, PetStoreError, Unauthorized, Unavailable
+from petportal.petstore import PetStoreError, Unauthorized, Unavailable
 from petportal.web.error_pages import store_words
 
 if TYPE_CHECKING:
@@ -75,14 +76,10 @@ def probe(registry: Environments, environment: Environment, deadline: float) -> 
     except PetStoreError as error:
         status.reachable, status.failure = True, error
     if status.key_accepted:
-        try:
+        with suppress(PetStoreError):  # only the notices of the answer matter here
             client.get_pet(sample[0].id if sample else 1, deadline=deadline)
-        except (NotFound, PetStoreError):
-            pass  # only the notices of the answer matter here
-        try:
+        with suppress(PetStoreError):
             status.operations = client.describe(deadline=deadline)
-        except PetStoreError:
-            status.operations = None
     status.notices = dict(registry.health(environment.name).notices)
     return status
 

@@ -221,10 +221,7 @@ def _not_yourself(user: User, instead: str) -> None:
 
 
 def _account(name: str) -> User:
-    user = accounts.find(name)
-    if user is None:
-        abort(404)
-    return user
+    return accounts.find(name) or abort(404)
 
 
 def _manage_page(
@@ -235,13 +232,12 @@ def _manage_page(
     status: int = 200,
 ) -> tuple[str, int]:
     # Only the form that was sent keeps what was typed; the others show the account as it is.
-    role_form = role_form or RoleForm(formdata=None, data={"role": user.role})
-    page = render_template(
+    return render_template(
         "admin/users/manage.html",
         user=user,
         is_you=user.id == current_user.id,
         logins=logins.open_logins(user.id),
-        role_form=role_form,
+        role_form=role_form or RoleForm(formdata=None, data={"role": user.role}),
         password_form=password_form or ResetPasswordForm(formdata=None),
         environments_form=environments_form
         or EnvironmentsForm(formdata=None, data={"environments": user.environments.split()}),
@@ -249,5 +245,4 @@ def _manage_page(
         fresh=login_fresh(),
         second_factor=passkeys.has_second_factor(user),
         passkey_count=passkeys.count(user),
-    )
-    return page, status
+    ), status

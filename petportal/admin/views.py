@@ -44,8 +44,9 @@ audit_readers = role_required(Role.ADMIN)
 def share_the_labels(state: BlueprintSetupState) -> None:
     """The pages name each audit entry's action and details (`audit_action`, `audit_details`, see audit_log.py) and
     each role (`role_name`: the top bar, the accounts pages) in the visitor's language; `Role` names the roles."""
-    audit_words.register(state.app)
-    state.app.jinja_env.globals.update(role_name=role_label, Role=Role)
+    state.app.jinja_env.globals.update(
+        audit_action=audit_words.action_label, audit_details=audit_words.details, role_name=role_label, Role=Role
+    )
 
 
 @bp.get("")
@@ -194,7 +195,7 @@ def _environment_page(
     switch_form: SwitchEnvironmentForm, preview_form: PreviewForm, status: int = 200
 ) -> tuple[str, int]:
     registry = environments()
-    page = render_template(
+    return render_template(
         "admin/environment.html",
         environments=registry.all(),
         active=registry.active(),
@@ -202,5 +203,4 @@ def _environment_page(
         preview_form=preview_form,
         fresh=login_fresh(),
         admin=current_user,
-    )
-    return page, status
+    ), status

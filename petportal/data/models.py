@@ -160,23 +160,9 @@ class AuditAction(StrEnum):
 
 
 class AuditDetail(StrEnum):
-    """What more an audit entry says, kept as `AuditEntry.details`: `{"code": ..., values}`, the values named
-    after each member below (an entry's own columns, such as its environment, are not repeated). Its words are
-    chosen when it is shown (audit.details), in the reader's language.
-
-    Labels (`category`, `label`): category_labelled, category_renamed (also `previous`), category_unlabelled. Animals:
-    animal_added (`pet_id`, `name`), animal_added_by_import (also `import_id`, `line`), outcome_unknown (`name`),
-    outcome_unknown_in_import (also `import_id`, `line`). Imports (`import_id`, `filename`, `owner`):
-    import_started, import_retried, import_discarded; animals_imported (`import_id`, `filename`, `created`,
-    `refused`, `unknown`, `total`). Accounts: created_by_admin, created_from_command_line, created_by_sign_on
-    (`role`); role_changed, role_changed_by_sign_on (`previous`, `role`); sessions_ended (`count`: how many were
-    open), sign_on_logout (`count`); every_session_ended (a disabled account), password_reset, wrong_password,
-    other_sessions_ended, new_device, account_disabled, no_role_claim, from_command_line; codes_left (`count`);
-    passkey (`name`). Environments: switched_from (`previous`; the entry's environment is the new one),
-    preview_cleared; environments, environments_by_sign_on (`previous`, `environments`: an account's, as
-    `User.environments` keeps them); no_environment_claim.
-    Promotions: animal_promoted (`pet_id`, `name`, `staging_id`, `import_id`), animals_promoted (`import_id`,
-    `created`, `refused`, `unknown`, `total`). recorded: words kept before details were codes (`text`).
+    """What more an audit entry says, kept as `AuditEntry.details`: `{"code": ..., values}`, never words. The values
+    each code carries are the ones admin/audit_log.py fills its words with, in the reader's language (an entry's own
+    columns, such as its environment, are not repeated). recorded: words kept before details were codes (`text`).
     """
 
     CATEGORY_LABELLED = "category_labelled"
@@ -284,11 +270,11 @@ class User(UserMixin, Model):
     __table_args__ = (UniqueConstraint("sso_issuer", "sso_subject", name="uq_users_sso"),)
 
     def set_password(self, password: str) -> None:
-        """Store a salted hash of `password` (auth.passwords)."""
+        """Store a salted hash of `password` (data/passwords.py)."""
         self.password_hash = passwords.hashed(password)
 
     def check_password(self, password: str) -> bool:
-        """Whether `password` is this user's password; as slow for an account without one (auth.passwords)."""
+        """Whether `password` is this user's password; as slow for an account without one (data/passwords.py)."""
         return passwords.matches(self.password_hash, password)
 
     def has_role(self, role: Role) -> bool:
@@ -406,12 +392,8 @@ class LoginCounter(Model):
 
 
 class SubmissionToken(Model):
-    """A one-time token carried by one rendered add form, so that form creates at most one animal.
-
-    States (`TicketState`): issued (not yet used), sending (a request holds it), created (`pet_id` is the
-    animal), refused (the store answered 400: nothing was added, and the form may be corrected and sent
-    again), unknown (the store may or may not have created it; never resent).
-    """
+    """A one-time token carried by one rendered add form, so that form creates at most one animal; its `state` is a
+    `TicketState`, and a refused one's form may be corrected and sent again."""
 
     __tablename__ = "submission_tokens"
 
@@ -490,12 +472,7 @@ class BulkImport(Model):
 
 
 class ImportRow(Model):
-    """One animal of a bulk import, claimed as an add form's token is.
-
-    States: invalid (refused by the portal's checks at preview; never sent), issued (to send), sending (a
-    runner holds it), created (`pet_id` is the animal), refused (the store answered 400; `reason` says
-    why), unknown (the call may or may not have reached the store; never resent).
-    """
+    """One animal of a bulk import, claimed as an add form's token is; its `state` is a `TicketState`."""
 
     __tablename__ = "import_rows"
 
@@ -563,9 +540,7 @@ class LoginSession(Model):
 
 
 class ServerSession(Model):
-    """The data of one browser's session, kept on the server when no Redis is configured.
-
-    The cookie holds only its id."""
+    """One browser's session data, kept on the server when no Redis is configured (the cookie holds only its id)."""
 
     __tablename__ = "server_sessions"
 
