@@ -418,7 +418,6 @@ def claim_next_row(batch: Any, runner: str) -> RowTicket | None:
             db.session.rollback()  # another promotion claimed the same staging id meanwhile: read the row again
             continue
         if claimed and not promoted_before:
-            animal = NewAnimal(row.name, row.category_id, row.status)
             return RowTicket(
                 batch.id,
                 row.position,
@@ -426,7 +425,7 @@ def claim_next_row(batch: Any, runner: str) -> RowTicket | None:
                 batch.user_id,
                 batch.username,
                 batch.environment,
-                animal,
+                NewAnimal(row.name, row.category_id, row.status),
                 row.source_id,
             )
         if not promoted_before and not db.session.scalar(select(lease_holds)):
