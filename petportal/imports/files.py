@@ -63,8 +63,7 @@ class Row:
 
 def read(raw: bytes, labels: dict[str, int]) -> list[Row]:
     """The rows of an uploaded file, in order; `labels` maps each category label, folded, to its id."""
-    text = _text(raw)
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    reader = csv.reader(io.StringIO(_text(raw), newline=""), strict=True)
     rows: list[Row] = []
     header: tuple[str, ...] | None = None
     try:
@@ -100,8 +99,6 @@ def _text(raw: bytes) -> str:
             megabytes=FILE_MAX_BYTES // 1024 // 1024,
         )
         raise FileRefused(message)
-    if not raw.strip():
-        raise FileRefused(_("The file is empty. Its first line must be the header name,categoryId,status."))
     if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
         raise FileRefused(_("This file is UTF-16 (Excel's “Unicode Text”). Save it as “CSV UTF-8” instead."))
     if b"\x00" in raw:
@@ -154,9 +151,7 @@ def refusals(
 ) -> list[str]:
     """Why the portal refuses a row, in the request's language (nothing when it passes): the add form's checks of
     its values, as `read` made them. `category_id` is the id its category was read as (a label is looked up once,
-    when the file is read), `values` how many values its line held and `columns` how many its header named. The
-    import's page asks again for a refused row, with what the row kept, so the same check gives the same reasons in
-    each visitor's language."""
+    when the file is read), `values` how many values its line held and `columns` how many its header named."""
     if values != columns == len(HEADER):
         return [
             ngettext(

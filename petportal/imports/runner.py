@@ -121,11 +121,10 @@ def _send_rows(app: Flask, import_id: str, runner: str) -> None:
         found.source,
     )
     db.session.commit()  # end the read: the loop below runs for minutes
-    environment, active_at_start = batch.environment, batch.active_at_start
     lease = settings(app).import_lease_seconds
     concurrency = settings(app).import_concurrency
     # The places of this process's imports to this environment: never more calls than its import client has.
-    places = _places(app, environment)
+    places = _places(app, batch.environment)
     in_flight: set[Future[adding.Outcome]] = set()
     pause: StopReason | None = None
     stop: Reason | None = None
@@ -143,8 +142,8 @@ def _send_rows(app: Flask, import_id: str, runner: str) -> None:
                 if stop is None and not _owner_works_on(batch):
                     stop = {"code": StopReason.LIMITED}
             active = environments().active().name
-            if stop is None and active_at_start is not None and active != active_at_start:
-                stop = {"code": StopReason.SWITCHED, "previous": active_at_start, "active": active}
+            if stop is None and batch.active_at_start is not None and active != batch.active_at_start:
+                stop = {"code": StopReason.SWITCHED, "previous": batch.active_at_start, "active": active}
             while not all_claimed and pause is None and stop is None and len(in_flight) < concurrency:
                 if not places.acquire(timeout=0 if in_flight else RENEW_SECONDS):
                     break  # another import of this process has the places; wait for one
@@ -172,9 +171,7 @@ _PLACES_LOCK = threading.Lock()
 def _places(app: Flask, environment: str) -> threading.BoundedSemaphore:
     with _PLACES_LOCK:
         places: dict[str, threading.BoundedSemaphore] = app.extensions.setdefault("petportal.import_places", {})
-        if environment not in places:
-            places[environment] = threading.BoundedSemaphore(settings(app).import_concurrency)
-        return places[environment]
+        return places.setdefault(environment, threading.BoundedSemaphore(settings(app).import_concurrency))
 
 
 def _finish(batch: Sending, runner: str, pause: StopReason | None, stop: Reason | None) -> None:
