@@ -378,9 +378,9 @@ class RowTicket:
 Ticket = FormTicket | RowTicket
 
 
-def claim_next_row(batch: Any, runner: str) -> RowTicket | None:
+def claim_next_row(batch: BulkImport, runner: str) -> RowTicket | None:
     """Claim the import's first unsent row for `runner`, while its lease holds; None when no row is left or the
-    lease is lost. `batch` carries the import's id, environment, user_id and username."""
+    lease is lost."""
     lease_holds = exists().where(BulkImport.id == batch.id, held_by(runner))
     while True:
         row = db.session.execute(
@@ -432,7 +432,7 @@ def claim_next_row(batch: Any, runner: str) -> RowTicket | None:
             return None
 
 
-def _claim_promotion(batch: Any, position: int, staging_id: int) -> bool:
+def _claim_promotion(batch: BulkImport, position: int, staging_id: int) -> bool:
     """Claim `staging_id` in the ledger for this row, in the claim's commit; False when it was promoted before
     (the row is then settled as such, never sent). Two claims at once: the second's commit fails on the key."""
     earlier = db.session.get(Promotion, staging_id)
