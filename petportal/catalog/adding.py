@@ -173,8 +173,7 @@ def _settle(ticket: Ticket, outcome: Outcome) -> None:
                 name=ticket.animal.name,
                 **ticket.source,
             )
-            environment = ticket.environment
-            after_commit(lambda: page_cache.invalidate(environment))
+            after_commit(lambda: page_cache.invalidate(ticket.environment))
         case Refused(said=said, message=message, status=status):
             reason = {"code": RowReason.REFUSED, "said": said, "message": message, "status": status}
             ticket.settle(TicketState.REFUSED, None, reason)

@@ -36,13 +36,6 @@ class FileRefused(ValueError):
     request's language)."""
 
 
-class RowForm(AnimalForm):
-    """The add form's fields and checks, filled from one row of a file."""
-
-    class Meta:
-        csrf = False
-
-
 @dataclass(frozen=True)
 class Row:
     """One animal read from the file: what it said, what the add form made of it, how many values its line
@@ -174,15 +167,17 @@ def refusals(
     return _problems(_checked(name, category, labelled, status or ""), category, status or "")
 
 
-def _checked(name: str, category: str, labelled: int | None, status: str) -> RowForm:
+def _checked(name: str, category: str, labelled: int | None, status: str) -> AnimalForm:
     """The row's values through the add form's fields; `labelled`: the id of the label `category` names, if any."""
     category_id_text = category if WHOLE_NUMBER.fullmatch(category) else str(labelled if labelled is not None else "")
-    form = RowForm(formdata=MultiDict({"name": name, "category_id": category_id_text, "status": status}))
+    form = AnimalForm(
+        formdata=MultiDict({"name": name, "category_id": category_id_text, "status": status}), meta={"csrf": False}
+    )
     form.validate()
     return form
 
 
-def _problems(form: RowForm, category: str, status: str) -> list[str]:
+def _problems(form: AnimalForm, category: str, status: str) -> list[str]:
     problems = [str(error) for error in form.name.errors]
     if form.category_id.errors:
         problems.append(_category_problem(category, form.category_id.errors))

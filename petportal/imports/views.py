@@ -194,8 +194,7 @@ def _send(
     import is for the environment served, audited as `pressed` (the button: started or retried); flash
     `sending(batch, count)`, or `nothing` when none were queued."""
     batch = _find(import_id)
-    refused = _refuse_unbound(batch)
-    if refused:
+    if refused := _refuse_unbound(batch):
         return refused
     # A promotion goes to production whatever is active; an import stops when the active environment changes.
     count = queue(batch, None if batch.source else environments().active().name)
