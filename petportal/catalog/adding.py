@@ -173,8 +173,7 @@ def _settle(ticket: Ticket, outcome: Outcome) -> None:
                 name=ticket.animal.name,
                 **ticket.source,
             )
-            environment = ticket.environment
-            after_commit(lambda: page_cache.invalidate(environment))
+            after_commit(lambda: page_cache.invalidate(ticket.environment))
         case Refused(said=said, message=message, status=status):
             reason = {"code": RowReason.REFUSED, "said": said, "message": message, "status": status}
             ticket.settle(TicketState.REFUSED, None, reason)
@@ -378,9 +377,9 @@ class RowTicket:
 Ticket = FormTicket | RowTicket
 
 
-def claim_next_row(batch: Any, runner: str) -> RowTicket | None:
+def claim_next_row(batch: BulkImport, runner: str) -> RowTicket | None:
     """Claim the import's first unsent row for `runner`, while its lease holds; None when no row is left or the
-    lease is lost. `batch` carries the import's id, environment, user_id and username."""
+    lease is lost."""
     lease_holds = exists().where(BulkImport.id == batch.id, held_by(runner))
     while True:
         row = db.session.execute(
@@ -418,7 +417,6 @@ def claim_next_row(batch: Any, runner: str) -> RowTicket | None:
             db.session.rollback()  # another promotion claimed the same staging id meanwhile: read the row again
             continue
         if claimed and not promoted_before:
-            animal = NewAnimal(row.name, row.category_id, row.status)
             return RowTicket(
                 batch.id,
                 row.position,
@@ -426,14 +424,14 @@ def claim_next_row(batch: Any, runner: str) -> RowTicket | None:
                 batch.user_id,
                 batch.username,
                 batch.environment,
-                animal,
+                NewAnimal(row.name, row.category_id, row.status),
                 row.source_id,
             )
         if not promoted_before and not db.session.scalar(select(lease_holds)):
             return None
 
 
-def _claim_promotion(batch: Any, position: int, staging_id: int) -> bool:
+def _claim_promotion(batch: BulkImport, position: int, staging_id: int) -> bool:
     """Claim `staging_id` in the ledger for this row, in the claim's commit; False when it was promoted before
     (the row is then settled as such, never sent). Two claims at once: the second's commit fails on the key."""
     earlier = db.session.get(Promotion, staging_id)

@@ -35,8 +35,7 @@ def labels(environment_name: str) -> dict[int, str]:
     if time.monotonic() - read_at > REFRESH_SECONDS:
         query = select(CategoryLabel.category_id, CategoryLabel.label)
         try:
-            rows = db.session.execute(query.where(CategoryLabel.environment == environment_name)).all()
-            found = {category_id: label for category_id, label in rows}
+            found = dict(db.session.execute(query.where(CategoryLabel.environment == environment_name)).all())
         except DATABASE_OUTAGES as error:
             db.session.rollback()
             log.error("the portal's database is unavailable: %s", type(error).__name__)

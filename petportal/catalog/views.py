@@ -75,7 +75,7 @@ def list_animals() -> ResponseReturnValue:
     form = AnimalFilterForm(formdata=request.args)
     if not form.validate():
         return render_template("catalog/list.html", form=form, animals=None), 400
-    return list_page(form, fetch_animals(form))
+    return list_page(form, serving().client.list_pets(**form.query()))
 
 
 @bp.get("/animals.csv")
@@ -84,7 +84,7 @@ def list_animals_csv() -> ResponseReturnValue:
     form = AnimalFilterForm(formdata=request.args)
     if not form.validate():
         return render_error(400, _refused_query(form))
-    fetched = fetch_animals(form)
+    fetched = serving().client.list_pets(**form.query())
     environment = serving().environment.name
     labels = categories.labels(environment)
     rows = (
@@ -92,11 +92,6 @@ def list_animals_csv() -> ResponseReturnValue:
         for animal in shown_animals(form, fetched, labels)
     )
     return csv_download(f"animals-{environment}.csv", ANIMAL_COLUMNS, rows)
-
-
-def fetch_animals(form: AnimalFilterForm) -> list[Pet]:
-    """The one listPets call of a valid list filter `form`."""
-    return serving().client.list_pets(**form.query())
 
 
 def shown_animals(form: AnimalFilterForm, fetched: Sequence[Pet], labels: Mapping[int, str]) -> list[Pet]:
@@ -153,10 +148,7 @@ def show_animal(pet_id: int) -> ResponseReturnValue:
 
 
 def find_animal(pet_id: int) -> Pet | None:
-    """getPet until its removal date, or until it answers 410; then look the animal up through listPets.
-
-    None when listPets does not return it either.
-    """
+    """The animal from getPet before its removal date (unless it answers 410), else from listPets; None if neither."""
     client = serving().client
     if now().date() < GET_PET_REMOVAL:
         try:

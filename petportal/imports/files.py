@@ -36,13 +36,6 @@ class FileRefused(ValueError):
     request's language)."""
 
 
-class RowForm(AnimalForm):
-    """The add form's fields and checks, filled from one row of a file."""
-
-    class Meta:
-        csrf = False
-
-
 @dataclass(frozen=True)
 class Row:
     """One animal read from the file: what it said, what the add form made of it, how many values its line
@@ -63,8 +56,7 @@ class Row:
 
 def read(raw: bytes, labels: dict[str, int]) -> list[Row]:
     """The rows of an uploaded file, in order; `labels` maps each category label, folded, to its id."""
-    text = _text(raw)
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    reader = csv.reader(io.StringIO(_text(raw), newline=""), strict=True)
     rows: list[Row] = []
     header: tuple[str, ...] | None = None
     try:
@@ -100,8 +92,6 @@ def _text(raw: bytes) -> str:
             megabytes=FILE_MAX_BYTES // 1024 // 1024,
         )
         raise FileRefused(message)
-    if not raw.strip():
-        raise FileRefused(_("The file is empty. Its first line must be the header name,categoryId,status."))
     if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
         raise FileRefused(_("This file is UTF-16 (Excel's “Unicode Text”). Save it as “CSV UTF-8” instead."))
     if b"\x00" in raw:
@@ -154,9 +144,7 @@ def refusals(
 ) -> list[str]:
     """Why the portal refuses a row, in the request's language (nothing when it passes): the add form's checks of
     its values, as `read` made them. `category_id` is the id its category was read as (a label is looked up once,
-    when the file is read), `values` how many values its line held and `columns` how many its header named. The
-    import's page asks again for a refused row, with what the row kept, so the same check gives the same reasons in
-    each visitor's language."""
+    when the file is read), `values` how many values its line held and `columns` how many its header named."""
     if values != columns == len(HEADER):
         return [
             ngettext(
@@ -179,15 +167,17 @@ def refusals(
     return _problems(_checked(name, category, labelled, status or ""), category, status or "")
 
 
-def _checked(name: str, category: str, labelled: int | None, status: str) -> RowForm:
+def _checked(name: str, category: str, labelled: int | None, status: str) -> AnimalForm:
     """The row's values through the add form's fields; `labelled`: the id of the label `category` names, if any."""
     category_id_text = category if WHOLE_NUMBER.fullmatch(category) else str(labelled if labelled is not None else "")
-    form = RowForm(formdata=MultiDict({"name": name, "category_id": category_id_text, "status": status}))
+    form = AnimalForm(
+        formdata=MultiDict({"name": name, "category_id": category_id_text, "status": status}), meta={"csrf": False}
+    )
     form.validate()
     return form
 
 
-def _problems(form: RowForm, category: str, status: str) -> list[str]:
+def _problems(form: AnimalForm, category: str, status: str) -> list[str]:
     problems = [str(error) for error in form.name.errors]
     if form.category_id.errors:
         problems.append(_category_problem(category, form.category_id.errors))

@@ -75,13 +75,12 @@ def promote() -> ResponseReturnValue:
 
 
 def _page(form: AnimalFilterForm, chosen: PromoteForm, animals: list[Pet] | None) -> str:
-    promoted = _promoted([animal.id for animal in animals or []])
     return render_template(
         "imports/promote.html",
         form=form,
         chosen=chosen,
         animals=animals,
-        promoted=promoted,
+        promoted=_promoted([animal.id for animal in animals or []]),
         labels=categories.labels(SOURCE),
     )
 

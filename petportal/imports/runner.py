@@ -20,7 +20,6 @@ import threading
 import time
 import uuid
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
 from datetime import timedelta
 
 from flask import Flask, current_app
@@ -93,39 +92,15 @@ def _take_over(import_id: str, runner: str, lease: float) -> bool:
     return taken
 
 
-@dataclass(frozen=True)
-class Sending:
-    """What the sending threads need of the import: plain values, never an ORM object of another thread's session."""
-
-    id: str
-    environment: str
-    active_at_start: str | None
-    user_id: int
-    username: str
-    filename: str
-    total: int
-    source: str | None
-
-
 def _send_rows(app: Flask, import_id: str, runner: str) -> None:
-    found = db.session.get(BulkImport, import_id)
-    assert found is not None
-    batch = Sending(
-        found.id,
-        found.environment,
-        found.active_at_start,
-        found.user_id,
-        found.username,
-        found.filename,
-        found.total,
-        found.source,
-    )
-    db.session.commit()  # end the read: the loop below runs for minutes
-    environment, active_at_start = batch.environment, batch.active_at_start
+    batch = db.session.get(BulkImport, import_id)
+    assert batch is not None
+    db.session.expunge(batch)  # kept as read: the loop below commits at every step, for minutes, and never reloads it
+    db.session.commit()  # end the read
     lease = settings(app).import_lease_seconds
     concurrency = settings(app).import_concurrency
     # The places of this process's imports to this environment: never more calls than its import client has.
-    places = _places(app, environment)
+    places = _places(app, batch.environment)
     in_flight: set[Future[adding.Outcome]] = set()
     pause: StopReason | None = None
     stop: Reason | None = None
@@ -143,8 +118,8 @@ def _send_rows(app: Flask, import_id: str, runner: str) -> None:
                 if stop is None and not _owner_works_on(batch):
                     stop = {"code": StopReason.LIMITED}
             active = environments().active().name
-            if stop is None and active_at_start is not None and active != active_at_start:
-                stop = {"code": StopReason.SWITCHED, "previous": active_at_start, "active": active}
+            if stop is None and batch.active_at_start is not None and active != batch.active_at_start:
+                stop = {"code": StopReason.SWITCHED, "previous": batch.active_at_start, "active": active}
             while not all_claimed and pause is None and stop is None and len(in_flight) < concurrency:
                 if not places.acquire(timeout=0 if in_flight else RENEW_SECONDS):
                     break  # another import of this process has the places; wait for one
@@ -172,12 +147,10 @@ _PLACES_LOCK = threading.Lock()
 def _places(app: Flask, environment: str) -> threading.BoundedSemaphore:
     with _PLACES_LOCK:
         places: dict[str, threading.BoundedSemaphore] = app.extensions.setdefault("petportal.import_places", {})
-        if environment not in places:
-            places[environment] = threading.BoundedSemaphore(settings(app).import_concurrency)
-        return places[environment]
+        return places.setdefault(environment, threading.BoundedSemaphore(settings(app).import_concurrency))
 
 
-def _finish(batch: Sending, runner: str, pause: StopReason | None, stop: Reason | None) -> None:
+def _finish(batch: BulkImport, runner: str, pause: StopReason | None, stop: Reason | None) -> None:
     if (pause is not None or stop is not None) and not counts(batch.id)[TicketState.ISSUED]:
         pause = stop = None  # nothing is left to send: the import is done, its unknown rows listed
     state: ImportState
@@ -218,7 +191,7 @@ def _finish(batch: Sending, runner: str, pause: StopReason | None, stop: Reason 
     db.session.commit()  # the finishing step: the import's end and its audit entry together
 
 
-def _owner_works_on(batch: Sending) -> bool:
+def _owner_works_on(batch: BulkImport) -> bool:
     """Whether the import's owner still works on its environment (and a promotion's source): an admin may have
     limited the account since it was started."""
     kept = db.session.scalar(select(User.environments).where(User.id == batch.user_id)) or ""

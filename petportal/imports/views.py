@@ -69,8 +69,9 @@ def upload() -> ResponseReturnValue:
     if form.validate_on_submit():
         upload = form.file.data
         raw = upload.read(files.FILE_MAX_BYTES + 1)
+        label_ids = {folded(row.label): row.category_id for row in categories.all_labels(environment.name)}
         try:
-            rows = files.read(raw, _label_ids(environment.name))
+            rows = files.read(raw, label_ids)
         except files.FileRefused as refused:
             form.file.errors.append(_("%(problem)s Nothing was stored.", problem=str(refused)))
         else:
@@ -84,8 +85,7 @@ def upload() -> ResponseReturnValue:
 @role_required(Role.STAFF)
 def show(import_id: str) -> str:
     """The preview before the start; the progress while it is sent; the results after."""
-    batch = _find(import_id)
-    return _page(batch)
+    return _page(_find(import_id))
 
 
 @bp.get(f"/{IMPORT_ID}.json")
@@ -194,8 +194,7 @@ def _send(
     import is for the environment served, audited as `pressed` (the button: started or retried); flash
     `sending(batch, count)`, or `nothing` when none were queued."""
     batch = _find(import_id)
-    refused = _refuse_unbound(batch)
-    if refused:
+    if refused := _refuse_unbound(batch):
         return refused
     # A promotion goes to production whatever is active; an import stops when the active environment changes.
     count = queue(batch, None if batch.source else environments().active().name)
@@ -240,24 +239,18 @@ def _refuse_unbound(batch: BulkImport) -> ErrorPage | None:
 
 
 def _page(batch: BulkImport, problem: str | None = None) -> str:
-    rows = batches.rows(batch)
     found = batches.counts(batch.id)
-    labels = categories.labels(batch.environment)
     return render_template(
         "imports/show.html",
         batch=batch,
-        rows=rows,
+        rows=batches.rows(batch),
         counts=found,
         progress=batches.progress(batch, found),
         earlier=batches.earlier_import(batch) if batch.state == ImportState.PREVIEW else None,
-        labels=labels,
+        labels=categories.labels(batch.environment),
         button=ButtonForm(),
         problem=problem,
     )
-
-
-def _label_ids(environment_name: str) -> dict[str, int]:
-    return {folded(row.label): row.category_id for row in categories.all_labels(environment_name)}
 
 
 def _shown_name(filename: str | None) -> str:
