@@ -74,10 +74,9 @@ def render_error(
         default_title, default_message = _("Error %(status)s", status=status), _("The request failed.")
     title = str(title or default_title)
     message = str(message or default_message)
-    template = "errors/404.html" if status == 404 else "errors/error.html"
     try:
         page = render_template(
-            template,
+            "errors/404.html" if status == 404 else "errors/error.html",
             status=status,
             title=title,
             message=message,
