@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 from dotenv import find_dotenv, load_dotenv
@@ -102,8 +102,7 @@ class Settings:
 
 def settings(app: Flask | None = None) -> Settings:
     """The settings of `app`, or of the app of this request or command."""
-    found: Settings = (app or current_app).extensions[SETTINGS]
-    return found
+    return cast(Settings, (app or current_app).extensions[SETTINGS])
 
 
 def defaults(instance_path: str) -> dict[str, Any]:
@@ -169,11 +168,10 @@ def derived(settings: Mapping[str, Any]) -> dict[str, Any]:
     """Settings that follow from the others: cookies, the database engine, the login counters' and cache back ends."""
     redis_url = settings["REDIS_URL"]
     cache_seconds = settings["CACHE_SECONDS"]
-    pool_size = settings["UPSTREAM_POOL_SIZE"]
     values: dict[str, Any] = {
         # Two threads of each worker never wait on the pet store, so health checks, cached pages and
         # static files are served even while the store hangs.
-        "UPSTREAM_CONCURRENCY": max(1, pool_size - 2),
+        "UPSTREAM_CONCURRENCY": max(1, settings["UPSTREAM_POOL_SIZE"] - 2),
         # Session and remember-me cookies: HttpOnly, SameSite=Lax, Secure whenever users come over HTTPS.
         "SESSION_COOKIE_HTTPONLY": True,
         "SESSION_COOKIE_SAMESITE": "Lax",
@@ -214,7 +212,6 @@ class ConfigurationError(SystemExit):
 
     def __init__(self, message: str) -> None:
         super().__init__(f"Pet Portal cannot start: {message}")
-        self.message = message
 
 
 def _number(environ: Mapping[str, str], name: str, default: Any, kind: type = float, minimum: float = 0) -> Any:
@@ -353,8 +350,7 @@ def secret_variables(environ: Mapping[str, str]) -> list[str]:
 
 
 def secret_values(config: Mapping[str, Any]) -> tuple[str, ...]:
-    """The secrets among `config`'s settings, which no log line or span may quote (`egress`): the pet store keys,
-    the session key, the single sign-on client secret and the metrics token."""
+    """The secrets among `config`'s settings, which no log line or span may quote (`egress`)."""
     values = [settings["key"] for settings in config["PETSTORE_ENVIRONMENTS"].values()]
     values += [config.get("SECRET_KEY"), (config.get("OIDC") or {}).get("client_secret"), config.get("METRICS_TOKEN")]
     return tuple(value for value in values if isinstance(value, str) and value)
@@ -370,14 +366,12 @@ def check(config: Mapping[str, Any]) -> None:
         )
     for name, settings in config["PETSTORE_ENVIRONMENTS"].items():
         _check_pet_store(name, settings["url"], settings["key"])
-    if config["DEFAULT_ENVIRONMENT"] not in ENVIRONMENT_NAMES:
+    name = config["DEFAULT_ENVIRONMENT"]
+    if name not in ENVIRONMENT_NAMES:
         raise ConfigurationError(
-            f"PETPORTAL_DEFAULT_ENVIRONMENT must be one of {', '.join(ENVIRONMENT_NAMES)}, "
-            f"not {config['DEFAULT_ENVIRONMENT']!r}."
+            f"PETPORTAL_DEFAULT_ENVIRONMENT must be one of {', '.join(ENVIRONMENT_NAMES)}, not {name!r}."
         )
-    default = config["PETSTORE_ENVIRONMENTS"][config["DEFAULT_ENVIRONMENT"]]
-    if not config["DEMO"] and not default["url"]:
-        name = config["DEFAULT_ENVIRONMENT"]
+    if not config["DEMO"] and not config["PETSTORE_ENVIRONMENTS"][name]["url"]:
         raise ConfigurationError(
             f"PETPORTAL_DEFAULT_ENVIRONMENT is {name}, but PETSTORE_{name.upper()}_URL is not set."
         )

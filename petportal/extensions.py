@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import click
 from flask import Flask
@@ -46,8 +46,7 @@ class _MigrateCommands(click.Group):
     ) -> click.Context:
         from flask_migrate.cli import db as commands  # imported when a `flask db` command runs
 
-        context: click.Context = commands.make_context(info_name, args, parent=parent, **extra)
-        return context
+        return cast(click.Context, commands.make_context(info_name, args, parent=parent, **extra))
 
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"

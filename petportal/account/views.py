@@ -195,14 +195,13 @@ def _enrolment_secret() -> str:
 
 
 def _enrolment_page(user: User, secret: str, form: CodeForm, status: int) -> tuple[str, int]:
-    page = render_template(
+    return render_template(
         "account/mfa_enrol.html",
         form=form,
         secret=secret,
         qr_code=mfa.qr_code(user, secret),
         replacing=user.mfa_enabled,
-    )
-    return page, status
+    ), status
 
 
 def _password_page(form: ChangePasswordForm, status: int) -> tuple[str, int]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 from urllib.parse import quote
 
 from babel import Locale
@@ -59,8 +59,7 @@ def language_of(environ: WSGIEnvironment) -> str:
     else English."""
     if LANGUAGE not in environ:
         environ[LANGUAGE] = _negotiated(environ)
-    language: str = environ[LANGUAGE]
-    return language
+    return cast(str, environ[LANGUAGE])
 
 
 def _negotiated(environ: WSGIEnvironment) -> str:

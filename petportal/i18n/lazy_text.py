@@ -39,10 +39,9 @@ def translations() -> Any:
     if not has_request_context():
         return get_translations()
     locale = get_locale()
-    environ = request.environ
-    found = environ.get(TRANSLATIONS)
+    found = request.environ.get(TRANSLATIONS)
     if found is None or found[0] is not locale:
-        found = environ[TRANSLATIONS] = (locale, get_translations())
+        found = request.environ[TRANSLATIONS] = (locale, get_translations())
     return found[1]
 
 

@@ -21,10 +21,8 @@ from markupsafe import Markup
 
 from petportal.i18n.lazy_text import translations
 
-GETTEXT_NAMES = ("_", "gettext")
 # Compiled templates kept per language (Jinja's own default for an environment).
 TEMPLATES_PER_LANGUAGE = 400
-NGETTEXT_NAME = "ngettext"
 
 
 class TemplateText:
@@ -84,15 +82,10 @@ class TranslatedEnvironment(Environment):
             self.languages[language] = linked
         return linked
 
-    def get_template(self, name: Any, parent: str | None = None, globals: Any = None) -> Any:
+    def _load_template(self, name: str, globals: Any) -> Any:
         if self.language is None and has_request_context():
-            return self.in_language(str(get_locale())).get_template(name, parent, globals)
-        return super().get_template(name, parent, globals)
-
-    def select_template(self, names: Any, parent: str | None = None, globals: Any = None) -> Any:
-        if self.language is None and has_request_context():
-            return self.in_language(str(get_locale())).select_template(names, parent, globals)
-        return super().select_template(names, parent, globals)
+            return self.in_language(str(get_locale()))._load_template(name, globals)
+        return super()._load_template(name, globals)
 
     def _parse(self, source: str, name: str | None, filename: str | None) -> nodes.Template:
         tree = super()._parse(source, name, filename)
@@ -130,14 +123,14 @@ class _Translate(NodeTransformer):
             return node
         values = {keyword.key: keyword.value for keyword in node.kwargs}
         constants = {key: value.value for key, value in values.items() if isinstance(value, nodes.Const)}
-        if called.name in GETTEXT_NAMES and len(texts) == 1 and isinstance(texts[0], str):
+        if called.name in ("_", "gettext") and len(texts) == 1 and isinstance(texts[0], str):
             if len(constants) == len(values):
                 return _markup(self.text.gettext(texts[0], **constants), node.lineno)
             translated = Markup(self.text.catalog.ugettext(texts[0]))
             line = node.lineno
             pairs = [nodes.Pair(nodes.Const(key), value, lineno=line) for key, value in values.items()]
             return nodes.Mod(_markup(translated, line), nodes.Dict(pairs, lineno=line), lineno=line)
-        if called.name == NGETTEXT_NAME and len(texts) == 3 and len(constants) == len(values):
+        if called.name == "ngettext" and len(texts) == 3 and len(constants) == len(values):
             singular, plural, count = texts
             if isinstance(singular, str) and isinstance(plural, str) and isinstance(count, int):
                 return _markup(self.text.ngettext(singular, plural, count, **constants), node.lineno)

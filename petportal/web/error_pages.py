@@ -74,10 +74,9 @@ def render_error(
         default_title, default_message = _("Error %(status)s", status=status), _("The request failed.")
     title = str(title or default_title)
     message = str(message or default_message)
-    template = "errors/404.html" if status == 404 else "errors/error.html"
     try:
         page = render_template(
-            template,
+            "errors/404.html" if status == 404 else "errors/error.html",
             status=status,
             title=title,
             message=message,
@@ -100,8 +99,7 @@ def handle_http_error(error: HTTPException) -> ResponseReturnValue:
     if isinstance(error, UnreadableRequest):
         return render_error(400, error.description)
     if isinstance(error, MethodNotAllowed):
-        page, status = render_error(405)
-        return page, status, {"Allow": ", ".join(sorted(error.valid_methods or ()))}
+        return *render_error(405), {"Allow": ", ".join(sorted(error.valid_methods or ()))}
     if error.code == 503:
         # Raised by the portal itself (logins while its own stores are down), with a message for people.
         return render_error(503, error.description, title=_("Temporarily unavailable"), retry=True)
@@ -119,7 +117,6 @@ def handle_database_error(error: SQLAlchemyError) -> ErrorPage:
     missing = tables_missing(error)  # not a bug either: the database was never set up
     if not isinstance(error, DATABASE_OUTAGES) and not missing:
         return handle_unexpected_error(error)
-    db.session.rollback()
     if missing:
         current_app.logger.error("the portal's database has no tables: %s", INIT_DB_HINT)
     else:

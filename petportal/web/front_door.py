@@ -11,7 +11,7 @@ import io
 import os
 import threading
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import unquote_to_bytes
 
 from flask import Flask, g, request
@@ -60,8 +60,7 @@ def unreadable(environ: WSGIEnvironment) -> str | None:
     """The part of the request that is not UTF-8 ("path", "query", "cookies", "headers"), or None; worked out once."""
     if UNREADABLE not in environ:
         environ[UNREADABLE] = _unreadable_part(environ)
-    part: str | None = environ[UNREADABLE]
-    return part
+    return cast(str | None, environ[UNREADABLE])
 
 
 def _unreadable_part(environ: WSGIEnvironment) -> str | None:

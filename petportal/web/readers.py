@@ -12,7 +12,7 @@ from datetime import date
 from typing import Any
 from urllib.parse import urlsplit
 
-from werkzeug.routing import IntegerConverter, Map, ValidationError
+from werkzeug.routing import IntegerConverter, ValidationError
 from wtforms import IntegerField, StringField
 
 from petportal.petstore.records import INT64_MAX, INT64_MIN
@@ -85,13 +85,10 @@ class WholeNumberConverter(IntegerConverter):
 
     regex = r"[0-9]+"
 
-    def __init__(self, map: Map, signed: bool = False) -> None:
-        super().__init__(map, signed=signed)
-        self.low = INT64_MIN if signed else 0
-
     def to_python(self, value: str) -> int:
         number = whole_number(value)
-        if number is None or not self.low <= number <= INT64_MAX:
+        low = INT64_MIN if self.signed else 0
+        if number is None or not low <= number <= INT64_MAX:
             raise ValidationError
         return number
 

@@ -73,11 +73,9 @@ def allow_location(address: str) -> None:
 def keep_locations_on_trusted_hosts(response: Response) -> Response:
     """A `Location` naming an untrusted host (Werkzeug builds some from `Host`) becomes a path on this site."""
     location = response.headers.get("Location")
-    if not location:
+    if not location or _without_query(location) in current_app.extensions.get(OUTSIDE_LOCATIONS, ()):
         return response
     parts = urlsplit(location)
-    if _without_query(location) in current_app.extensions.get(OUTSIDE_LOCATIONS, ()):
-        return response
     if (parts.scheme or parts.netloc) and not (_trusted_hosts() and host_is_trusted(parts.netloc, _trusted_hosts())):
         path = "/" + parts.path.lstrip("/")
         response.headers["Location"] = path + (f"?{parts.query}" if parts.query else "")

@@ -38,26 +38,21 @@ def versioned_url(endpoint: str, filename: str) -> str:
 
 
 def _digest(app: Flask, endpoint: str, filename: str) -> str | None:
-    """The digest of the file `filename` names in the endpoint's folder, or None when there is no such file."""
-    path = _path(app, endpoint, filename)
-    if path is None:
-        return None
-    digests: dict[str, str] = app.extensions.setdefault(DIGESTS, {})
-    if path not in digests:
-        with open(path, "rb") as file:
-            digests[path] = hashlib.sha256(file.read()).hexdigest()[:DIGEST_LENGTH]
-    return digests[path]
-
-
-def _path(app: Flask, endpoint: str, filename: str) -> str | None:
-    """The file as `send_from_directory` finds it: inside the folder, normalised, a regular file; else None."""
+    """The digest of the file `filename` names in the endpoint's folder, found as `send_from_directory` finds it
+    (inside the folder, normalised, a regular file), or None when there is no such file."""
     blueprint = endpoint.rpartition(".")[0]
     folder = app.blueprints[blueprint].static_folder if blueprint else app.static_folder
     path = safe_join(folder, filename) if folder else None
     if path is None:
         return None
     path = os.path.normpath(path)
-    return path if os.path.isfile(path) else None
+    if not os.path.isfile(path):
+        return None
+    digests: dict[str, str] = app.extensions.setdefault(DIGESTS, {})
+    if path not in digests:
+        with open(path, "rb") as file:
+            digests[path] = hashlib.sha256(file.read()).hexdigest()[:DIGEST_LENGTH]
+    return digests[path]
 
 
 def register(app: Flask) -> None:
