@@ -60,11 +60,9 @@ class RequestContextFilter(logging.Filter):
         return True
 
 
-class DevelopmentServerRequests(logging.Filter):
+def not_a_development_server_request(record: logging.LogRecord) -> bool:
     """Drops the development server's own line for each request: the portal writes its access line itself."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not (record.name == "werkzeug" and " - - [" in record.getMessage())
+    return not (record.name == "werkzeug" and " - - [" in record.getMessage())
 
 
 class EachSecondOnce(logging.Formatter):
@@ -118,10 +116,9 @@ def configure(log_format: str) -> None:
         logger.addHandler(handler)
         logger.setLevel(logging.INFO if name in ("petportal", "werkzeug") else logging.WARNING)
         logger.propagate = name != "werkzeug"  # on to the tests' capture; a server's root handler skips them
-    # The development server's per-request line would repeat the portal's own access line.
-    werkzeug = logging.getLogger("werkzeug")
-    if not any(isinstance(f, DevelopmentServerRequests) for f in werkzeug.filters):
-        werkzeug.addFilter(DevelopmentServerRequests())
+    # The development server's per-request line would repeat the portal's own access line (added once: addFilter
+    # skips a filter already there).
+    logging.getLogger("werkzeug").addFilter(not_a_development_server_request)
 
 
 def uncaught_exceptions_logged() -> None:
@@ -312,19 +309,17 @@ class LineBatches(logging.Handler):
 
     def flush(self) -> None:
         with self.lock:  # type: ignore[union-attr]  # one writer at a time
-            batch: list[bytes] = []
-            size = 0
+            batch = bytearray()
             while self.pending:
                 line = self.pending.popleft()
-                if batch and size + len(line) > select.PIPE_BUF:
-                    self._write(b"".join(batch))
-                    batch, size = [], 0
-                batch.append(line)
-                size += len(line)
+                if batch and len(batch) + len(line) > select.PIPE_BUF:
+                    self._write(batch)
+                    batch = bytearray()
+                batch += line
             if batch:
-                self._write(b"".join(batch))
+                self._write(batch)
 
-    def _write(self, data: bytes) -> None:
+    def _write(self, data: bytearray) -> None:
         while data:
             data = data[os.write(self.fd, data) :]
 

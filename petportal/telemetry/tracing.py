@@ -194,10 +194,7 @@ def guarded_attributes(attributes: Mapping[str, Any] | None) -> dict[str, Any] |
 def without_query_values(url: str) -> str:
     """`url` (or a request target) with its query cut to the names of its parameters and its fragment dropped:
     "/sso/callback?code=...&state=..." becomes "/sso/callback?code&state"."""
-    rest, fragment, _ = url.partition("#")
-    base, mark, query = rest.partition("?")
-    if not mark and not fragment:
-        return url
+    base, mark, query = url.partition("#")[0].partition("?")
     return base + ("?" + query_names(query) if mark else "")
 
 
