@@ -89,7 +89,6 @@ def forget_dead_workers(folder: str) -> None:
 
 
 def register(app: Flask) -> None:
-
     @app.before_request
     def start_timer() -> None:
         g.metrics_started = time.perf_counter()

@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
     from opentelemetry.trace import Tracer
 
-TRACER_NAME = "petportal"
 # What the request and call spans carry besides OpenTelemetry's HTTP attributes.
 ENVIRONMENT = "petportal.environment"
 OPERATION = "petstore.operation"
@@ -83,7 +82,7 @@ def _start() -> None:
     exporter = cast(SpanExporter, GuardedExporter(OTLPSpanExporter()))
     provider.add_span_processor(BatchSpanProcessor(exporter))
     trace.set_tracer_provider(provider)
-    _ThisProcess.tracer = trace.get_tracer(TRACER_NAME)
+    _ThisProcess.tracer = trace.get_tracer("petportal")
 
 
 def describe_request(method: str, route: str | None, environment: str | None) -> None:
