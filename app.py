@@ -31,7 +31,7 @@ def main(argv: list[str]) -> None:
     )
     options = parser.parse_args(argv)
     fewer_malloc_arenas()  # one thread per request: keep their freed memory in two arenas
-    demo.portal(create_app, options.host, options.port, "--port").run(host=options.host, port=options.port)
+    demo.portal(create_app, options.host, options.port).run(host=options.host, port=options.port)
 
 
 def _flask_run_address() -> tuple[str, int] | None:
@@ -45,6 +45,6 @@ def _flask_run_address() -> tuple[str, int] | None:
 if __name__ == "__main__":
     main(sys.argv[1:])
 elif address := _flask_run_address():
-    app = demo.portal(create_app, *address, "--port")
+    app = demo.portal(create_app, *address)
 else:
     app = create_app()

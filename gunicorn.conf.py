@@ -57,9 +57,8 @@ def post_worker_init(worker):
     from petportal.imports import engines
     from petportal.telemetry import logs
 
-    if hasattr(worker.wsgi, "extensions"):
-        engines.watch(worker.wsgi)
     if "LOG_FORMAT" in getattr(worker.wsgi, "config", {}):  # the portal (this file also serves the reference store)
+        engines.watch(worker.wsgi)
         logs.batch_access_lines(worker.wsgi.config["LOG_FORMAT"])
 
 

@@ -14,9 +14,6 @@ from petportal.data.database import INIT_DB_HINT, DatabaseState, database_state
 from petportal.data.models import AuditAction, AuditDetail, Role
 from petportal.extensions import db
 
-# The first migration: the schema 0.1.0's init-db made with create_all, before there were migrations.
-BASELINE_REVISION = "0001"
-
 
 @click.command("init-db")
 @with_appcontext
@@ -53,7 +50,7 @@ def upgrade_database() -> None:
 
     tables = inspect(db.engine).get_table_names()
     if tables and "alembic_version" not in tables:
-        flask_migrate.stamp(revision=BASELINE_REVISION)
+        flask_migrate.stamp(revision="0001")  # the first migration: the schema 0.1.0's create_all made
     flask_migrate.upgrade()
 
 

@@ -35,19 +35,19 @@ PR_SET_PDEATHSIG = 1
 log = logging.getLogger(__name__)
 
 
-def portal(create_app: Callable[..., Flask], host: str, port: int, port_option: str) -> Flask:
+def portal(create_app: Callable[..., Flask], host: str, port: int) -> Flask:
     """The portal for a demo entry point (`python app.py`, `flask --app app run`) to serve on host:port: in demo
     mode when no pet store is configured. The port is checked before any store starts. A reloader child reuses its
     parent's stores, database and accounts, so reloads neither start stores twice nor change the passwords."""
     if not demo_wanted(os.environ):
         app = create_app()
-        _check_port(host, port, port_option)
+        _check_port(host, port)
         warn_before_init_db(app)
         return app
     started = os.environ.get(DEMO_STARTED_VARIABLE)
     if started:
         return create_app(demo=json.loads(started))
-    _check_port(host, port, port_option)
+    _check_port(host, port)
     instance_path = INSTANCE_PATH or "instance"  # always a checkout's: the demo's entry points live in one
     stores = start_stores(instance_path)
     settings = {
@@ -67,9 +67,9 @@ def portal(create_app: Callable[..., Flask], host: str, port: int, port_option: 
     return app
 
 
-def _check_port(host: str, port: int, port_option: str) -> None:
+def _check_port(host: str, port: int) -> None:
     if not is_running_from_reloader():  # a reloader child serves on its parent's socket
-        check_free(host, port, f"port with {port_option}, for example {port_option} 8080")
+        check_free(host, port, "port with --port, for example --port 8080")
 
 
 def start_stores(instance_path: str) -> dict[str, dict[str, str]]:

@@ -23,7 +23,6 @@ from petportal.imports import engines
 from petportal.running.commands import warn_before_init_db
 from petportal.running.processes import check_free, fewer_malloc_arenas
 from petportal.telemetry import logs, tracing
-from petportal.telemetry.logs import server_logging, uncaught_exceptions_logged
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import WSGIApplication
@@ -118,7 +117,7 @@ def serve(load: Callable[[], WSGIApplication], host: str, port: int, workers: in
         websockets=False,  # WSGI has none
         http1_settings=HTTP1Settings(header_read_timeout=10_000, keep_alive=True),
         log_access=False,  # the portal writes its own access lines
-        log_dictconfig=server_logging(log_format) or None,
+        log_dictconfig=logs.server_logging(log_format) or None,
         respawn_failed_workers=True,
         workers_kill_timeout=GRACE_SECONDS,
     )
@@ -146,7 +145,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--workers", type=int, default=default_workers())
     args = parser.parse_args(argv)
     host, port = parse_bind(args.bind)
-    uncaught_exceptions_logged()  # the workers are forked from here: theirs too
+    logs.uncaught_exceptions_logged()  # the workers are forked from here: theirs too
     fewer_malloc_arenas()  # before the app is loaded and the workers forked
     app = ScriptInfo(app_import_path=args.app_import_path).load_app()
     if app.import_name != "petportal":

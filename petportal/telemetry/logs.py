@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from flask import Flask, Response, g, has_request_context, request
 from pythonjsonlogger.core import RESERVED_ATTRS
@@ -32,7 +32,6 @@ TEXT_FORMAT = "%(asctime)s %(levelname)s [%(request_id)s] %(name)s: %(message)s"
 JSON_FIELDS = "%(asctime)s %(levelname)s %(name)s %(message)s %(request_id)s %(user)s %(environment)s %(trace_id)s"
 JSON_NAMES = {"asctime": "time", "levelname": "level", "name": "logger"}
 ACCESS_LOGGER = "petportal.access"
-# Libraries the portal calls whose warnings it writes in its own format.
 LIBRARY_LOGGERS = ("opentelemetry", "urllib3")
 # The servers' own loggers, formatted like the portal's when they take `server_logging`'s configuration.
 SERVER_LOGGERS = ("gunicorn.error", "_granian", "granian.access")
@@ -61,11 +60,9 @@ class RequestContextFilter(logging.Filter):
         return True
 
 
-class DevelopmentServerRequests(logging.Filter):
+def not_a_development_server_request(record: logging.LogRecord) -> bool:
     """Drops the development server's own line for each request: the portal writes its access line itself."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not (record.name == "werkzeug" and " - - [" in record.getMessage())
+    return not (record.name == "werkzeug" and " - - [" in record.getMessage())
 
 
 class EachSecondOnce(logging.Formatter):
@@ -89,8 +86,7 @@ class JsonLines(EachSecondOnce, JsonFormatter):
 
 
 def formatter(log_format: str) -> logging.Formatter:
-    """The one formatter of every line: the portal's, its access lines' and, through `server_logging`, the
-    server's."""
+    """The one formatter of every line: the portal's, its access lines' and the server's (`server_logging`)."""
     if log_format == "json":
         # Every attribute of a record not in `reserved_attrs` becomes a field: the guard's mark is not one.
         return JsonLines(JSON_FIELDS, rename_fields=JSON_NAMES, reserved_attrs=[*RESERVED_ATTRS, egress.CHECKED])
@@ -99,8 +95,7 @@ def formatter(log_format: str) -> logging.Formatter:
 
 def configure(log_format: str) -> None:
     """Send the portal's logs to standard error, as text or as JSON (`PETPORTAL_LOG_FORMAT`). With JSON, the
-    development server's lines (`flask run`, `python app.py`) go the same way. Every record of every logger passes
-    the egress guard (`egress.guard_every_record`)."""
+    development server's lines (`flask run`, `python app.py`) go the same way."""
     egress.guard_every_record()
     # No line shows the source file or the thread, so no record looks them up (the logging HOWTO's
     # optimisations): an access line is written for every request, cached pages included. The process id
@@ -121,10 +116,9 @@ def configure(log_format: str) -> None:
         logger.addHandler(handler)
         logger.setLevel(logging.INFO if name in ("petportal", "werkzeug") else logging.WARNING)
         logger.propagate = name != "werkzeug"  # on to the tests' capture; a server's root handler skips them
-    # The development server's per-request line would repeat the portal's own access line.
-    werkzeug = logging.getLogger("werkzeug")
-    if not any(isinstance(f, DevelopmentServerRequests) for f in werkzeug.filters):
-        werkzeug.addFilter(DevelopmentServerRequests())
+    # The development server's per-request line would repeat the portal's own access line (added once: addFilter
+    # skips a filter already there).
+    logging.getLogger("werkzeug").addFilter(not_a_development_server_request)
 
 
 def uncaught_exceptions_logged() -> None:
@@ -194,7 +188,7 @@ class AccessLog:
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         started = time.perf_counter()
-        assigned_request_id(environ)
+        assigned = assigned_request_id(environ)
         seen: dict[str, Any] = {"status": 0, "trace_id": "-"}
 
         def remember(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
@@ -207,11 +201,8 @@ class AccessLog:
             # PATH_INFO is the percent-decoded path as Latin-1 text; the formatter escapes what it must.
             path = environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", "")
             milliseconds = round((time.perf_counter() - started) * 1000, 2)
-            ACCESS_LINES.write(
-                AccessEvent(
-                    time.time(), method, path, seen["status"], milliseconds, environ[REQUEST_ID], seen["trace_id"]
-                )
-            )
+            event = AccessEvent(time.time(), method, path, seen["status"], milliseconds, assigned, seen["trace_id"])
+            ACCESS_LINES.write(event)
 
         body = self.wsgi_app(environ, remember)
         if isinstance(body, list):  # made whole: a server sends a list in one piece, without iterating it
@@ -220,13 +211,8 @@ class AccessLog:
         return ClosingIterator(body, [write])
 
 
-# An access line's message, filled in with the method, the path, the status and the duration.
-ACCESS_MESSAGE = "%s %r %s %.2f ms"
-
-
 class AccessEvent(NamedTuple):
-    """What an access line says: when the answer was made (a `time.time()`), the method, the path, the status, the
-    duration in milliseconds, the request id and the trace id ("-" when not tracing)."""
+    """What an access line says; `created` is when the answer was made (a `time.time()`), `trace_id` "-" untraced."""
 
     created: float
     method: str
@@ -277,7 +263,7 @@ class AccessLines:
         # took a third of a line's time. It has the event's time, not the time it became a line.
         if self._model is None or self._model[0] != os.getpid():
             record = self.log.makeRecord(
-                ACCESS_LOGGER, logging.INFO, "(unknown file)", 0, ACCESS_MESSAGE, (), None, "(unknown function)"
+                ACCESS_LOGGER, logging.INFO, "(unknown file)", 0, "%s %r %s %.2f ms", (), None, "(unknown function)"
             )
             self._model = (os.getpid(), record.__dict__)
         model = self._model[1]
@@ -323,19 +309,17 @@ class LineBatches(logging.Handler):
 
     def flush(self) -> None:
         with self.lock:  # type: ignore[union-attr]  # one writer at a time
-            batch: list[bytes] = []
-            size = 0
+            batch = bytearray()
             while self.pending:
                 line = self.pending.popleft()
-                if batch and size + len(line) > select.PIPE_BUF:
-                    self._write(b"".join(batch))
-                    batch, size = [], 0
-                batch.append(line)
-                size += len(line)
+                if batch and len(batch) + len(line) > select.PIPE_BUF:
+                    self._write(batch)
+                    batch = bytearray()
+                batch += line
             if batch:
-                self._write(b"".join(batch))
+                self._write(batch)
 
-    def _write(self, data: bytes) -> None:
+    def _write(self, data: bytearray) -> None:
         while data:
             data = data[os.write(self.fd, data) :]
 
@@ -384,8 +368,7 @@ def assigned_request_id(environ: WSGIEnvironment) -> str:
     Flask's hook all give the same."""
     if REQUEST_ID not in environ:
         environ[REQUEST_ID] = request_id(environ.get("HTTP_X_REQUEST_ID", ""))
-    assigned: str = environ[REQUEST_ID]
-    return assigned
+    return cast(str, environ[REQUEST_ID])
 
 
 def request_id(incoming: str) -> str:

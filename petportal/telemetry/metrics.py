@@ -78,22 +78,17 @@ def forget_dead_workers(folder: str) -> None:
     """Drop the live gauges of workers that are gone (their counters stay); done at reading, under any server."""
     for path in Path(folder).glob("gauge_live*_*.db"):
         pid = path.stem.rpartition("_")[2]
-        if pid.isdigit() and not _alive(int(pid)):
+        if not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
             multiprocess.mark_process_dead(int(pid), folder)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass  # it exists, under another user
-    return True
+        except PermissionError:
+            pass  # it exists, under another user
 
 
 def register(app: Flask) -> None:
-
     @app.before_request
     def start_timer() -> None:
         g.metrics_started = time.perf_counter()

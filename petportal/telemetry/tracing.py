@@ -21,9 +21,7 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
     from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
     from opentelemetry.trace import Tracer
-    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-TRACER_NAME = "petportal"
 # What the request and call spans carry besides OpenTelemetry's HTTP attributes.
 ENVIRONMENT = "petportal.environment"
 OPERATION = "petstore.operation"
@@ -34,7 +32,6 @@ QUERY_ATTRIBUTES = frozenset({"url.query"})
 
 class _ThisProcess:
     tracer: Tracer | None = None
-    propagator: TraceContextTextMapPropagator | None = None
 
 
 def register(app: Flask) -> None:
@@ -64,8 +61,7 @@ def register(app: Flask) -> None:
     def without_trace_headers(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         for key in keys:
             environ.pop(key, None)
-        answer: Iterable[bytes] = traced(environ, start_response)
-        return answer
+        return cast("Iterable[bytes]", traced(environ, start_response))
 
     app.wsgi_app = without_trace_headers  # type: ignore[method-assign]  # Flask's own WSGI hook
 
@@ -79,7 +75,6 @@ def _start() -> None:
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
-    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
     # OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES, when set, win over this default.
     resource = Resource.create({"service.name": os.environ.get("OTEL_SERVICE_NAME") or "petportal"})
@@ -87,8 +82,7 @@ def _start() -> None:
     exporter = cast(SpanExporter, GuardedExporter(OTLPSpanExporter()))
     provider.add_span_processor(BatchSpanProcessor(exporter))
     trace.set_tracer_provider(provider)
-    _ThisProcess.propagator = TraceContextTextMapPropagator()
-    _ThisProcess.tracer = trace.get_tracer(TRACER_NAME)
+    _ThisProcess.tracer = trace.get_tracer("petportal")
 
 
 def describe_request(method: str, route: str | None, environment: str | None) -> None:
@@ -114,12 +108,13 @@ def pet_store_call(environment: str, operation: str) -> Iterator[dict[str, str]]
         yield {}
         return
     from opentelemetry import trace
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
     attributes = {ENVIRONMENT: environment, OPERATION: operation}
     with _ThisProcess.tracer.start_as_current_span(operation, kind=trace.SpanKind.CLIENT, attributes=attributes):
         headers: dict[str, str] = {}
-        if _ThisProcess.propagator is not None:  # the call's own span, whatever OTEL_PROPAGATORS says: never baggage
-            _ThisProcess.propagator.inject(headers)
+        # The call's own span, whatever OTEL_PROPAGATORS says: never baggage.
+        TraceContextTextMapPropagator().inject(headers)
         yield headers
 
 
@@ -150,11 +145,9 @@ def guarded_span(span: ReadableSpan) -> ReadableSpan:
     events = []
     for event in span.events:
         event_name, event_attributes = egress.withheld(event.name), guarded_attributes(event.attributes)
-        if event_name != event.name or event_attributes is not None:
-            changed = True
-            events.append(Event(event_name, event_attributes or event.attributes, event.timestamp))
-        else:
-            events.append(event)
+        same = event_name == event.name and event_attributes is None
+        changed = changed or not same
+        events.append(event if same else Event(event_name, event_attributes or event.attributes, event.timestamp))
     links = []
     for link in span.links:
         link_attributes = guarded_attributes(link.attributes)
@@ -194,18 +187,13 @@ def guarded_attributes(attributes: Mapping[str, Any] | None) -> dict[str, Any] |
             guarded[key] = egress.withheld(query_names(value))
         else:
             guarded[key] = egress.withheld(value)
-    if all(guarded[key] == value for key, value in attributes.items()):
-        return None
-    return guarded
+    return None if guarded == dict(attributes) else guarded
 
 
 def without_query_values(url: str) -> str:
     """`url` (or a request target) with its query cut to the names of its parameters and its fragment dropped:
     "/sso/callback?code=...&state=..." becomes "/sso/callback?code&state"."""
-    rest, fragment, _ = url.partition("#")
-    base, mark, query = rest.partition("?")
-    if not mark and not fragment:
-        return url
+    base, mark, query = url.partition("#")[0].partition("?")
     return base + ("?" + query_names(query) if mark else "")
 
 

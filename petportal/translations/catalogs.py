@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from babel.messages.catalog import Catalog
-from babel.messages.extract import extract_from_dir
+from babel.messages.extract import DEFAULT_KEYWORDS, extract_from_dir
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po, write_po
 
@@ -27,13 +27,7 @@ SOURCES = (
     (ROOT / "petportal", [("**/reference_store/**.py", "ignore"), ("**.py", "python")]),
     (ROOT / "templates", [("**.html", "jinja2")]),
 )
-KEYWORDS = {
-    "_": None,
-    "N_": None,
-    "gettext": None,
-    "ngettext": (1, 2),
-    "_l": None,
-}
+KEYWORDS = {**DEFAULT_KEYWORDS, "_l": None}  # Babel's own, and the portal's lazy_gettext
 JINJA_OPTIONS = {"extensions": "jinja2.ext.do", "trimmed": "true"}
 
 
