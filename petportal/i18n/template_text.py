@@ -82,10 +82,15 @@ class TranslatedEnvironment(Environment):
             self.languages[language] = linked
         return linked
 
-    def _load_template(self, name: str, globals: Any) -> Any:
+    def get_template(self, name: Any, parent: str | None = None, globals: Any = None) -> Any:
         if self.language is None and has_request_context():
-            return self.in_language(str(get_locale()))._load_template(name, globals)
-        return super()._load_template(name, globals)
+            return self.in_language(str(get_locale())).get_template(name, parent, globals)
+        return super().get_template(name, parent, globals)
+
+    def select_template(self, names: Any, parent: str | None = None, globals: Any = None) -> Any:
+        if self.language is None and has_request_context():
+            return self.in_language(str(get_locale())).select_template(names, parent, globals)
+        return super().select_template(names, parent, globals)
 
     def _parse(self, source: str, name: str | None, filename: str | None) -> nodes.Template:
         tree = super()._parse(source, name, filename)
