@@ -566,6 +566,18 @@ def test_an_export_line_with_a_value_missing_is_refused_with_the_exports_columns
     assert "1 animal will be added to production" in page
 
 
+def test_an_export_line_with_all_its_values_is_refused_for_what_is_wrong_in_them(portal_app, auth_for):
+    staff = auth_for(portal_app, "staff")
+    path = upload(staff, "id,name,categoryId,category,status\n7,Rex,abc,,flying\n8,Mia,2,,available\n").headers[
+        "Location"
+    ]
+    page = html.unescape(staff.get(path).text)
+    assert "“abc” is neither a category id nor the label of a category." in page
+    assert "The status must be empty or one of available, pending, sold, not “flying”." in page
+    assert "each animal of the list's export needs 5" not in page
+    assert "1 animal will be added to production" in page
+
+
 def test_the_import_page_offers_an_example_file_that_imports(portal_app, auth_for, production_store):
     staff = auth_for(portal_app, "staff")
     page = staff.get("/animals/import").text

@@ -136,7 +136,7 @@ def _row(line: int, cells: list[str], labels: dict[str, int], header: tuple[str,
         name = form.name.data
     category_id = form.category_id.data if not form.category_id.errors else None
     problems = tuple(_problems(form, category, status))
-    return Row(line, name, category, category_id, status or None, len(HEADER), columns, problems)
+    return Row(line, name, category, category_id, status or None, columns, columns, problems)
 
 
 def refusals(
