@@ -151,3 +151,21 @@ print(sorted(name for name in sys.modules if name.startswith("opentelemetry")))
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize(
+    ("variables", "expected"),
+    [
+        ({}, "petportal"),
+        ({"OTEL_RESOURCE_ATTRIBUTES": "deployment.environment=eu,service.name=portal%20eu"}, "portal eu"),
+        ({"OTEL_RESOURCE_ATTRIBUTES": "service.name=from-attributes", "OTEL_SERVICE_NAME": "named"}, "named"),
+    ],
+)
+def test_the_spans_service_is_the_operators_name_wherever_it_is_set(monkeypatch, variables, expected):
+    from petportal.telemetry import tracing
+
+    monkeypatch.delenv("OTEL_SERVICE_NAME", raising=False)
+    monkeypatch.delenv("OTEL_RESOURCE_ATTRIBUTES", raising=False)
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    assert tracing.service_name() == expected

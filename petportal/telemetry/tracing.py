@@ -7,7 +7,6 @@ never read nor sent; every span passes the egress guard before export.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, cast
@@ -76,13 +75,19 @@ def _start() -> None:
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
-    # OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES, when set, win over this default.
-    resource = Resource.create({"service.name": os.environ.get("OTEL_SERVICE_NAME") or "petportal"})
-    provider = TracerProvider(resource=resource)
+    provider = TracerProvider(resource=Resource.create({"service.name": service_name()}))
     exporter = cast(SpanExporter, GuardedExporter(OTLPSpanExporter()))
     provider.add_span_processor(BatchSpanProcessor(exporter))
     trace.set_tracer_provider(provider)
     _ThisProcess.tracer = trace.get_tracer("petportal")
+
+
+def service_name() -> str:
+    """The service the spans name: OTEL_SERVICE_NAME, else a `service.name` in OTEL_RESOURCE_ATTRIBUTES, else
+    "petportal" (`Resource.create` lets the attributes it is given win over both, so they are read here)."""
+    from opentelemetry.sdk.resources import OTELResourceDetector
+
+    return str(OTELResourceDetector().detect().attributes.get("service.name") or "petportal")
 
 
 def describe_request(method: str, route: str | None, environment: str | None) -> None:
