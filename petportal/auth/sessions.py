@@ -25,6 +25,7 @@ from petportal.data.models import LoginSession, User
 from petportal.extensions import DATABASE_OUTAGES, db, login
 from petportal.i18n.lazy_text import lazy_gettext as _l
 from petportal.web.error_pages import render_error
+from petportal.web.readers import whole_number
 
 # A login's "last seen" is written at most this often, so a busy page does not write on every request.
 SEEN_GRANULARITY = timedelta(seconds=60)
@@ -42,7 +43,8 @@ def load_user(user_id: str) -> User | None:
 
 def _check_login(user_id: str) -> User | None:
     row = logins.of_this_browser()
-    user = db.session.get(User, int(user_id)) if user_id.isdigit() else None
+    number = whole_number(user_id)  # the id Flask-Login kept in the session, read as every id is
+    user = db.session.get(User, number) if number is not None else None
     if row is None or user is None or row.user_id != user.id or not user.enabled or row.ended_at is not None:
         # The session belonged to that login alone (a login starts with an empty one): nothing in it is kept.
         session.clear()
