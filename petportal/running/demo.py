@@ -50,14 +50,14 @@ def portal(create_app: Callable[..., Flask], host: str, port: int) -> Flask:
     _check_port(host, port)
     instance_path = INSTANCE_PATH or "instance"  # always a checkout's: the demo's entry points live in one
     stores = start_stores(instance_path)
-    settings = {
+    demo = {
         "PETSTORE_ENVIRONMENTS": stores,
         "SQLALCHEMY_DATABASE_URI": fresh_portal_database(instance_path),
         "PUBLIC_URL": f"http://localhost:{port}",  # single sign-on's way back and the passkeys' origin
     }
-    app = create_app(demo=settings)
+    app = create_app(demo=demo)
     # For a reloader child of this process (the only process that starts from this one's environment).
-    os.environ[DEMO_STARTED_VARIABLE] = json.dumps(settings)
+    os.environ[DEMO_STARTED_VARIABLE] = json.dumps(demo)
     with app.app_context():
         upgrade_database()
         for environment in ENVIRONMENT_NAMES:
@@ -144,7 +144,7 @@ PASSWORD_LENGTH = 14
 
 
 def create_accounts(stores: Mapping[str, Mapping[str, str]]) -> None:
-    lines = [f"  {name:<10} store: {settings['url']}" for name, settings in stores.items()]
+    lines = [f"  {name:<10} store: {store['url']}" for name, store in stores.items()]
     for username, role in DEMO_ACCOUNTS:
         password = "".join(secrets.choice(PASSWORD_CHARACTERS) for _ in range(PASSWORD_LENGTH))
         user = db.session.scalar(db.select(User).filter_by(username=username))
