@@ -195,12 +195,5 @@ class AuditFilterForm(PortalForm):
 
     def kept(self) -> dict[str, str]:
         """Every value this valid filter holds, as the URL keeps it: what the page's links (the next page, the
-        download) carry."""
-        values = {
-            "actor": self.actor.data,
-            "action": self.action.data,
-            "environment": self.environment.data,
-            "since": self.since.data.isoformat() if self.since.data else None,
-            "until": self.until.data.isoformat() if self.until.data else None,
-        }
-        return {name: value for name, value in values.items() if value}
+        download) carry; a day's `str` is its ISO form."""
+        return {name: str(value) for name, value in self.data.items() if value}
