@@ -3,8 +3,7 @@ audit log."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from flask_babel import gettext as _
 from wtforms import Field, HiddenField, SelectChoice, SelectField, SelectMultipleField, StringField
@@ -20,11 +19,9 @@ from petportal.data import audit
 from petportal.data.models import EVERY_ENVIRONMENT, AuditAction, Role
 from petportal.i18n.languages import ENVIRONMENT_LABELS, environment_label
 from petportal.i18n.lazy_text import lazy_gettext as _l
+from petportal.petstore.environments import environments
 from petportal.web.forms import ButtonForm, PortalForm
 from petportal.web.readers import DayField
-
-if TYPE_CHECKING:
-    from petportal.petstore.environments import Environment
 
 ROLE_CHOICES = [
     SelectChoice(Role.STAFF, _l("Staff: adds animals")),
@@ -33,10 +30,10 @@ ROLE_CHOICES = [
 EVERYTHING = SelectChoice("", _l("All"))
 
 
-def environment_choices(environments: Iterable[Environment], empty_label: str | None = None) -> list[SelectChoice]:
+def environment_choices(empty_label: str | None = None) -> list[SelectChoice]:
     """Every environment as a choice, in the request's language; unconfigured ones are shown but disabled."""
     choices = [SelectChoice("", empty_label)] if empty_label else []
-    for environment in environments:
+    for environment in environments().all():
         name = environment_label(environment.name)
         label = name if environment.configured else _("%(environment)s (not configured)", environment=name)
         choices.append(SelectChoice(environment.name, label, {"disabled": True} if not environment.configured else {}))

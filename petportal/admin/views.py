@@ -175,7 +175,7 @@ def status() -> ResponseReturnValue:
 
 def _switch_form() -> SwitchEnvironmentForm:
     form = SwitchEnvironmentForm()
-    form.environment.choices = environment_choices(environments().all())
+    form.environment.choices = environment_choices()
     if not form.is_submitted():
         form.environment.data = next(
             (e.name for e in environments().all() if e.configured and e.name != environments().active().name), None
@@ -185,7 +185,7 @@ def _switch_form() -> SwitchEnvironmentForm:
 
 def _preview_form() -> PreviewForm:
     form = PreviewForm()
-    form.environment.choices = environment_choices(environments().all(), _("No preview: see the active environment"))
+    form.environment.choices = environment_choices(_("No preview: see the active environment"))
     if not form.is_submitted():
         form.environment.data = previewed_name()
     return form
