@@ -14,7 +14,6 @@ from flask.blueprints import BlueprintSetupState
 from flask.typing import ResponseReturnValue
 from flask_babel import gettext as _
 from flask_login import current_user, login_fresh
-from werkzeug.wrappers import Response
 
 from petportal.admin import audit_log as audit_words
 from petportal.admin.forms import AuditFilterForm, PreviewForm, SwitchEnvironmentForm, environment_choices
@@ -51,7 +50,7 @@ def share_the_labels(state: BlueprintSetupState) -> None:
 
 @bp.get("")
 @role_required(Role.ADMIN)
-def index() -> Response:
+def index() -> ResponseReturnValue:
     """The admin section opens on its first page."""
     return redirect(url_for(".environment"))
 
