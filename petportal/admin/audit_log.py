@@ -21,7 +21,6 @@ from petportal.web.downloads import FILE_LANGUAGE, Cell
 
 # The audit page's columns (templates/admin/audit.html), in its order and words: the download's header.
 COLUMNS = ("When (UTC)", "Who", "What", "Account", "Environment", "Details", "From")
-TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 # Each action as the audit page names it, in the reader's language: every member of AuditAction has its words.
 ACTIONS = {
     AuditAction.LOGIN: _l("login"),
@@ -213,7 +212,7 @@ def file_cells(entries: Iterable[Any]) -> Iterator[tuple[Cell, ...]]:
     with force_locale(FILE_LANGUAGE):
         for entry in entries:
             yield (
-                entry.at.strftime(TIME_FORMAT),
+                entry.at.strftime("%Y-%m-%d %H:%M:%S"),
                 entry.actor,
                 action_label(entry.action),
                 entry.target,

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from flask import Blueprint, abort, flash, redirect, render_template, url_for
+from flask.typing import ResponseReturnValue
 from flask_babel import gettext as _
 
 from petportal.admin.forms import CategoryLabelForm, RemoveLabelForm
@@ -14,15 +13,12 @@ from petportal.config import ENVIRONMENT_NAMES
 from petportal.data.models import Role
 from petportal.petstore.active import serving
 
-if TYPE_CHECKING:
-    from werkzeug.wrappers import Response
-
 bp = Blueprint("categories", __name__, url_prefix="/admin/categories")
 
 
 @bp.route("", methods=["GET", "POST"])
 @role_required(Role.ADMIN)
-def labels_page() -> tuple[str, int] | Response:
+def labels_page() -> ResponseReturnValue:
     """The labels of the environment this admin is served, and the form that adds or renames one."""
     environment = serving().environment
     form = CategoryLabelForm()
@@ -55,7 +51,7 @@ def labels_page() -> tuple[str, int] | Response:
 
 @bp.post("/<int(signed=True):category_id>/remove")
 @role_required(Role.ADMIN)
-def remove(category_id: int) -> tuple[str, int] | Response:
+def remove(category_id: int) -> ResponseReturnValue:
     """Take a label off; the id is shown alone again."""
     form = RemoveLabelForm()
     if not form.validate_on_submit():

@@ -3,14 +3,13 @@ audit log."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from flask_babel import gettext as _
 from wtforms import Field, HiddenField, SelectChoice, SelectField, SelectMultipleField, StringField
 from wtforms.validators import DataRequired, Length, ValidationError
 
-from petportal.admin.audit_log import action_label
+from petportal.admin.audit_log import ACTIONS
 from petportal.auth.accounts import USERNAME_MAX_LENGTH, AccountError, environments_of
 from petportal.auth.forms import new_password_field
 from petportal.catalog.categories import LABEL_MAX_LENGTH
@@ -18,24 +17,23 @@ from petportal.catalog.forms import Readable, category_id_field, stripped
 from petportal.config import ENVIRONMENT_NAMES
 from petportal.data import audit
 from petportal.data.models import EVERY_ENVIRONMENT, AuditAction, Role
-from petportal.i18n.languages import environment_label
+from petportal.i18n.languages import ENVIRONMENT_LABELS, environment_label
 from petportal.i18n.lazy_text import lazy_gettext as _l
+from petportal.petstore.environments import environments
 from petportal.web.forms import ButtonForm, PortalForm
 from petportal.web.readers import DayField
-
-if TYPE_CHECKING:
-    from petportal.petstore.environments import Environment
 
 ROLE_CHOICES = [
     SelectChoice(Role.STAFF, _l("Staff: adds animals")),
     SelectChoice(Role.ADMIN, _l("Admin: also runs the portal")),
 ]
+EVERYTHING = SelectChoice("", _l("All"))
 
 
-def environment_choices(environments: Iterable[Environment], empty_label: str | None = None) -> list[SelectChoice]:
+def environment_choices(empty_label: str | None = None) -> list[SelectChoice]:
     """Every environment as a choice, in the request's language; unconfigured ones are shown but disabled."""
     choices = [SelectChoice("", empty_label)] if empty_label else []
-    for environment in environments:
+    for environment in environments().all():
         name = environment_label(environment.name)
         label = name if environment.configured else _("%(environment)s (not configured)", environment=name)
         choices.append(SelectChoice(environment.name, label, {"disabled": True} if not environment.configured else {}))
@@ -164,19 +162,16 @@ class AuditFilterForm(PortalForm):
         filters=[stripped],
         validators=[Length(max=audit.ACTOR_MAX_LENGTH, message=_l("Enter at most %(max)d characters."))],
     )
-    action = SelectField(_l("What"), default="")
-    environment = SelectField(_l("Environment"), default="")
+    action = SelectField(
+        _l("What"), default="", choices=[EVERYTHING, *(SelectChoice(each.value, ACTIONS[each]) for each in AuditAction)]
+    )
+    environment = SelectField(
+        _l("Environment"),
+        default="",
+        choices=[EVERYTHING, *(SelectChoice(name, ENVIRONMENT_LABELS[name]) for name in ENVIRONMENT_NAMES)],
+    )
     since = DayField(_l("From day (UTC)"), validators=[is_day])
     until = DayField(_l("To day (UTC)"), validators=[is_day])
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        everything = SelectChoice("", _("All"))
-        self.action.choices = [everything, *(SelectChoice(each.value, action_label(each)) for each in AuditAction)]
-        self.environment.choices = [
-            everything,
-            *(SelectChoice(name, environment_label(name)) for name in ENVIRONMENT_NAMES),
-        ]
 
     def validate_until(self, field: DayField) -> None:
         """The days run forwards: the last is not before the first."""
@@ -195,12 +190,5 @@ class AuditFilterForm(PortalForm):
 
     def kept(self) -> dict[str, str]:
         """Every value this valid filter holds, as the URL keeps it: what the page's links (the next page, the
-        download) carry."""
-        values = {
-            "actor": self.actor.data,
-            "action": self.action.data,
-            "environment": self.environment.data,
-            "since": self.since.data.isoformat() if self.since.data else None,
-            "until": self.until.data.isoformat() if self.until.data else None,
-        }
-        return {name: value for name, value in values.items() if value}
+        download) carry; a day's `str` is its ISO form."""
+        return {name: str(value) for name, value in self.data.items() if value}

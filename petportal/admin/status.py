@@ -69,12 +69,10 @@ def probe(registry: Environments, environment: Environment, deadline: float) -> 
         sample = client.list_pets(limit=1, deadline=deadline)
         status.latency_ms = (time.perf_counter() - started) * 1000
         status.reachable, status.key_accepted = True, True
-    except Unauthorized as error:
-        status.reachable, status.key_accepted, status.failure = True, False, error
-    except Unavailable as error:
-        status.reachable, status.failure = False, error
     except PetStoreError as error:
-        status.reachable, status.failure = True, error
+        status.failure, status.reachable = error, not isinstance(error, Unavailable)
+        if isinstance(error, Unauthorized):
+            status.key_accepted = False
     if status.key_accepted:
         with suppress(PetStoreError):  # only the notices of the answer matter here
             client.get_pet(sample[0].id if sample else 1, deadline=deadline)

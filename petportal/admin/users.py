@@ -22,18 +22,15 @@ from petportal.i18n.languages import environments_label, role_label
 from petportal.web.forms import ButtonForm
 
 bp = Blueprint("users", __name__, url_prefix="/admin/users")
-# A change to one account: returns a success message to flash (a str), or a page of its own (a form with errors).
-AccountChange = Callable[[User], ResponseReturnValue]
 
 
 @bp.get("")
 @role_required(Role.ADMIN)
 def list_users() -> ResponseReturnValue:
     """Every account: role, enabled, second factor, last login and open sessions."""
-    users = db.session.scalars(db.select(User).order_by(User.username)).all()
     return render_template(
         "admin/users/list.html",
-        users=users,
+        users=db.session.scalars(db.select(User).order_by(User.username)).all(),
         open_logins=logins.open_login_counts(),
         with_passkeys=passkeys.accounts_with_passkeys(),
     )
@@ -78,23 +75,24 @@ def manage_user(name: str) -> ResponseReturnValue:
     return _manage_page(_account(name))
 
 
-def account_change(view: AccountChange) -> Callable[[str], ResponseReturnValue]:
-    """An admin's POST that changes the account named in the path: fresh login, then the change or its refusal."""
+def account_change(view: Callable[[User], ResponseReturnValue]) -> Callable[[str], ResponseReturnValue]:
+    """An admin's POST that changes the account named in the path: fresh login, then the change or its refusal.
+    `view` returns a success message to flash (a str), or a page of its own (a form with errors)."""
 
     @wraps(view)
     def changed(name: str) -> ResponseReturnValue:
         user = _account(name)
+        back = url_for(".manage_user", name=user.username)
         if not login_fresh():
-            message = _("Log in again to change %(username)s's account.", username=user.username)
-            return log_in_again(url_for(".manage_user", name=user.username), message)
+            return log_in_again(back, _("Log in again to change %(username)s's account.", username=user.username))
         try:
             outcome = view(user)
         except accounts.AccountError as error:
             flash(str(error), "danger")
-            return redirect(url_for(".manage_user", name=user.username), 303)
+            return redirect(back, 303)
         if isinstance(outcome, str):
             flash(outcome, "success")
-            return redirect(url_for(".manage_user", name=user.username), 303)
+            return redirect(back, 303)
         return outcome
 
     return changed

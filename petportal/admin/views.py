@@ -14,7 +14,6 @@ from flask.blueprints import BlueprintSetupState
 from flask.typing import ResponseReturnValue
 from flask_babel import gettext as _
 from flask_login import current_user, login_fresh
-from werkzeug.wrappers import Response
 
 from petportal.admin import audit_log as audit_words
 from petportal.admin.forms import AuditFilterForm, PreviewForm, SwitchEnvironmentForm, environment_choices
@@ -51,7 +50,7 @@ def share_the_labels(state: BlueprintSetupState) -> None:
 
 @bp.get("")
 @role_required(Role.ADMIN)
-def index() -> Response:
+def index() -> ResponseReturnValue:
     """The admin section opens on its first page."""
     return redirect(url_for(".environment"))
 
@@ -175,7 +174,7 @@ def status() -> ResponseReturnValue:
 
 def _switch_form() -> SwitchEnvironmentForm:
     form = SwitchEnvironmentForm()
-    form.environment.choices = environment_choices(environments().all())
+    form.environment.choices = environment_choices()
     if not form.is_submitted():
         form.environment.data = next(
             (e.name for e in environments().all() if e.configured and e.name != environments().active().name), None
@@ -185,7 +184,7 @@ def _switch_form() -> SwitchEnvironmentForm:
 
 def _preview_form() -> PreviewForm:
     form = PreviewForm()
-    form.environment.choices = environment_choices(environments().all(), _("No preview: see the active environment"))
+    form.environment.choices = environment_choices(_("No preview: see the active environment"))
     if not form.is_submitted():
         form.environment.data = previewed_name()
     return form

@@ -105,26 +105,11 @@ class DatabaseSessions(ResilientSessions):
         db.session.execute(delete(ServerSession).where(ServerSession.id == store_id))
 
     def _upsert_session(self, session_lifetime: timedelta, session: ServerSideSession, store_id: str) -> None:
-        data = self.serializer.encode(session)
-        row = db.session.get(ServerSession, store_id)
-        expires_at = now() + session_lifetime
-        if row is None:
-            db.session.add(ServerSession(id=store_id, data=data, expires_at=expires_at))
-        else:
-            row.data, row.expires_at = data, expires_at
+        db.session.merge(
+            ServerSession(id=store_id, data=self.serializer.encode(session), expires_at=now() + session_lifetime)
+        )
         if random.randrange(CLEANUP_EVERY) == 0:
             db.session.execute(delete(ServerSession).where(ServerSession.expires_at <= now()))
-
-
-def redis_sessions() -> type[ResilientSessions]:
-    """Flask-Session's Redis store, made resilient; made on demand, as its base imports the Redis client."""
-    from flask_session.redis import RedisSessionInterface
-
-    class RedisSessions(ResilientSessions, RedisSessionInterface):
-        def _ping(self) -> None:
-            self.client.ping()
-
-    return RedisSessions
 
 
 def register(app: Flask) -> None:
@@ -136,10 +121,17 @@ def register(app: Flask) -> None:
         "serialization_format": "msgpack",
     }
     if redis_url := settings(app).redis_url:
-        import redis  # the Redis client (about 4 MB) is loaded only by a portal that keeps its sessions there
+        # The Redis client (about 4 MB), which Flask-Session's Redis store imports, is loaded only by a portal that
+        # keeps its sessions there.
+        import redis
+        from flask_session.redis import RedisSessionInterface
+
+        class RedisSessions(ResilientSessions, RedisSessionInterface):
+            def _ping(self) -> None:
+                self.client.ping()
 
         client = redis.Redis.from_url(redis_url, socket_timeout=1, socket_connect_timeout=1)
-        app.session_interface = redis_sessions()(app, client=client, **options)
+        app.session_interface = RedisSessions(app, client=client, **options)
     else:
         app.session_interface = DatabaseSessions(app, **options)
 

@@ -59,12 +59,10 @@ def register(app: Flask, database_failed: Callable[[SQLAlchemyError], ResponseRe
     def commit_the_request(response: Response) -> Response:
         if response.status_code >= 500:
             db.session.rollback()
-            return response
-        if not pending():
-            return response
-        try:
-            db.session.commit()
-        except SQLAlchemyError as error:
-            db.session.rollback()  # before anything else reads the session (even a log line naming the user)
-            return current_app.make_response(database_failed(error))
+        elif pending():
+            try:
+                db.session.commit()
+            except SQLAlchemyError as error:
+                db.session.rollback()  # before anything else reads the session (even a log line naming the user)
+                return current_app.make_response(database_failed(error))
         return response
