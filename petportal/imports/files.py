@@ -130,8 +130,7 @@ def _row(line: int, cells: list[str], labels: dict[str, int], header: tuple[str,
     # ASCII padding only, as the number reader takes it: "\u00a05" is no category id here either.
     name, category, status = (cells[position].strip(ASCII_SPACE) for position in LAYOUTS[header])
     status = status.lower()
-    labelled = None if WHOLE_NUMBER.fullmatch(category) else labels.get(folded(category))
-    form = _checked(name, category, labelled, status)
+    form = _checked(name, category, labels.get(folded(category)), status)
     if not form.name.errors:  # a name that passes is kept as the form read it: what was checked is what is sent
         name = form.name.data
     category_id = form.category_id.data if not form.category_id.errors else None
@@ -163,8 +162,7 @@ def refusals(
                 values,
             )
         ]
-    labelled = None if WHOLE_NUMBER.fullmatch(category) else category_id
-    return _problems(_checked(name, category, labelled, status or ""), category, status or "")
+    return _problems(_checked(name, category, category_id, status or ""), category, status or "")
 
 
 def _checked(name: str, category: str, labelled: int | None, status: str) -> AnimalForm:

@@ -174,7 +174,6 @@ def _finish(batch: BulkImport, runner: str, pause: StopReason | None, stop: Reas
         log.info("bulk import %s: %s", batch.id, state)
     if ended and state == ImportState.DONE:
         found = counts(batch.id)
-        failed = sum(found[name] for name in FAILED_STATES)
         promotion = batch.source is not None
         audit.record(
             AuditAction.ANIMALS_PROMOTED if promotion else AuditAction.ANIMALS_IMPORTED,
@@ -184,7 +183,7 @@ def _finish(batch: BulkImport, runner: str, pause: StopReason | None, stop: Reas
             import_id=batch.id,
             **({} if promotion else {"filename": batch.filename}),
             created=found["created"],
-            refused=failed,
+            refused=sum(found[name] for name in FAILED_STATES),
             unknown=found["unknown"],
             total=batch.total,
         )
