@@ -139,7 +139,7 @@ def _row(line: int, cells: list[str], labels: dict[str, int], header: tuple[str,
 
 
 def refusals(
-    name: str, category: str, category_id: int | None, status: str | None, values: int, columns: int = len(HEADER)
+    name: str, category: str, category_id: int | None, status: str | None, values: int, columns: int
 ) -> list[str]:
     """Why the portal refuses a row, in the request's language (nothing when it passes): the add form's checks of
     its values, as `read` made them. `category_id` is the id its category was read as (a label is looked up once,

@@ -153,14 +153,11 @@ def _places(app: Flask, environment: str) -> threading.BoundedSemaphore:
 def _finish(batch: BulkImport, runner: str, pause: StopReason | None, stop: Reason | None) -> None:
     if (pause is not None or stop is not None) and not counts(batch.id)[TicketState.ISSUED]:
         pause = stop = None  # nothing is left to send: the import is done, its unknown rows listed
-    state: ImportState
-    reason: Reason | None
+    state, reason = ImportState.DONE, None
     if pause is not None:
         state, reason = ImportState.PAUSED, {"code": pause}
     elif stop is not None:
         state, reason = ImportState.STOPPED, stop
-    else:
-        state, reason = ImportState.DONE, None
     ended = change(
         batch.id,
         held_by(runner),
