@@ -99,10 +99,9 @@ def _text(raw: bytes) -> str:
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as error:
-        line = raw[: error.start].count(b"\n") + 1
         message = _(
             "The file is not UTF-8 text (line %(line)s holds a byte UTF-8 does not allow). Save it as CSV, UTF-8.",
-            line=line,
+            line=raw[: error.start].count(b"\n") + 1,
         )
         raise FileRefused(message) from None
 
