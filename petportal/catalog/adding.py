@@ -163,31 +163,14 @@ def _settle(ticket: Ticket, outcome: Outcome) -> None:
         case Created(pet_id=pet_id):
             ticket.settle(TicketState.CREATED, pet_id, None)
             additions.record(ticket.user_id, ticket.environment, pet_id, ticket.animal.name)
-            audit.record(
-                AuditAction.ANIMAL_ADDED,
-                actor=ticket.username,
-                target=None,
-                environment=ticket.environment,
-                detail=_detail(ticket.source, *ADDED_DETAILS),
-                pet_id=pet_id,
-                name=ticket.animal.name,
-                **ticket.source,
-            )
+            _audit(ticket, AuditAction.ANIMAL_ADDED, ADDED_DETAILS, pet_id=pet_id)
             after_commit(lambda: page_cache.invalidate(ticket.environment))
         case Refused(said=said, message=message, status=status):
             reason = {"code": RowReason.REFUSED, "said": said, "message": message, "status": status}
             ticket.settle(TicketState.REFUSED, None, reason)
         case Unknown(reason=reason):
             ticket.settle(TicketState.UNKNOWN, None, {"code": reason})
-            audit.record(
-                AuditAction.ANIMAL_OUTCOME_UNKNOWN,
-                actor=ticket.username,
-                target=None,
-                environment=ticket.environment,
-                detail=_detail(ticket.source, *UNKNOWN_DETAILS),
-                name=ticket.animal.name,
-                **ticket.source,
-            )
+            _audit(ticket, AuditAction.ANIMAL_OUTCOME_UNKNOWN, UNKNOWN_DETAILS)
         case NotSent():
             ticket.settle(TicketState.ISSUED, None, None)
 
@@ -201,11 +184,21 @@ UNKNOWN_DETAILS = (
 )
 
 
-def _detail(source: dict[str, audit.Value], form: AuditDetail, row: AuditDetail, promotion: AuditDetail) -> AuditDetail:
-    """The detail code for a ticket's `source`: a promotion's row names its staging id, an import's its line."""
-    if "staging_id" in source:
-        return promotion
-    return row if source else form
+def _audit(ticket: Ticket, action: AuditAction, details: tuple[AuditDetail, ...], **values: audit.Value) -> None:
+    """Audit the ticket's outcome, with the detail code for its `source`: a promotion's row names its staging id,
+    an import's its line."""
+    form, row, promotion = details
+    detail = promotion if "staging_id" in ticket.source else row if ticket.source else form
+    audit.record(
+        action,
+        actor=ticket.username,
+        target=None,
+        environment=ticket.environment,
+        detail=detail,
+        **values,
+        name=ticket.animal.name,
+        **ticket.source,
+    )
 
 
 # --- the add form's ticket --------------------------------------------------------------------------

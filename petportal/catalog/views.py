@@ -226,8 +226,7 @@ def add_animal() -> ResponseReturnValue:
 @role_required(Role.STAFF)
 def your_additions() -> str:
     """The animals this account added through the portal, the latest first, per environment."""
-    found = additions.recent(current_user)
-    return render_template("catalog/additions.html", additions=found, recent=additions.RECENT)
+    return render_template("catalog/additions.html", additions=additions.recent(current_user), recent=additions.RECENT)
 
 
 def _refused_query(form: AnimalFilterForm) -> str:

@@ -30,11 +30,11 @@ import_commands = AppGroup("imports", help="Run bulk imports (with PETPORTAL_RED
 
 
 class Watcher:
-    """Every `every` seconds, has the imports sent that wait and that no live runner holds: queued ones, and
+    """Every `import_watch_seconds`, has the imports sent that wait and that no live runner holds: queued ones, and
     those whose runner died or stalled (its lease ran out). How an import goes on by itself after a crash."""
 
-    def __init__(self, app: Flask, dispatch: Callable[[str], None], every: float) -> None:
-        self._app, self._dispatch, self._every = app, dispatch, every
+    def __init__(self, app: Flask, dispatch: Callable[[str], None]) -> None:
+        self._app, self._dispatch, self._every = app, dispatch, settings(app).import_watch_seconds
         self._stopped = threading.Event()
 
     def once(self) -> bool:
@@ -83,7 +83,7 @@ class Embedded:
         with self._lock:
             if self._watcher is not None:
                 return
-            self._watcher = Watcher(self._app, self.dispatch, settings(self._app).import_watch_seconds)
+            self._watcher = Watcher(self._app, self.dispatch)
         if self._watcher.once():
             self._watcher.start()
         else:
@@ -176,7 +176,7 @@ def worker(burst: bool) -> None:
     for import_id in batches.unheld_ids():
         engine.dispatch(import_id, again=True)
     app: Flask = current_app._get_current_object()  # type: ignore[attr-defined]  # the app, for the watcher's thread
-    watcher = Watcher(app, engine.dispatch, settings(app).import_watch_seconds)
+    watcher = Watcher(app, engine.dispatch)
     watcher.start()
     try:
         # SimpleWorker runs each job in this process, inside the app context this command runs in.

@@ -99,10 +99,9 @@ def _text(raw: bytes) -> str:
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as error:
-        line = raw[: error.start].count(b"\n") + 1
         message = _(
             "The file is not UTF-8 text (line %(line)s holds a byte UTF-8 does not allow). Save it as CSV, UTF-8.",
-            line=line,
+            line=raw[: error.start].count(b"\n") + 1,
         )
         raise FileRefused(message) from None
 
@@ -130,8 +129,7 @@ def _row(line: int, cells: list[str], labels: dict[str, int], header: tuple[str,
     # ASCII padding only, as the number reader takes it: "\u00a05" is no category id here either.
     name, category, status = (cells[position].strip(ASCII_SPACE) for position in LAYOUTS[header])
     status = status.lower()
-    labelled = None if WHOLE_NUMBER.fullmatch(category) else labels.get(folded(category))
-    form = _checked(name, category, labelled, status)
+    form = _checked(name, category, labels.get(folded(category)), status)
     if not form.name.errors:  # a name that passes is kept as the form read it: what was checked is what is sent
         name = form.name.data
     category_id = form.category_id.data if not form.category_id.errors else None
@@ -140,7 +138,7 @@ def _row(line: int, cells: list[str], labels: dict[str, int], header: tuple[str,
 
 
 def refusals(
-    name: str, category: str, category_id: int | None, status: str | None, values: int, columns: int = len(HEADER)
+    name: str, category: str, category_id: int | None, status: str | None, values: int, columns: int
 ) -> list[str]:
     """Why the portal refuses a row, in the request's language (nothing when it passes): the add form's checks of
     its values, as `read` made them. `category_id` is the id its category was read as (a label is looked up once,
@@ -163,8 +161,7 @@ def refusals(
                 values,
             )
         ]
-    labelled = None if WHOLE_NUMBER.fullmatch(category) else category_id
-    return _problems(_checked(name, category, labelled, status or ""), category, status or "")
+    return _problems(_checked(name, category, category_id, status or ""), category, status or "")
 
 
 def _checked(name: str, category: str, labelled: int | None, status: str) -> AnimalForm:

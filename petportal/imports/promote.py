@@ -62,7 +62,7 @@ def promote() -> ResponseReturnValue:
     registry = environments()
     if not {SOURCE, TARGET} <= {environment.name for environment in registry.all() if environment.configured}:
         return render_error(409, _("Promoting needs both production and staging to be configured."))
-    chosen = PromoteForm(formdata=request.form if request.method == "POST" else None)
+    chosen = PromoteForm()
     if chosen.validate_on_submit():
         batch = _preview(chosen.ids, registry.client(SOURCE))
         return redirect(url_for("imports.show", import_id=batch.id), 303)

@@ -153,14 +153,11 @@ def _places(app: Flask, environment: str) -> threading.BoundedSemaphore:
 def _finish(batch: BulkImport, runner: str, pause: StopReason | None, stop: Reason | None) -> None:
     if (pause is not None or stop is not None) and not counts(batch.id)[TicketState.ISSUED]:
         pause = stop = None  # nothing is left to send: the import is done, its unknown rows listed
-    state: ImportState
-    reason: Reason | None
+    state, reason = ImportState.DONE, None
     if pause is not None:
         state, reason = ImportState.PAUSED, {"code": pause}
     elif stop is not None:
         state, reason = ImportState.STOPPED, stop
-    else:
-        state, reason = ImportState.DONE, None
     ended = change(
         batch.id,
         held_by(runner),
@@ -174,7 +171,6 @@ def _finish(batch: BulkImport, runner: str, pause: StopReason | None, stop: Reas
         log.info("bulk import %s: %s", batch.id, state)
     if ended and state == ImportState.DONE:
         found = counts(batch.id)
-        failed = sum(found[name] for name in FAILED_STATES)
         promotion = batch.source is not None
         audit.record(
             AuditAction.ANIMALS_PROMOTED if promotion else AuditAction.ANIMALS_IMPORTED,
@@ -184,7 +180,7 @@ def _finish(batch: BulkImport, runner: str, pause: StopReason | None, stop: Reas
             import_id=batch.id,
             **({} if promotion else {"filename": batch.filename}),
             created=found["created"],
-            refused=failed,
+            refused=sum(found[name] for name in FAILED_STATES),
             unknown=found["unknown"],
             total=batch.total,
         )

@@ -61,11 +61,8 @@ def share_the_outcomes(state: BlueprintSetupState) -> None:
 def upload() -> ResponseReturnValue:
     """The upload form, and this account's earlier imports; a checked file becomes a preview."""
     environment = serving().environment
-    # The file and the text fields together: their values are files and strings.
-    formdata: CombinedMultiDict[str, Any] | None = (
-        CombinedMultiDict((request.files, request.form)) if request.method == "POST" else None
-    )
-    form = UploadForm(formdata=formdata)
+    # The file and the text fields together (PortalForm alone reads only the text fields).
+    form = UploadForm(CombinedMultiDict((request.files, request.form))) if request.method == "POST" else UploadForm()
     if form.validate_on_submit():
         upload = form.file.data
         raw = upload.read(files.FILE_MAX_BYTES + 1)
