@@ -68,12 +68,8 @@ def render_error(
 ) -> ErrorPage:
     """The error page for `status`, with an optional more specific message (and title), in the request's
     language. Never raises: when even the page's template fails, a bare page that needs nothing is sent instead."""
-    if status in MESSAGES:
-        default_title, default_message = (str(text) for text in MESSAGES[status])
-    else:
-        default_title, default_message = _("Error %(status)s", status=status), _("The request failed.")
-    title = str(title or default_title)
-    message = str(message or default_message)
+    default = MESSAGES.get(status) or (_("Error %(status)s", status=status), _("The request failed."))
+    title, message = str(title or default[0]), str(message or default[1])
     try:
         page = render_template(
             "errors/404.html" if status == 404 else "errors/error.html",
