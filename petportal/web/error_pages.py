@@ -143,10 +143,10 @@ def key_rejected_page(name: str) -> ErrorPage:
     """The store refused environment `name`'s key: admins are told so, everyone else that it is unavailable."""
     current_app.logger.error("the %s API key was rejected", name)
     if current_user.is_authenticated and current_user.is_admin:
-        message = _(
-            "The %(environment)s API key was rejected by the pet store. Check its configuration.", environment=name
+        return render_error(
+            502,
+            _("The %(environment)s API key was rejected by the pet store. Check its configuration.", environment=name),
         )
-        return render_error(502, message)
     return render_error(502, _("The pet store is temporarily unavailable. Try again later."), retry=True)
 
 
