@@ -2,7 +2,7 @@
 
 import functools
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from flask import Flask, current_app, g, render_template, request
 from flask.typing import ResponseReturnValue
@@ -60,7 +60,6 @@ STORE_REASONS = {
 }
 # An error page and its status.
 ErrorPage = tuple[str, int]
-E = TypeVar("E", bound=Exception)
 
 
 def render_error(
@@ -177,9 +176,9 @@ def register(app: Flask, *more: tuple[type[Exception], Callable[[Any], ResponseR
         app.register_error_handler(error_class, _rolled_back_first(handler))
 
 
-def _rolled_back_first(handler: Callable[[E], ResponseReturnValue]) -> Callable[[E], ResponseReturnValue]:
+def _rolled_back_first(handler: Callable[[Any], ResponseReturnValue]) -> Callable[[Any], ResponseReturnValue]:
     @functools.wraps(handler)
-    def handle(error: E) -> ResponseReturnValue:
+    def handle(error: Exception) -> ResponseReturnValue:
         db.session.rollback()
         return handler(error)
 
