@@ -1,10 +1,9 @@
 """Pet Portal: a server-rendered web portal over the Pet Store v1 API.
 
 `create_app` is the table of contents: the settings (config.py), the request's way through the portal
-(web/pipeline.py), the pages (one blueprint per area a user recognises) and the `flask` commands.
+(pipeline.py), the pages (one blueprint per area a user recognises) and the `flask` commands.
 """
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -43,7 +42,7 @@ def create_app(test_config: dict[str, Any] | None = None, *, demo: Mapping[str, 
     app.url_map.merge_slashes = False
     # Ids in paths are ASCII digits, read as the forms read them (an Arabic-Indic 1 names no animal).
     app.url_map.converters["int"] = readers.WholeNumberConverter
-    loaded = config.load(app.instance_path, os.environ, test_config, demo)
+    loaded = config.load(app.instance_path, test_config, demo)
     app.config.from_mapping(loaded)
     app.extensions[config.SETTINGS] = config.Settings.of(loaded)
     Path(app.instance_path).mkdir(parents=True, exist_ok=True)

@@ -22,8 +22,7 @@ from flask import Flask, current_app
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 # A checkout (editable install) keeps its data beside the package; an installed wheel uses Flask's default.
-CHECKOUT = (PACKAGE_DIR.parent / "pyproject.toml").is_file()
-INSTANCE_PATH = str(PACKAGE_DIR.parent / "instance") if CHECKOUT else None
+INSTANCE_PATH = str(PACKAGE_DIR.parent / "instance") if (PACKAGE_DIR.parent / "pyproject.toml").is_file() else None
 # Compressed encodings, best first. Every browser takes both; zstd would add a third copy of each cached page.
 ENCODINGS = ("br", "gzip")
 # What is worth compressing: pages, their assets, the JSON of an import's progress.
@@ -40,22 +39,13 @@ ENVIRONMENT_NAMES = ("production", "staging")
 REMEMBER_COOKIE = "remember"
 # The endpoints of stylesheets, scripts and images: ours and Bootstrap-Flask's.
 STATIC_ENDPOINTS = ("static", "bootstrap.static")
-# How long the page cache keeps an environment's generation counter after its last change: 30 days.
-GENERATION_SECONDS = 30 * 24 * 3600
 # A login's server-side session ends after this long unused, and after the absolute limit in any case.
 SESSION_IDLE_LIMIT = timedelta(minutes=30)
 SESSION_ABSOLUTE_LIMIT = timedelta(hours=12)
-# A request body over 1 MB gets 413; the CSV upload of the bulk add (1 MB) has room for its form around it
-# (front_door.body_limit).
-MAX_REQUEST_BYTES = 1024 * 1024
-# gunicorn.conf.py's threads per worker: every thread can hold its own keep-alive connection upstream.
-DEFAULT_POOL_SIZE = 8
 # A session signing key shorter than this is refused outside the demo: 32 characters of token_urlsafe are 192 bits.
 SECRET_KEY_LENGTH = 32
 # The demo's stores and database, kept for `flask run --debug`'s reloader child to reuse (demo.py): their keys too.
 DEMO_STARTED_VARIABLE = "PETPORTAL_DEMO_STARTED"
-# What PETPORTAL_REDIS_URL may start with: what both the Redis client and the login counters (`limits`) read.
-REDIS_SCHEMES = ("redis://", "rediss://")
 # A bulk import sends this many createPet calls at once: a few, so a large file goes quickly and the
 # store still serves everyone else.
 IMPORT_CONCURRENCY = 4
@@ -119,7 +109,9 @@ def defaults(instance_path: str) -> dict[str, Any]:
         "LOGIN_LIMIT_PER_ACCOUNT": "30 per minute; 100 per hour",
         # Second-factor codes, per account from anywhere: a million codes, three valid at a time.
         "MFA_LIMIT_PER_ACCOUNT": "5 per minute; 20 per hour",
-        "MAX_CONTENT_LENGTH": MAX_REQUEST_BYTES,
+        # A request body over 1 MB gets 413; the CSV upload of the bulk add (1 MB) has room for its form around it
+        # (front_door.body_limit).
+        "MAX_CONTENT_LENGTH": 1024 * 1024,
         "IMPORT_CONCURRENCY": IMPORT_CONCURRENCY,
         # How long a bulk import's runner holds it without renewing; it renews every second. Another runner
         # takes the import over (after a crash) only once this has run out.
@@ -139,19 +131,17 @@ def defaults(instance_path: str) -> dict[str, Any]:
 
 def load(
     instance_path: str,
-    environ: Mapping[str, str],
     overrides: Mapping[str, Any] | None = None,
     demo: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Every setting of one app, checked: raises `ConfigurationError` naming the variable to fix. `demo` is the
-    settings of a demo an entry point started (its stores, database and address; demo.py), else None."""
+    """Every setting of one app, from the process environment, checked: raises `ConfigurationError` naming the
+    variable to fix. `demo` is the settings of a demo an entry point started (its stores, database and address;
+    demo.py), else None."""
     settings = defaults(instance_path)
-    settings.update(from_environment(environ))
+    settings.update(from_environment(os.environ))
     settings["DEMO"] = demo is not None
-    if demo is not None:
-        public_url = settings["PUBLIC_URL"]
-        settings.update(demo)  # the demo's stores, its own database and where it is reached
-        settings["PUBLIC_URL"] = public_url or demo["PUBLIC_URL"]  # PETPORTAL_PUBLIC_URL still wins
+    if demo is not None:  # the demo's stores, its own database and where it is reached; PETPORTAL_PUBLIC_URL still wins
+        settings.update(demo, PUBLIC_URL=settings["PUBLIC_URL"] or demo["PUBLIC_URL"])
     settings.update(overrides or {})
     if settings["DEMO"] and not settings.get("SECRET_KEY"):
         settings["SECRET_KEY"] = secrets.token_urlsafe(32)  # demo sessions last as long as the process
@@ -167,7 +157,6 @@ def load(
 def derived(settings: Mapping[str, Any]) -> dict[str, Any]:
     """Settings that follow from the others: cookies, the database engine, the login counters' and cache back ends."""
     redis_url = settings["REDIS_URL"]
-    cache_seconds = settings["CACHE_SECONDS"]
     values: dict[str, Any] = {
         # Two threads of each worker never wait on the pet store, so health checks, cached pages and
         # static files are served even while the store hangs.
@@ -183,13 +172,13 @@ def derived(settings: Mapping[str, Any]) -> dict[str, Any]:
         # Bulk imports run on RQ workers where there is a Redis, else on threads of the portal's own process.
         "IMPORT_RUNNER": "rq" if redis_url else "embedded",
         # The micro-cache: off at 0 seconds, shared through Redis when there is one.
-        "CACHE_TYPE": "NullCache" if not cache_seconds else "RedisCache" if redis_url else "SimpleCache",
+        "CACHE_TYPE": "NullCache" if not settings["CACHE_SECONDS"] else "RedisCache" if redis_url else "SimpleCache",
         "CACHE_REDIS_URL": redis_url,
         "CACHE_KEY_PREFIX": "petportal:",
         "CACHE_NO_NULL_WARNING": True,  # PETPORTAL_CACHE_SECONDS=0 means off, on purpose
-        # Pages carry their own timeout; the generation counters take this one, far longer. (Not 0, "never":
+        # Pages carry their own timeout; a generation counter is kept 30 days after its last change. (Not 0, "never":
         # the in-process cache prunes those entries first when it is full, and pages would come back.)
-        "CACHE_DEFAULT_TIMEOUT": GENERATION_SECONDS,
+        "CACHE_DEFAULT_TIMEOUT": 30 * 24 * 3600,
     }
     # A Redis that hangs must cost a page a moment, not a worker thread.
     values["THROTTLE_STORAGE_OPTIONS"] = {"socket_timeout": 1, "socket_connect_timeout": 1} if redis_url else {}
@@ -204,11 +193,8 @@ def derived(settings: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class ConfigurationError(SystemExit):
-    """A configuration variable is missing or unusable; the message names it.
-
-    A SystemExit, so every entry point (`python app.py`, `flask ...`, gunicorn) ends with this one
-    line on standard error and a non-zero status, never a traceback.
-    """
+    """A configuration variable is missing or unusable; the message names it. A SystemExit, so every entry point
+    (`python app.py`, `flask ...`, gunicorn) ends with this one line on stderr and a non-zero status, no traceback."""
 
     def __init__(self, message: str) -> None:
         super().__init__(f"Pet Portal cannot start: {message}")
@@ -280,7 +266,8 @@ def from_environment(environ: Mapping[str, str], read_dotenv: bool = True) -> di
         "PETSTORE_ENVIRONMENTS": pet_stores(environ),
         "DEFAULT_ENVIRONMENT": environ.get("PETPORTAL_DEFAULT_ENVIRONMENT", "").strip() or "production",
         "UPSTREAM_TIMEOUT": _number(environ, "PETPORTAL_UPSTREAM_TIMEOUT", 5.0, minimum=0.1),
-        "UPSTREAM_POOL_SIZE": _number(environ, "PETPORTAL_UPSTREAM_POOL_SIZE", DEFAULT_POOL_SIZE, kind=int, minimum=1),
+        # gunicorn.conf.py's threads per worker: every thread can hold its own keep-alive connection upstream.
+        "UPSTREAM_POOL_SIZE": _number(environ, "PETPORTAL_UPSTREAM_POOL_SIZE", 8, kind=int, minimum=1),
         # None until `load` knows whether this is demo mode, as REQUIRE_ADMIN_MFA below.
         "HTTPS": _flag(environ, "PETPORTAL_HTTPS", None),
         "TRUSTED_HOSTS": [h.strip() for h in environ.get("PETPORTAL_TRUSTED_HOSTS", "").split(",") if h.strip()]
@@ -331,10 +318,8 @@ def _single_sign_on(environ: Mapping[str, str]) -> dict[str, Any] | None:
 
 
 def secret_variables(environ: Mapping[str, str]) -> list[str]:
-    """The variables of `environ` that hold a secret the portal reads once, when the app is built: the pet store
-    keys, the session key, the single sign-on client secret, the metrics token, the database and Redis URLs (which
-    may hold passwords), the demo's stores, and the headers of the tracing exporter (a collector's credentials).
-    Not those a library reads again later, such as libpq's PGPASSWORD at each new connection."""
+    """The variables of `environ` holding a secret the portal reads once, when the app is built (URLs may hold
+    passwords, the exporter's headers a collector's credentials); not those a library reads again, as PGPASSWORD."""
     secrets_read = {
         *(f"PETSTORE_{name.upper()}_KEY" for name in ENVIRONMENT_NAMES),
         "PETPORTAL_SECRET_KEY",
@@ -385,7 +370,7 @@ def check(config: Mapping[str, Any]) -> None:
             f"{len(config['SECRET_KEY'])}; make one with: python -c 'import secrets; print(secrets.token_urlsafe(32))'"
         )
     redis_url = config["REDIS_URL"]
-    if redis_url and not redis_url.startswith(REDIS_SCHEMES):
+    if redis_url and not redis_url.startswith(("redis://", "rediss://")):
         # The sessions' Redis client would take unix://, but the login counters (`limits`, opened at the first
         # login) would not: every login would be refused, so the portal does not start.
         scheme = redis_url.partition(":")[0][:20]  # never the rest, which may hold a password

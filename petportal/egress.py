@@ -19,22 +19,22 @@ _RECORD_ATTRIBUTES = frozenset(logging.makeLogRecord({}).__dict__) | {"message",
 CHECKED = "egress_checked"
 # Values that cannot hold text.
 _PLAIN = (int, float, bool, type(None))
+_FORMATTER = logging.Formatter()
 
 
 class _Guard:
-    """This process's guard: the check of the app built last (a test process builds many)."""
+    """This process's guard: the check of the app built last (a test process builds many); None, no secrets."""
 
-    check: Callable[[str], bool] = staticmethod(lambda _text: False)
-    guarding = False
+    check: Callable[[str], bool] | None = None
 
 
 def protect(check: Callable[[str], bool] | None) -> None:
     """Guard every log line and span of this process with `check` (None: the app has no secrets)."""
-    _Guard.check, _Guard.guarding = (check, True) if check else (lambda _text: False, False)
+    _Guard.check = check
 
 
 def quotes_secret(text: str) -> bool:
-    return _Guard.check(text)
+    return (check := _Guard.check) is not None and check(text)  # read once: a test's next app may replace it
 
 
 def withheld(value: Any) -> Any:
@@ -42,19 +42,19 @@ def withheld(value: Any) -> Any:
     if isinstance(value, _PLAIN) or (isinstance(value, list | tuple) and all(isinstance(i, _PLAIN) for i in value)):
         return value
     text = bytes(value).decode("latin-1") if isinstance(value, bytes | bytearray) else str(value)
-    return WITHHELD_VALUE if _Guard.check(text) else value
+    return WITHHELD_VALUE if quotes_secret(text) else value
 
 
 def guard_record(record: logging.LogRecord) -> logging.LogRecord:
     """`record`, changed in place when anything it can write quotes a secret: message WITHHELD_LINE, exception
     and stack dropped, each extra field that quotes one WITHHELD_VALUE."""
-    if not _Guard.guarding or getattr(record, CHECKED, False):
+    if _Guard.check is None or getattr(record, CHECKED, False):
         return record
     if _record_quotes_secret(record):
         record.msg, record.args = WITHHELD_LINE, ()
         record.exc_info = record.exc_text = record.stack_info = None
         for name, value in list(record.__dict__.items()):
-            if name not in _RECORD_ATTRIBUTES and not isinstance(value, _PLAIN) and _Guard.check(str(value)):
+            if name not in _RECORD_ATTRIBUTES and not isinstance(value, _PLAIN) and quotes_secret(str(value)):
                 record.__dict__[name] = WITHHELD_VALUE
     return record
 
@@ -72,10 +72,7 @@ def _record_quotes_secret(record: logging.LogRecord) -> bool:
             text = str(value)
             if text not in texts[0]:  # a field the message already shows is not checked twice
                 texts.append(text)
-    return _Guard.check("\n".join(texts))
-
-
-_FORMATTER = logging.Formatter()
+    return quotes_secret("\n".join(texts))
 
 
 class EgressFilter(logging.Filter):

@@ -49,9 +49,6 @@ class _MigrateCommands(click.Group):
         return cast(click.Context, commands.make_context(info_name, args, parent=parent, **extra))
 
 
-MIGRATIONS = Path(__file__).resolve().parent / "migrations"
-
-
 class Base(DeclarativeBase):
     """What every table of the portal is declared from (models.py)."""
 
@@ -62,6 +59,7 @@ if TYPE_CHECKING:
     Model = Base
 else:
     Model = db.Model
+MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 migrate = Migrations()
 csrf = CSRFProtect()
 login = LoginManager()

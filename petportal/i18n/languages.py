@@ -52,6 +52,9 @@ def N_(message: str) -> str:
 
 # The store's statuses as a person reads them (an unknown one is shown as the store sent it).
 STATUS_LABELS = {"available": N_("available"), "pending": N_("pending"), "sold": N_("sold")}
+# The environments' names as people read them; the value (in URLs, forms and the database) stays the English word.
+ENVIRONMENT_LABELS = {"production": _l("production"), "staging": _l("staging")}
+ROLE_LABELS: dict[str, LazyText] = {Role.STAFF: _l("staff"), Role.ADMIN: _l("admin")}
 
 
 def language_of(environ: WSGIEnvironment) -> str:
@@ -119,11 +122,6 @@ def status_names() -> StatusNames:
 def status_label(status: str) -> str:
     """An animal's status as the visitor's language names it."""
     return status_names()[status]
-
-
-# The environments' names as people read them; the value (in URLs, forms and the database) stays the English word.
-ENVIRONMENT_LABELS = {"production": _l("production"), "staging": _l("staging")}
-ROLE_LABELS: dict[str, LazyText] = {Role.STAFF: _l("staff"), Role.ADMIN: _l("admin")}
 
 
 def environment_label(name: str) -> str:

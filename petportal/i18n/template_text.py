@@ -98,15 +98,11 @@ class TranslatedEnvironment(Environment):
             return tree
         with force_locale(self.language):
             catalog = get_translations()
-        translated: nodes.Template = _Translate(TemplateText(catalog), _assigned_names(tree)).visit(tree)
+        # The names the template assigns (`{% set _ = ... %}`, a loop's variable): a call of one of those is no message.
+        assigned = {node.name for node in tree.find_all(nodes.Name) if node.ctx in ("store", "param")}
+        translated: nodes.Template = _Translate(TemplateText(catalog), assigned).visit(tree)
         translated.set_environment(self)
         return translated
-
-
-def _assigned_names(tree: nodes.Template) -> set[str]:
-    """The names a template assigns (`{% set _ = ... %}`, a loop's variable): a call of one of those is not
-    a message."""
-    return {node.name for node in tree.find_all(nodes.Name) if node.ctx in ("store", "param")}
 
 
 class _Translate(NodeTransformer):

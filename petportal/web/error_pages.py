@@ -2,7 +2,7 @@
 
 import functools
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from flask import Flask, current_app, g, render_template, request
 from flask.typing import ResponseReturnValue
@@ -60,7 +60,6 @@ STORE_REASONS = {
 }
 # An error page and its status.
 ErrorPage = tuple[str, int]
-E = TypeVar("E", bound=Exception)
 
 
 def render_error(
@@ -68,12 +67,8 @@ def render_error(
 ) -> ErrorPage:
     """The error page for `status`, with an optional more specific message (and title), in the request's
     language. Never raises: when even the page's template fails, a bare page that needs nothing is sent instead."""
-    if status in MESSAGES:
-        default_title, default_message = (str(text) for text in MESSAGES[status])
-    else:
-        default_title, default_message = _("Error %(status)s", status=status), _("The request failed.")
-    title = str(title or default_title)
-    message = str(message or default_message)
+    default = MESSAGES.get(status) or (_("Error %(status)s", status=status), _("The request failed."))
+    title, message = str(title or default[0]), str(message or default[1])
     try:
         page = render_template(
             "errors/404.html" if status == 404 else "errors/error.html",
@@ -147,10 +142,10 @@ def key_rejected_page(name: str) -> ErrorPage:
     """The store refused environment `name`'s key: admins are told so, everyone else that it is unavailable."""
     current_app.logger.error("the %s API key was rejected", name)
     if current_user.is_authenticated and current_user.is_admin:
-        message = _(
-            "The %(environment)s API key was rejected by the pet store. Check its configuration.", environment=name
+        return render_error(
+            502,
+            _("The %(environment)s API key was rejected by the pet store. Check its configuration.", environment=name),
         )
-        return render_error(502, message)
     return render_error(502, _("The pet store is temporarily unavailable. Try again later."), retry=True)
 
 
@@ -181,9 +176,9 @@ def register(app: Flask, *more: tuple[type[Exception], Callable[[Any], ResponseR
         app.register_error_handler(error_class, _rolled_back_first(handler))
 
 
-def _rolled_back_first(handler: Callable[[E], ResponseReturnValue]) -> Callable[[E], ResponseReturnValue]:
+def _rolled_back_first(handler: Callable[[Any], ResponseReturnValue]) -> Callable[[Any], ResponseReturnValue]:
     @functools.wraps(handler)
-    def handle(error: E) -> ResponseReturnValue:
+    def handle(error: Exception) -> ResponseReturnValue:
         db.session.rollback()
         return handler(error)
 

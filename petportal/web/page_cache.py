@@ -53,6 +53,8 @@ CONDITIONS = ("HTTP_IF_NONE_MATCH", "HTTP_IF_MODIFIED_SINCE", "HTTP_IF_MATCH", "
 # front_door.PROCESS_ONLY), measured together: cached portal/floor rps at c=8 -56% (0.16 -> 0.07).
 REMEMBERED_URLS = 4096
 REMEMBERED_URL_LENGTH = 512
+# Pages, an import's progress and its results: what a browser or a proxy must not keep unless a view says so.
+PERSONAL_TYPES = frozenset({"text/html", "application/json", "text/csv"})
 
 
 def cached_page(
@@ -183,10 +185,6 @@ class SharedPages:
 def invalidate(environment_name: str) -> None:
     if settings().cache_seconds > 0:
         _safely(current_app, cache.cache.inc, _generation_key(environment_name))
-
-
-# Pages, an import's progress and its results: what a browser or a proxy must not keep unless a view says so.
-PERSONAL_TYPES = frozenset({"text/html", "application/json", "text/csv"})
 
 
 class ServerDated(FlaskResponse):

@@ -60,7 +60,7 @@ def register(app: Flask) -> None:
 
 def send_plain_http_to_https() -> BaseResponse | None:
     """Redirect plain HTTP to HTTPS, on a trusted host only; health checks are answered as they are."""
-    if request.is_secure or request.endpoint in HEALTH_ENDPOINTS or not _trusted_hosts():
+    if request.is_secure or request.endpoint in HEALTH_ENDPOINTS or not settings().trusted_hosts:
         return None
     return redirect(f"https://{request.host}{request.full_path.rstrip('?')}", 301)
 
@@ -76,7 +76,8 @@ def keep_locations_on_trusted_hosts(response: Response) -> Response:
     if not location or _without_query(location) in current_app.extensions.get(OUTSIDE_LOCATIONS, ()):
         return response
     parts = urlsplit(location)
-    if (parts.scheme or parts.netloc) and not (_trusted_hosts() and host_is_trusted(parts.netloc, _trusted_hosts())):
+    trusted = settings().trusted_hosts
+    if (parts.scheme or parts.netloc) and not (trusted and host_is_trusted(parts.netloc, trusted)):
         path = "/" + parts.path.lstrip("/")
         response.headers["Location"] = path + (f"?{parts.query}" if parts.query else "")
     return response
@@ -85,7 +86,3 @@ def keep_locations_on_trusted_hosts(response: Response) -> Response:
 def _without_query(address: str) -> str:
     parts = urlsplit(address)
     return urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
-
-
-def _trusted_hosts() -> list[str]:
-    return settings().trusted_hosts or []

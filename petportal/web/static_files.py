@@ -23,8 +23,7 @@ from werkzeug.wrappers import Response
 
 from petportal.config import STATIC_ENDPOINTS
 
-YEAR = 365 * 24 * 3600
-IMMUTABLE = f"public, max-age={YEAR}, immutable"
+IMMUTABLE = "public, max-age=31536000, immutable"  # a year
 # Characters of the SHA-256 digest in a URL: 64 bits, plenty to tell two versions of one file apart.
 DIGEST_LENGTH = 16
 DIGESTS = "petportal.static_digests"
