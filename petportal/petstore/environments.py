@@ -144,24 +144,19 @@ class Environments:
         name, fetched_at = self._active
         if name is None or time.monotonic() - fetched_at > ACTIVE_REFRESH_SECONDS:
             with nullcontext() if has_app_context() else self._app.app_context():  # the page cache asks outside one
-                name = self._read_active(name)
+                try:
+                    row = db.session.get(Setting, ACTIVE_SETTING)
+                    name = row.value if row is not None else self._default
+                except DATABASE_OUTAGES as error:
+                    # Customers keep browsing the last known (or default) environment while the database is down.
+                    db.session.rollback()
+                    log.error("the portal's database is unavailable: %s", type(error).__name__)
+                    name = name or self._default
+                self._now_active(name)
         environment = self.get(name)
         if environment is None or not environment.configured:
             return self._environment(self._default)
         return environment
-
-    def _read_active(self, name: str | None) -> str:
-        """The active environment's name as the database holds it, remembered for ACTIVE_REFRESH_SECONDS."""
-        try:
-            row = db.session.get(Setting, ACTIVE_SETTING)
-            name = row.value if row is not None else self._default
-        except DATABASE_OUTAGES as error:
-            # Customers keep browsing the last known (or default) environment while the database is down.
-            db.session.rollback()
-            log.error("the portal's database is unavailable: %s", type(error).__name__)
-            name = name or self._default
-        self._now_active(name)
-        return name
 
     def set_active(self, name: str) -> None:
         """Make `name` the active environment for every user and every process, once the caller's unit of work
