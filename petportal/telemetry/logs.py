@@ -104,8 +104,7 @@ def configure(log_format: str) -> None:
     logging.logThreads = logging.logMultiprocessing = False
     # OpenTelemetry's and urllib3's warnings (a malformed incoming trace header, a retried call) are written as
     # the portal's lines are, never by Python's bare fallback handler.
-    names = ["petportal", *LIBRARY_LOGGERS] + (["werkzeug"] if log_format == "json" else [])
-    for name in names:
+    for name in ["petportal", *LIBRARY_LOGGERS] + (["werkzeug"] if log_format == "json" else []):
         logger = logging.getLogger(name)
         for handler in [h for h in logger.handlers if any(isinstance(f, RequestContextFilter) for f in h.filters)]:
             logger.removeHandler(handler)
