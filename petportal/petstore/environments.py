@@ -85,7 +85,6 @@ class Environments:
         self._gates = {name: Bulkhead(settings(app).upstream_concurrency) for name in self._settings}
         # Bulk imports send through clients of their own, so a slow store slows an import, never the pages.
         self._background_gates = {name: Bulkhead(settings(app).import_concurrency) for name in self._settings}
-        self._keys = tuple(store["key"] for store in self._settings.values() if store["key"])
         self._clients: dict[tuple[str, bool], PetStoreClient] = {}
         self._health = {name: Health() for name in self._settings}
         self._lock = threading.Lock()
@@ -124,7 +123,7 @@ class Environments:
                     extra_headers=_request_id_header,
                     deadline=self._page_deadline,
                     gate=gates[name],
-                    secrets=self._keys,
+                    secrets=[store["key"] for store in self._settings.values() if store["key"]],
                     observe=partial(observe_upstream, name),
                     on_answer=self._health[name].record,
                     trace=partial(tracing.pet_store_call, name) if self._tracing else None,

@@ -38,11 +38,8 @@ SERVER_LOGGERS = ("gunicorn.error", "_granian", "granian.access")
 
 
 class RequestContextFilter(logging.Filter):
-    """Adds the request id, the user and the environment served to every record ("-" outside a request).
-
-    It reads only what the request has already worked out, so logging never loads a user or touches
-    the database.
-    """
+    """Adds the request id, the user and the environment served to every record ("-" outside a request), from only
+    what the request has already worked out: logging never loads a user or touches the database."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if has_request_context():
