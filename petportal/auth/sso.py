@@ -14,7 +14,7 @@ import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
 from flask import Flask, abort, current_app, request, session, url_for
 from flask_babel import gettext as _
@@ -108,8 +108,7 @@ def begin(destination: str) -> Response:
     security.allow_location(endpoint)
     _forget_older_sign_ins()
     session[DESTINATION_KEY] = destination
-    response: Response = client.authorize_redirect((settings().public_url or "") + url_for("auth.sso_callback"))
-    return response
+    return cast(Response, client.authorize_redirect((settings().public_url or "") + url_for("auth.sso_callback")))
 
 
 def _forget_older_sign_ins() -> None:

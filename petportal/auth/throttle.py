@@ -99,12 +99,7 @@ def attempt(account: str, kind: str = "login") -> Limit | None:
 
 def succeeded(account: str, kind: str = "login") -> None:
     """Give back the attempt of a login (or a code) that succeeded; in the database, with the request's own work."""
-    counters = _counters(account, kind)
-    if settings().throttle_storage_uri:
-        for counter in counters:
-            _redis().hit(counter.item, counter.limit.value, counter.whom, cost=-1)
-    else:
-        _give_back(counters, now())
+    _give_back(_counters(account, kind), now())
 
 
 def _counters(account: str, kind: str) -> list[Counted]:
@@ -161,6 +156,11 @@ def _hit(counter: Counted, at: datetime) -> int:
 
 
 def _give_back(counters: Sequence[Counted], at: datetime) -> None:
+    """One attempt back to each of `counters`, in Redis or, where its window has not ended at `at`, in the database."""
+    if settings().throttle_storage_uri:
+        for counter in counters:
+            _redis().hit(counter.item, counter.limit.value, counter.whom, cost=-1)
+        return
     keys = [counter.key for counter in counters]
     db.session.execute(
         update(LoginCounter)
@@ -189,8 +189,7 @@ def _count_in_redis(counters: Sequence[Counted]) -> Limit | None:
     strategy = _redis()
     for index, counter in enumerate(counters):
         if not strategy.hit(counter.item, counter.limit.value, counter.whom):
-            for taken in counters[: index + 1]:
-                strategy.hit(taken.item, taken.limit.value, taken.whom, cost=-1)
+            _give_back(counters[: index + 1], now())
             return counter.limit
     return None
 

@@ -60,10 +60,8 @@ _call = threading.local()
 
 
 class GetOnlyRetry(Retry):
-    """urllib3's Retry, narrowed so that only GET is retried, only for the RETRIED statuses, and only in time.
-
-    Every retry, and the wait before it, must fit in what is left of the call's deadline.
-    """
+    """urllib3's Retry, narrowed: only GET is retried, only for the RETRIED statuses, and only while the retry and
+    the wait before it fit in what is left of the call's deadline."""
 
     RETRY_AFTER_STATUS_CODES = RETRIED
 

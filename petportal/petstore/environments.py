@@ -85,7 +85,6 @@ class Environments:
         self._gates = {name: Bulkhead(settings(app).upstream_concurrency) for name in self._settings}
         # Bulk imports send through clients of their own, so a slow store slows an import, never the pages.
         self._background_gates = {name: Bulkhead(settings(app).import_concurrency) for name in self._settings}
-        self._keys = tuple(store["key"] for store in self._settings.values() if store["key"])
         self._clients: dict[tuple[str, bool], PetStoreClient] = {}
         self._health = {name: Health() for name in self._settings}
         self._lock = threading.Lock()
@@ -124,7 +123,7 @@ class Environments:
                     extra_headers=_request_id_header,
                     deadline=self._page_deadline,
                     gate=gates[name],
-                    secrets=self._keys,
+                    secrets=[store["key"] for store in self._settings.values() if store["key"]],
                     observe=partial(observe_upstream, name),
                     on_answer=self._health[name].record,
                     trace=partial(tracing.pet_store_call, name) if self._tracing else None,
@@ -144,24 +143,19 @@ class Environments:
         name, fetched_at = self._active
         if name is None or time.monotonic() - fetched_at > ACTIVE_REFRESH_SECONDS:
             with nullcontext() if has_app_context() else self._app.app_context():  # the page cache asks outside one
-                name = self._read_active(name)
+                try:
+                    row = db.session.get(Setting, ACTIVE_SETTING)
+                    name = row.value if row is not None else self._default
+                except DATABASE_OUTAGES as error:
+                    # Customers keep browsing the last known (or default) environment while the database is down.
+                    db.session.rollback()
+                    log.error("the portal's database is unavailable: %s", type(error).__name__)
+                    name = name or self._default
+                self._now_active(name)
         environment = self.get(name)
         if environment is None or not environment.configured:
             return self._environment(self._default)
         return environment
-
-    def _read_active(self, name: str | None) -> str:
-        """The active environment's name as the database holds it, remembered for ACTIVE_REFRESH_SECONDS."""
-        try:
-            row = db.session.get(Setting, ACTIVE_SETTING)
-            name = row.value if row is not None else self._default
-        except DATABASE_OUTAGES as error:
-            # Customers keep browsing the last known (or default) environment while the database is down.
-            db.session.rollback()
-            log.error("the portal's database is unavailable: %s", type(error).__name__)
-            name = name or self._default
-        self._now_active(name)
-        return name
 
     def set_active(self, name: str) -> None:
         """Make `name` the active environment for every user and every process, once the caller's unit of work

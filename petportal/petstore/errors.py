@@ -12,6 +12,7 @@ import json
 import re
 import unicodedata
 from collections.abc import Iterable
+from contextlib import suppress
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, ClassVar
@@ -393,12 +394,10 @@ class PetStoreError(Exception):
         """The typed error for an answer that is no success, with the API's own code and message when it sent
         an Error."""
         code, reason, message = None, StoreReason.STATUS, ""
-        try:
+        with suppress(ValueError, RecursionError):
             record = json.loads(body)
             if isinstance(record, dict) and isinstance(record.get("message"), str):
                 code, reason, message = record.get("code"), StoreReason.STORE_SAID, record["message"]
-        except (ValueError, RecursionError):
-            pass
         details = {"status": status, "code": code, "method": method, "url": url, "secrets": secrets}
         return PetStoreError.of(operation, reason, message, **details)
 

@@ -29,13 +29,7 @@ NEW_PET = Draft7Validator({**SCHEMAS["NewPet"], "components": {"schemas": SCHEMA
 
 
 class ApiError(Exception):
-    """An error answered as an `Error` record."""
-
-    def __init__(self, status: int, code: str, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
-        self.message = message
+    """An error answered as an `Error` record: `ApiError(status, code, message)`."""
 
 
 def error_response(status: int, code: str, message: str, headers: Mapping[str, str] | None = None) -> Response:
@@ -47,7 +41,7 @@ def error_response(status: int, code: str, message: str, headers: Mapping[str, s
 
 @bp.errorhandler(ApiError)
 def answer_api_error(error: ApiError) -> Response:
-    return error_response(error.status, error.code, error.message)
+    return error_response(*error.args)
 
 
 @bp.before_request
@@ -101,8 +95,7 @@ def create_pet() -> tuple[dict[str, int | str], int, dict[str, str]]:
     payload = request.get_json(force=True, silent=True, cache=False)
     if payload is None:
         raise ApiError(400, "malformed_body", "The body must be a JSON object.")
-    problem = best_match(NEW_PET.iter_errors(payload))
-    if problem is not None:
+    if (problem := best_match(NEW_PET.iter_errors(payload))) is not None:
         raise ApiError(400, "invalid_body", describe_problem(problem))
     pet = Pet(name=payload["name"], category_id=payload["categoryId"], status=payload.get("status"))
     db.session.add(pet)

@@ -19,11 +19,8 @@ _DEPRECATION_HEADERS = {
 
 
 def _error(description: str, headers: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    error = {"schema": {"$ref": "#/components/schemas/Error"}}
-    response: dict[str, Any] = {"description": description, "content": {"application/json": error}}
-    if headers:
-        response["headers"] = headers
-    return response
+    content = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
+    return {"description": description, "content": content} | ({"headers": headers} if headers else {})
 
 
 SCHEMAS: dict[str, dict[str, Any]] = {

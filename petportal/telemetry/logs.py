@@ -38,11 +38,8 @@ SERVER_LOGGERS = ("gunicorn.error", "_granian", "granian.access")
 
 
 class RequestContextFilter(logging.Filter):
-    """Adds the request id, the user and the environment served to every record ("-" outside a request).
-
-    It reads only what the request has already worked out, so logging never loads a user or touches
-    the database.
-    """
+    """Adds the request id, the user and the environment served to every record ("-" outside a request), from only
+    what the request has already worked out: logging never loads a user or touches the database."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if has_request_context():
@@ -104,8 +101,7 @@ def configure(log_format: str) -> None:
     logging.logThreads = logging.logMultiprocessing = False
     # OpenTelemetry's and urllib3's warnings (a malformed incoming trace header, a retried call) are written as
     # the portal's lines are, never by Python's bare fallback handler.
-    names = ["petportal", *LIBRARY_LOGGERS] + (["werkzeug"] if log_format == "json" else [])
-    for name in names:
+    for name in ["petportal", *LIBRARY_LOGGERS] + (["werkzeug"] if log_format == "json" else []):
         logger = logging.getLogger(name)
         for handler in [h for h in logger.handlers if any(isinstance(f, RequestContextFilter) for f in h.filters)]:
             logger.removeHandler(handler)
@@ -316,8 +312,7 @@ class LineBatches(logging.Handler):
                     self._write(batch)
                     batch = bytearray()
                 batch += line
-            if batch:
-                self._write(batch)
+            self._write(batch)  # nothing, when nothing waited
 
     def _write(self, data: bytearray) -> None:
         while data:
@@ -364,23 +359,18 @@ def batch_access_lines(log_format: str) -> None:
 
 
 def assigned_request_id(environ: WSGIEnvironment) -> str:
-    """This request's id, made once (`request_id`) and kept in the environ: the access line, the page cache and
-    Flask's hook all give the same."""
-    if REQUEST_ID not in environ:
-        environ[REQUEST_ID] = request_id(environ.get("HTTP_X_REQUEST_ID", ""))
-    return cast(str, environ[REQUEST_ID])
-
-
-def request_id(incoming: str) -> str:
-    """The id of a request: a proxy's own (`incoming`) when it looks like one, else a new one. Arbitrary
-    text is never echoed into logs. Also used by the page cache, which answers before Flask.
+    """This request's id, made once and kept in the environ: the access line, the page cache and Flask's hook all
+    give the same. A proxy's own (X-Request-ID) when it looks like one, else a new one: arbitrary text is never
+    echoed into logs.
 
     A new id is 128 random bits from `random`, which each worker reseeds at its fork: an id names a request in the
     logs and guards nothing, and `os.urandom` would let go of the GIL on every request, a chance for each of the
     worker's other threads to take it in between."""
-    if incoming.isascii() and incoming.isalnum() and 8 <= len(incoming) <= 64:
-        return incoming
-    return f"{random.getrandbits(128):032x}"
+    if REQUEST_ID not in environ:
+        incoming = environ.get("HTTP_X_REQUEST_ID", "")
+        looks_like_one = incoming.isascii() and incoming.isalnum() and 8 <= len(incoming) <= 64
+        environ[REQUEST_ID] = incoming if looks_like_one else f"{random.getrandbits(128):032x}"
+    return cast(str, environ[REQUEST_ID])
 
 
 def register(app: Flask) -> None:
