@@ -22,6 +22,7 @@ from werkzeug.serving import is_running_from_reloader
 
 from petportal.catalog import categories
 from petportal.config import DEMO_STARTED_VARIABLE, ENVIRONMENT_NAMES, INSTANCE_PATH, demo_wanted, settings
+from petportal.data import audit
 from petportal.data.models import Role, User
 from petportal.extensions import db
 from petportal.running.commands import upgrade_database, warn_before_init_db
@@ -62,7 +63,7 @@ def portal(create_app: Callable[..., Flask], host: str, port: int) -> Flask:
         upgrade_database()
         for environment in ENVIRONMENT_NAMES:
             for category_id, label in DEMO_LABELS.items():
-                categories.name(environment, category_id, label, actor="demo")
+                categories.name(environment, category_id, label, actor=audit.DEMO)
         create_accounts(stores)
     return app
 
