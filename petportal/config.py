@@ -42,6 +42,9 @@ STATIC_ENDPOINTS = ("static", "bootstrap.static")
 # A login's server-side session ends after this long unused, and after the absolute limit in any case.
 SESSION_IDLE_LIMIT = timedelta(minutes=30)
 SESSION_ABSOLUTE_LIMIT = timedelta(hours=12)
+# A pet store key shorter than this is refused: the key guard matches runs of 12 of its characters, and a key that
+# short cannot be told apart from ordinary text (docs/security.md).
+SHORTEST_STORE_KEY = 16
 # A session signing key shorter than this is refused outside the demo: 32 characters of token_urlsafe are 192 bits.
 SECRET_KEY_LENGTH = 32
 # The demo's stores and database, kept for `flask run --debug`'s reloader child to reuse (demo.py): their keys too.
@@ -415,6 +418,11 @@ def _check_pet_store(name: str, url: str | None, key: str | None) -> None:
         raise ConfigurationError(f"{prefix}_URL is set, but {prefix}_KEY is not: set the key the pet store gave you.")
     if key and not url:
         raise ConfigurationError(f"{prefix}_KEY is set, but {prefix}_URL is not: set the pet store's base URL.")
+    if key and len(key) < SHORTEST_STORE_KEY:
+        raise ConfigurationError(
+            f"{prefix}_KEY must be at least {SHORTEST_STORE_KEY} characters long, not {len(key)}: a key that short "
+            "cannot be told apart from ordinary text."
+        )
 
 
 def _tracing_wanted(environ: Mapping[str, str]) -> bool:

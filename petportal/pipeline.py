@@ -18,7 +18,7 @@ from petportal.extensions import init_extensions
 from petportal.i18n import languages
 from petportal.imports import engines
 from petportal.petstore import environments
-from petportal.petstore.errors import SecretGuard
+from petportal.secret_guard import SecretGuard
 from petportal.telemetry import logs, metrics, tracing
 from petportal.web import compression, error_pages, front_door, page_cache, security, static_files
 

@@ -6,6 +6,7 @@ text is withheld whole: a record in a list on its own row, with a note, while th
 
 import base64
 import csv
+import html
 import io
 import json
 import re
@@ -45,13 +46,13 @@ DISGUISES = {
     "hex": KEY.encode().hex(),
     "reversed": KEY[::-1],
     "full-width": KEY.translate(FULL_WIDTH),
-    "upper case, spaced": " ".join(KEY.upper()),
-    "a run of 8": f"Rex {KEY[9:17]} the dog",
+    "spaced": " ".join(KEY),
+    "a run of 12": f"Rex {KEY[9:21]} the dog",
 }
 REFUSALS = {
-    "runs shorter than 10": f"name refused: {KEY[:9]} {KEY[9:18]} {KEY[18:27]}",
+    "split by spaces": f"name refused: {KEY[:9]} {KEY[9:18]} {KEY[18:27]}",
     "full-width letters": f"name refused for {KEY.translate(FULL_WIDTH)}",
-    "literal \\u escapes": "you sent " + "".join(f"\\u{ord(char):04x}" for char in KEY[:12]),
+    "literal \\u escapes": "you sent " + "".join(f"\\u{ord(char):04x}" for char in KEY[9:21]),
 }
 
 
@@ -132,7 +133,7 @@ KEY_LETTERS = "aceopyACEKMOP"
 CYRILLIC = str.maketrans(KEY_LETTERS, "\u0430\u0441\u0435\u043e\u0440\u0443\u0410\u0421\u0415\u041a\u041c\u041e\u0420")
 KEYS = {
     "a 32-character key": "".join(secrets.choice(KEY_LETTERS) for _ in range(32)),
-    "a 6-character key": "".join(secrets.choice(KEY_LETTERS) for _ in range(6)),
+    "a 16-character key": "".join(secrets.choice(KEY_LETTERS) for _ in range(16)),  # the shortest the portal takes
 }
 SEEN_DISGUISES = {
     "in Cyrillic look-alikes": lambda key: f"Rex {key.translate(CYRILLIC)}",
@@ -141,12 +142,17 @@ SEEN_DISGUISES = {
     # What an outside review found after the guard first read as a person reads:
     "split by Hangul fillers, which show as nothing": lambda key: "Rex " + "\u3164".join(pieces(key, 4)),
     "split by byte escapes, as Python's repr writes them": lambda key: "Rex " + "\\x80".join(pieces(key, 4)),
-    "in negative squared letters": lambda key: "Rex " + "".join(chr(0x1F170 + ord(c.upper()) - 65) for c in key),
-    "in regional indicator letters": lambda key: "Rex " + "".join(chr(0x1F1E6 + ord(c.upper()) - 65) for c in key),
+    # Capitals in a dress Unicode does not decompose, where the key has capitals; its small letters as they are.
+    "capitals as negative squared letters": lambda key: "Rex " + "".join(dressed(c, 0x1F170) for c in key),
+    "capitals as regional indicator letters": lambda key: "Rex " + "".join(dressed(c, 0x1F1E6) for c in key),
     "as it is": lambda key: f"Rex {key}",
 }
 HONEST = {"available": ["Honest Rex", "Honest Max"], "sold": ["Milo", "Oreo", "Daisy", "Sadie", "Tom"]}
 WITHHELD_ON_PAGE = WITHHELD_NAME.replace("'", "&#39;")
+
+
+def dressed(char, first):
+    return chr(first + ord(char) - 65) if char.isupper() else char
 
 
 def pieces(key, size):
@@ -155,20 +161,18 @@ def pieces(key, size):
 
 def plainly_quoted(text, key):
     """Whether a plain comparison finds the key in `text`: Unicode NFKC, case folded, letters and digits only, any
-    run of 8 characters of the key (all of it when shorter). What the guard did before it read as a person reads."""
+    run of 12 characters of the key (all of it when shorter). What the guard does beyond: read as a person reads."""
 
     def plain(value):
         return "".join(filter(str.isalnum, unicodedata.normalize("NFKC", value).casefold()))
 
-    run = min(8, len(key))
+    run = min(12, len(key))
     return any(plain(key)[i : i + run] in plain(text) for i in range(len(key) - run + 1))
 
 
 def split_across_rows(key):
-    """The key cut into names each too short to quote it alone: 3 characters (at most 6 as read, where each "M"
-    reads as "rn"), or 2 of a key shorter than 8."""
-    size = 3 if len(key) >= 8 else 2
-    return [key[i : i + size] for i in range(0, len(key), size)]
+    """The key cut into names each too short to quote it alone: 3 characters."""
+    return [key[i : i + 3] for i in range(0, len(key), 3)]
 
 
 class RefusingGateway:
@@ -305,8 +309,10 @@ ONE_CHARACTER = {
     "in Cyrillic": lambda char: char.translate(CYRILLIC),
     "accented": lambda char: f"{char}\u0301",
     "full-width": lambda char: chr(ord(char) + 0xFEE0),
-    "as a small capital": lambda char: unicodedata.lookup(f"LATIN LETTER SMALL CAPITAL {char.upper()}"),
-    "in the other case": str.swapcase,
+    # (Unicode's table pairs small capital C and O with c and o, which the guard reads them as.)
+    "a capital as a small capital": lambda char: (
+        unicodedata.lookup(f"LATIN LETTER SMALL CAPITAL {char}") if char in "AEKMP" else char
+    ),
     "then a zero-width space": lambda char: f"{char}\u200b",
     "then a space": lambda char: f"{char} ",
     "percent-escaped": lambda char: f"%{ord(char):02X}",
@@ -329,3 +335,148 @@ def test_the_key_written_any_mix_of_these_ways_is_caught(key, ways):
 def test_the_guard_answers_any_text(text, key):
     assert quotes_secret(text, [key]) in (True, False)
     assert len(clean(text, [key])) <= MESSAGE_CHARS
+
+
+# --- What is withheld tells nothing about fewer than 12 characters of a key (docs/security.md) --------------------
+# Anyone who can write a name can see whether it is withheld: a yes or no to a question of their choosing. The guard
+# answers yes only to a name that holds 12 consecutive characters of the page's own key, in any form it reads, so a
+# question about fewer is always answered no, and a yes takes guessing 12 characters at once: 64**12 = 2**72 for a
+# key of token_urlsafe's 64 symbols, where the guard that matched 4 characters answered after 2**24.
+FORMS = {
+    "as it is": lambda piece: piece,
+    "reversed": lambda piece: piece[::-1],
+    "in hex": lambda piece: piece.encode().hex(),
+    "in upper-case hex": lambda piece: piece.encode().hex().upper(),
+    "JSON-escaped": lambda piece: "".join(f"\\u{ord(char):04x}" for char in piece),
+    "percent-escaped": lambda piece: "".join(f"%{ord(char):02X}" for char in piece),
+    "HTML-escaped": lambda piece: "".join(f"&#{ord(char)};" for char in piece),
+    "full-width": lambda piece: "".join(chr(ord(char) + 0xFEE0) if char.isalnum() else char for char in piece),
+    "in tag characters": lambda piece: "".join(chr(0xE0000 + ord(char)) for char in piece),
+    "in Cyrillic look-alikes": lambda piece: piece.translate(CYRILLIC),
+    **{
+        f"in base64 after {n} bytes": lambda piece, n=n: base64.b64encode(b"~" * n + piece.encode()).decode()
+        for n in (0, 1, 2)
+    },
+}
+
+
+def letters_and_digits(key, length):
+    """A run of `length` of the key's letters and digits in a row (the guard reads past its punctuation)."""
+    return next(key[i : i + length] for i in range(len(key)) if key[i : i + length].isalnum())
+
+
+def twelve_in(form):
+    """How many characters a text in `form` needs to hold 12 of the key: base64 written after 1 or 2 other bytes
+    holds only the key's characters in its whole groups of three."""
+    return 14 if form in ("in base64 after 1 bytes", "in base64 after 2 bytes") else 12
+
+
+def named(disguise):
+    """A name around `disguise`, between characters the guard reads past: nothing to make a longer run with."""
+    return f"~~ {disguise} ~~"
+
+
+def token_key():
+    """A key as `secrets.token_urlsafe(24)` makes it (the demo's), with a run of 14 letters and digits."""
+    while not any((key := secrets.token_urlsafe(24))[i : i + 14].isalnum() for i in range(19)):
+        pass
+    return key
+
+
+@pytest.mark.parametrize("form", list(FORMS))
+def test_the_guard_answers_no_to_every_run_of_11_and_yes_to_12(form):
+    from petportal.secret_guard import SecretGuard, run
+
+    key = token_key()
+    guard = SecretGuard([key])
+    assert run(key) == 12, "12 characters of 64 symbols: 2**72 guesses"
+    write = FORMS[form]
+    for start in range(len(key) - 10):
+        eleven = key[start : start + 11]
+        assert not guard(named(write(eleven))), (form, start)
+        # ... nor when split across two names, read one after another
+        assert not guard("\n".join([named(write(eleven[:5])), named(write(eleven[5:]))])), (form, start)
+    twelve = letters_and_digits(key, twelve_in(form))
+    assert guard(named(write(twelve))), form
+    if not form.startswith("in base64"):  # (base64 written of each half is no part of base64 of the whole)
+        halves = (
+            [write(twelve)[:5], write(twelve)[5:]] if form == "reversed" else [write(twelve[:5]), write(twelve[5:])]
+        )
+        assert guard("\n".join(halves)), form
+
+
+def test_a_key_of_fewer_symbols_needs_a_longer_run_for_the_same_guessing():
+    from petportal.secret_guard import GUESSING_BITS, SecretGuard, run
+
+    hex_key = secrets.token_hex(16)
+    assert run(hex_key) == 18 and run(hex_key) * 4 >= GUESSING_BITS
+    guard = SecretGuard([hex_key])
+    assert not guard(named(hex_key[3:20])) and guard(named(hex_key[3:21]))
+
+
+@pytest.fixture(scope="module")
+def guessed_stores(tmp_path_factory):
+    """Two reference stores with token_urlsafe keys, each on a port of its own."""
+    keys = {"production": token_key(), "staging": token_key()}
+    stores = {name: make_store(tmp_path_factory.mktemp(name) / "store.sqlite", [key]) for name, key in keys.items()}
+    with serve(stores["production"]) as production, serve(stores["staging"]) as staging:
+        yield {"production": (production + "/v1", keys["production"]), "staging": (staging + "/v1", keys["staging"])}
+    for store in stores.values():
+        dispose_store(store)
+
+
+@pytest.fixture
+def running_portal(make_portal, guessed_stores):
+    """The portal over those stores, served on a real port; yields its URL and a way to add a production animal."""
+    environments = {name: {"url": url, "key": key} for name, (url, key) in guessed_stores.items()}
+    app = make_portal.over(
+        guessed_stores["production"][0],
+        guessed_stores["staging"][0],
+        CACHE_SECONDS=0,
+        PETSTORE_ENVIRONMENTS=environments,
+    )
+    url, key = guessed_stores["production"]
+
+    def add(name):
+        created = requests.post(
+            f"{url}/pets", json={"name": name, "categoryId": 1}, headers={"Authorization": f"Bearer {key}"}
+        )
+        assert created.status_code == 201, created.text
+        return created.json()["id"]
+
+    with serve(app) as portal:
+        yield portal, add
+
+
+def test_a_name_holding_4_characters_of_the_key_in_any_form_is_shown_as_it_is(running_portal, guessed_stores):
+    """The attack of issue 48: 40 random hex digits, the hex of 4 characters of the key, 40 more; one digit changed
+    said no, so the page said which 4 characters the key holds."""
+    portal, add = running_portal
+    key = guessed_stores["production"][1]
+    for form, write in FORMS.items():
+        name = secrets.token_hex(20) + write(key[20:24]) + secrets.token_hex(20)
+        page = requests.get(f"{portal}/animals/{add(name[:100])}")
+        assert page.status_code == 200
+        assert html.escape(name[:100], quote=False) in page.text, form
+        assert WITHHELD_ON_PAGE not in page.text, form
+
+
+def test_a_name_holding_12_characters_of_the_key_is_withheld(running_portal, guessed_stores):
+    portal, add = running_portal
+    key = guessed_stores["production"][1]
+    for form, write in FORMS.items():
+        page = requests.get(f"{portal}/animals/{add(named(write(letters_and_digits(key, twelve_in(form))))[:100])}")
+        assert page.status_code == 200
+        assert WITHHELD_ON_PAGE in page.text, form
+
+
+def test_two_names_spelling_4_characters_of_a_key_leave_the_list_to_everyone(running_portal, guessed_stores):
+    """The attack of issue 48: two names that, read together, spelled the hex of 4 characters of the staging key
+    made the production list a 502 for every customer; the store has no delete."""
+    portal, add = running_portal
+    for environment in ("staging", "production"):
+        spelt = guessed_stores[environment][1][8:12].encode().hex()
+        add("Tiger " + spelt[:4])
+        add(spelt[4:] + " Lion")
+    for path in ("/animals", "/animals?limit=100", "/animals.csv"):
+        assert requests.get(f"{portal}{path}").status_code == 200, path

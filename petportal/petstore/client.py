@@ -6,7 +6,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from functools import partial
 from types import TracebackType
@@ -27,7 +27,6 @@ from petportal.petstore.errors import (
     Busy,
     Outcome,
     PetStoreError,
-    SecretGuard,
     StoreReason,
     Unavailable,
     classify,
@@ -47,6 +46,7 @@ from petportal.petstore.records import (
     parse_pet,
     parse_pets,
 )
+from petportal.secret_guard import SecretGuard
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -132,14 +132,13 @@ class PetStoreClient:
         extra_headers: Callable[[], dict[str, str]] = dict,
         deadline: Callable[[], float | None] = lambda: None,
         gate: Bulkhead | None = None,
-        secrets: Iterable[str] = (),
         observe: Callable[[str, Outcome, float, int], None] = lambda *call: None,
         on_answer: Callable[[str, Outcome, Mapping[str, str]], None] = lambda *answer: None,
         trace: Callable[[str], AbstractContextManager[Mapping[str, str]]] | None = None,
     ) -> None:
         """`deadline()` may give the `time.monotonic()` by which a call and its retries must end (else
         `timeout` from the call's start); `gate` is a `Bulkhead` bounding how many calls may wait at once;
-        `secrets` are further texts (other environments' keys) that no error may repeat; `observe` is
+        `observe` is
         told of every call: `observe(operation, outcome, seconds, retries)`; `on_answer` of every answer
         received: `on_answer(operation, outcome, headers)`; `trace(operation)` wraps every call in a span and gives
         the headers that carry it to the store. The client only does HTTP: what answers mean for
@@ -149,9 +148,10 @@ class PetStoreClient:
         self._extra_headers = extra_headers
         self._deadline = deadline
         self._gate = gate
-        self._secrets = (api_key, *secrets)
-        # Whether a text quotes one of this client's secrets: the guard every text it parses passes, also for a text
-        # the caller puts together from them (a list's names, read one after another).
+        self._secrets = (api_key,)
+        # Whether a text quotes this client's key: the guard every text it parses passes, also for a text the caller
+        # puts together from them (a list's names, read one after another). Its own key alone: a page is guarded
+        # against the key of the store it shows (what it withholds can be seen; egress guards logs against all).
         self.quotes_secret = SecretGuard(self._secrets)
         self._observe = observe
         self._on_answer = on_answer

@@ -123,7 +123,6 @@ class Environments:
                     extra_headers=_request_id_header,
                     deadline=self._page_deadline,
                     gate=gates[name],
-                    secrets=[store["key"] for store in self._settings.values() if store["key"]],
                     observe=partial(observe_upstream, name),
                     on_answer=self._health[name].record,
                     trace=partial(tracing.pet_store_call, name) if self._tracing else None,

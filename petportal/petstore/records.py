@@ -16,7 +16,7 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 # What a store's name that quoted a credential is shown as: the record keeps its row, without the text.
 WITHHELD_NAME = "(name withheld: the pet store's text quoted a credential)"
-# Whether a text from the store quotes a secret (errors.quotes_secret, with the client's secrets).
+# Whether a text from the store quotes its key (the client's `secret_guard.SecretGuard`).
 Guard = Callable[[str], bool]
 
 

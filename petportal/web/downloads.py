@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 from flask import Response, stream_with_context
 
-from petportal.petstore.errors import unread
+from petportal.secret_guard import unread
 
 # A spreadsheet runs a cell that starts with one of these as a formula (OWASP, "CSV Injection").
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")

@@ -1,0 +1,260 @@
+"""The key guard: whether a text quotes a secret, read as a person reads it (docs/security.md, "The key guard").
+
+Every text a pet store sends passes it before a page, a file or an error shows it (with that store's key alone), and
+every log line and span before it leaves the process (`egress`, with every secret). A text and the secrets are read
+alike: escapes decoded, what shows as nothing dropped, compatibility forms decomposed, look-alike letters read as
+their Latin letter, separators dropped. A text quotes a secret when it holds a run of the secret long enough to be
+worth guessing at: `run` characters, at least SECRET_RUN, so that what a guard withholds, which anyone who can write
+a name can see, tells nothing about fewer characters of a key than that (about 2^72 guesses for a key's run).
+
+Reading costs time linear in a text's length, with a small constant whatever its characters: one `str.translate`
+through a table made once a process, where no character becomes more than a few.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import html
+import math
+import re
+import string
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TypeVar
+from urllib.parse import unquote
+
+from confusable_homoglyphs.utils import load as load_confusables
+
+_Text = TypeVar("_Text", str, bytes)
+# The fewest consecutive characters of a secret a match carries (letters and digits, as the guard reads them).
+SECRET_RUN = 12
+# A run is made longer where a secret's characters come from a smaller alphabet (hex, digits), until guessing one
+# takes about this many bits: 12 characters of a key drawn from 64 (token_urlsafe) are 72.
+GUESSING_BITS = 72
+# A JSON escape: \uXXXX, or one of the one-letter escapes (\n, \t, \", ...).
+_JSON_ESCAPE = re.compile(r'\\(?:u([0-9a-fA-F]{4})|([nrtbf"/\\]))')
+_JSON_LETTERS = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f", '"': '"', "/": "/", "\\": "\\"}
+# Escapes of one byte or code point as Python's repr writes them (\x80, \U0001f600) and C's octal (\200).
+_BYTE_ESCAPE = re.compile(r"\\(?:x([0-9a-fA-F]{2})|U([0-9a-fA-F]{8})|([0-3][0-7]{2}))")
+# Escapes inside escapes (a percent sign written as &#37;, say) are undone this many times over, at most.
+_DECODING_ROUNDS = 3
+# Unicode's tag characters spell ASCII invisibly: U+E0020..U+E007E are the printable ASCII characters plus this.
+_TAG_OFFSET = 0xE0000
+_TAGGED = re.compile("[\U000e0020-\U000e007e]")
+# Format and control characters and combining marks: what nobody reads.
+_UNREAD = ("Cf", "Cc", "Mn", "Me")
+# Letters and symbols that show as nothing, though Unicode files them as letters (the Hangul fillers) or symbols
+# (the blank Braille pattern): Unicode's Default_Ignorable_Code_Point outside the categories above, and U+2800.
+_BLANK = frozenset("\u115f\u1160\u17b4\u17b5\u2800\u3164\uffa0")
+# A letter whatever its dress: "LATIN LETTER SMALL CAPITAL P", "NEGATIVE SQUARED LATIN CAPITAL LETTER P", "REGIONAL
+# INDICATOR SYMBOL LETTER P" all read as "P" (where Unicode gives no decomposition to follow).
+_DRESSED_LETTER = re.compile(
+    "(?:LATIN LETTER SMALL CAPITAL|(?:[A-Z -]+ )?(?:LATIN (?:CAPITAL |SMALL )?|SYMBOL )LETTER) ([A-Z])"
+)
+# The characters the table covers: the BMP and the Supplementary Multilingual Plane. Beyond them, the tags and the
+# variation selectors supplement show as nothing; any other character is read as U+FFFD, which no secret holds.
+_TABLE_SIZE = 0x20000
+_BEYOND_TABLE = chr(_TABLE_SIZE)
+_UNREAD_BEYOND = re.compile("[\U000e0000-\U000e0fff]")
+_BEYOND = re.compile("[\U00020000-\U0010ffff]")
+_TAG_LETTERS = {_TAG_OFFSET + code: chr(code) for code in range(0x80)}
+# How confusables.json keeps right-to-left glyphs: between left-to-right marks, which are no part of them.
+_DIRECTION_MARKS = str.maketrans("", "", "\u200e\u200f")
+# The alphabets a secret's characters may come from, to size its run: digits, hex letters, the other letters.
+_ALPHABETS = (string.digits, "abcdef", "ghijklmnopqrstuvwxyz", "ABCDEF", "GHIJKLMNOPQRSTUVWXYZ")
+# What a character outside those alphabets (ASCII punctuation, any other script) counts as.
+_OTHER_ALPHABET = 64
+
+
+def unread(char: str) -> bool:
+    """Whether a person reading a text sees nothing of `char` (a format or control character, a combining mark, a
+    filler that shows as blank): the key guard drops it, and a download looks past it for a formula's start."""
+    return char in _BLANK or unicodedata.category(char) in _UNREAD
+
+
+class SecretGuard:
+    """The guard for one set of secrets: `guard(text)` says whether `text` quotes one of them.
+
+    Each secret is looked for as runs of `run(secret)` of its characters, as it is, reversed, in hex (either case)
+    and in base64 (any alignment, and so after "Bearer "); all of a secret shorter than its run. Case counts:
+    folding it would cost every letter of a key a bit of what a run takes to guess.
+    """
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        self._pieces = _pieces(tuple(secret for secret in secrets if secret))
+        self._shortest = min(map(len, self._pieces), default=0)
+
+    def __call__(self, text: str) -> bool:
+        if not self._pieces or not text:
+            return False
+        # An ASCII character reads as at most itself; another as at most `growth` characters.
+        if len(text) * (1 if text.isascii() else _tables().growth) < self._shortest:
+            return False
+        # Each piece is looked for by str's own search: linear in the text, whatever its characters.
+        return any(piece in reading for reading in _readings(text) for piece in self._pieces)
+
+
+def quotes_secret(text: str, secrets: Iterable[str]) -> bool:
+    """Whether `text` quotes one of `secrets` (see `SecretGuard`; a guard kept for many texts is cheaper)."""
+    return SecretGuard(tuple(secrets))(text)
+
+
+def run(secret: str) -> int:
+    """How many consecutive characters of `secret` a match must carry: SECRET_RUN, more where its characters come
+    from a smaller alphabet (a hex key's runs are 18), so that a run takes about GUESSING_BITS to guess; all of a
+    shorter secret."""
+    alphabet = sum(len(letters) for letters in _ALPHABETS if any(char in letters for char in secret))
+    alphabet += _OTHER_ALPHABET if any(not char.isascii() or not char.isalnum() for char in secret) else 0
+    return min(len(secret), max(SECRET_RUN, round(GUESSING_BITS / math.log2(max(alphabet, 2)))))
+
+
+def reading(text: str) -> str:
+    """`text` as the guard reads it, tag characters unread (see `_Tables`)."""
+    return _readings(text)[0]
+
+
+def _readings(text: str) -> tuple[str, ...]:
+    """The readings of what `text` says, escapes decoded: as it shows; where it has tag characters, also with them
+    read as the ASCII they spell, in place and on their own."""
+    text = _unescaped(text)
+    table = _tables().characters
+    if text.isascii() or max(text) < _BEYOND_TABLE:
+        return (text.translate(table),)
+    shown = _BEYOND.sub("\ufffd", _UNREAD_BEYOND.sub("", text)).translate(table)
+    if not _TAGGED.search(text):
+        return (shown,)
+    in_place = _BEYOND.sub("\ufffd", _UNREAD_BEYOND.sub("", text.translate(_TAG_LETTERS))).translate(table)
+    return (shown, in_place, "".join(_TAGGED.findall(text)).translate(_TAG_LETTERS).translate(table))
+
+
+def _unescaped(text: str) -> str:
+    # Each step only where it can change something; each round only makes the text shorter.
+    for _ in range(_DECODING_ROUNDS):
+        before = text
+        if "\\" in text:
+            text = _BYTE_ESCAPE.sub(_byte_unescaped, _JSON_ESCAPE.sub(_json_unescaped, text))
+            # A character outside the BMP is escaped as two halves (\ud83d\ude00): join them as JSON does.
+            text = text.encode("utf-16", "surrogatepass").decode("utf-16", "surrogatepass")
+        if "%" in text:
+            text = unquote(text)
+        if "&" in text:
+            text = html.unescape(text)
+        if text == before:
+            break
+    return text
+
+
+def _json_unescaped(escape: re.Match[str]) -> str:
+    return chr(int(escape[1], 16)) if escape[1] else _JSON_LETTERS[escape[2]]
+
+
+def _byte_unescaped(escape: re.Match[str]) -> str:
+    code = int(escape[1] or escape[2], 16) if escape[1] or escape[2] else int(escape[3], 8)
+    return chr(code) if code <= 0x10FFFF else escape[0]
+
+
+@dataclass(frozen=True)
+class _Tables:
+    """How each character below U+20000 reads, for `str.translate`: an ASCII letter or digit as itself, ASCII
+    punctuation and what shows as nothing as nothing, any other character as the ASCII letters and digits a person
+    reads in it (compatibility forms decomposed, look-alikes as their Latin letter, Unicode TR39), or as itself
+    where it reads as none. Beyond the table, tags and variation selectors read as nothing, the rest as U+FFFD."""
+
+    characters: tuple[str, ...]  # indexed by code point: a tuple translates faster than a dict
+    growth: int  # the most characters one character reads as
+
+
+@functools.cache
+def _tables() -> _Tables:
+    """The table, made from Unicode's data and confusable-homoglyphs' copy of confusables.txt once a process, when
+    the first text is read."""
+    lookalikes = _lookalikes()
+    characters = [chr(code) if chr(code).isalnum() else "" for code in range(128)]
+    for code in range(128, _TABLE_SIZE):
+        char = chr(code)
+        read = "" if unread(char) else _read(unicodedata.normalize("NFKD", char), lookalikes)
+        characters.append(char if read is None else read)
+    return _Tables(tuple(characters), max(map(len, characters)))
+
+
+def _read(decomposed: str, lookalikes: dict[str, str]) -> str | None:
+    """The ASCII letters and digits a person reads in `decomposed` (a character's NFKD), or None where it holds a
+    letter that reads as none (any other script's)."""
+    read = []
+    for char in decomposed:
+        if char.isascii() or unread(char):
+            read.append(char if char.isalnum() else "")
+        elif (found := lookalikes.get(char)) is not None:
+            read.append(found)
+        elif char.isalnum():
+            return None
+    return "".join(read)
+
+
+def _lookalikes() -> dict[str, str]:
+    """Each non-ASCII character that reads as ASCII letters or digits, to them: its Latin look-alike (Unicode
+    TR39), the letter it dresses, the digit it is in another script."""
+    linked: dict[str, set[str]] = {}
+    for glyph, confusables in load_confusables("confusables.json").items():
+        partners = linked.setdefault(glyph.translate(_DIRECTION_MARKS), set())
+        partners.update(confusable["c"].translate(_DIRECTION_MARKS) for confusable in confusables)
+    # The library keeps each line of confusables.txt (a character and its prototype) in both directions. A
+    # character with several partners is a prototype; one with one partner maps to it, unless that partner has
+    # no other: then either may be the prototype, and the pair reads as the ASCII one or the lower code point.
+    prototypes: dict[str, str] = {}
+    for glyph, partners in linked.items():
+        if len(glyph) != 1 or glyph.isascii() or len(partners) != 1:
+            continue
+        (partner,) = partners
+        if len(partner) == 1 and linked.get(partner) == {glyph}:
+            partner = min(glyph, partner, key=lambda char: (not char.isascii(), char))
+        prototypes[glyph] = partner
+    found: dict[str, str] = {}
+    for code in range(0x80, _TABLE_SIZE):
+        char = chr(code)
+        prototype = prototypes.get(char, "")
+        # A prototype's own characters read as theirs ("ǉ" is "lj"); an ASCII one reads as itself.
+        prototype = "".join(part if part.isascii() else prototypes.get(part, part) for part in prototype)
+        if prototype and prototype.isascii():
+            found[char] = "".join(filter(str.isalnum, prototype))
+        elif (name := unicodedata.name(char, ""))[-2:-1] == " " and (dressed := _DRESSED_LETTER.fullmatch(name)):
+            # (only a name that ends in a lone letter is matched: 40 times faster)
+            found[char] = dressed[1].lower() if "SMALL LETTER" in name else dressed[1]
+        elif (digit := unicodedata.digit(char, None)) is not None:
+            found[char] = str(digit)  # a digit of any script or dress ("❶") reads as its value
+    return found
+
+
+@functools.lru_cache(maxsize=32)
+def _pieces(secrets: tuple[str, ...]) -> frozenset[str]:
+    """The readings to look for: each secret's runs of `run(secret)` characters, as they are and reversed (runs of
+    its reading, so that each holds that many letters and digits), in hex of either case and in base64."""
+    pieces: set[str] = set()
+    for secret in secrets:
+        length = run(secret)
+        runs = _runs(reading(secret), length)
+        pieces.update(runs, (piece[::-1] for piece in runs))
+        raw = secret.encode()
+        pieces.update(piece for window in _runs(raw, length) for piece in (window.hex(), window.hex().upper()))
+        # Base64 writes whole groups of three bytes: a run of whole groups, from each byte on, meets every alignment.
+        groups = -(-length // 3) * 3
+        encoded = [base64.b64encode(window).decode() for window in _runs(raw, groups)] if len(raw) >= groups + 2 else []
+        pieces.update(map(reading, encoded or _aligned(raw)))
+    pieces.discard("")
+    return frozenset(pieces)
+
+
+def _runs(text: _Text, length: int) -> list[_Text]:
+    """Every run of `length` in `text`, or `text` itself where it is shorter."""
+    return [text[i : i + length] for i in range(len(text) - length + 1)] or [text]
+
+
+def _aligned(raw: bytes) -> list[str]:
+    """What base64 writes of all of a short `raw` wherever it starts in the encoded bytes: its whole groups of three
+    at each of the three alignments (the groups that also hold a byte from before or after depend on that byte)."""
+    return [
+        base64.b64encode(bytes(offset) + raw).decode()[4 if offset else 0 : (offset + len(raw)) // 3 * 4]
+        for offset in range(3)
+    ]
