@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import unicodedata
 from typing import Any, TypedDict
+from urllib.parse import urlencode
 
+from werkzeug.datastructures import MultiDict
 from wtforms import Field, Form, HiddenField, SelectChoice, SelectField, StringField
 from wtforms.validators import (
     DataRequired,
@@ -28,8 +30,6 @@ SEARCH_MAX_LENGTH = 100
 # Each order of the list, and each status, as the filter's choices name them.
 SORT_LABELS = {"id": _l("Id"), "name": _l("Name"), "category": _l("Category"), "status": _l("Status")}
 SORT_CHOICES = [SelectChoice(key, SORT_LABELS[key]) for key in SORTS]
-# The list filter's query parameters: all that a shared (cached) list or animal page may carry.
-FILTER_PARAMETERS = ("status", "limit", "q", "sort")
 STATUS_LABELS = {"available": _l("Available"), "pending": _l("Pending"), "sold": _l("Sold")}
 
 
@@ -143,9 +143,17 @@ class AnimalFilterForm(PortalForm):
         """The listPets arguments this filter asks for."""
         return {"limit": self.limit.data or LIMIT_DEFAULT, "status": self.status.data or None}
 
+    @classmethod
+    def read(cls, args: MultiDict[str, str]) -> str | None:
+        """The query `args` as the list reads it, written one way (its values as read, defaults and anything else
+        left out), or None when it cannot be read: what a shared list or animal page is kept under (page_cache)."""
+        form = cls(formdata=args)
+        return urlencode(form.kept()) if form.validate() else None
+
     def kept(self) -> dict[str, str | int]:
         """Every value this filter holds that differs from its default: what a link back to the list keeps."""
-        values = {"limit": self.limit.data, "status": self.status.data or None, "q": self.q.data or None}
+        limit = self.limit.data if self.limit.data != LIMIT_DEFAULT else None
+        values = {"limit": limit, "status": self.status.data or None, "q": self.q.data or None}
         values["sort"] = self.sort.data if self.sort.data != "id" else None
         return {name: value for name, value in values.items() if value is not None}
 

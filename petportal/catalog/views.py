@@ -20,7 +20,6 @@ from werkzeug.wrappers import Response
 from petportal.auth.access import role_required
 from petportal.catalog import adding, additions, browse, categories
 from petportal.catalog.forms import (
-    FILTER_PARAMETERS,
     NAME_MAX_LENGTH,
     SEARCH_MAX_LENGTH,
     AddAnimalForm,
@@ -69,7 +68,7 @@ def index() -> Response:
 
 
 @bp.get("/animals")
-@page_cache.cached_page(*FILTER_PARAMETERS)
+@page_cache.cached_page(AnimalFilterForm.read)
 def list_animals() -> ResponseReturnValue:
     """The animals of the environment being served, filtered by status, `limit` at a time."""
     form = AnimalFilterForm(formdata=request.args)
@@ -131,7 +130,7 @@ def list_page(form: AnimalFilterForm, fetched: Sequence[Pet]) -> str:
 
 
 @bp.get("/animals/<int:pet_id>")
-@page_cache.cached_page(*FILTER_PARAMETERS)
+@page_cache.cached_page(lambda args: AnimalFilterForm.read(args) or "")  # a filter it cannot read: no way back
 def show_animal(pet_id: int) -> ResponseReturnValue:
     """One animal, with a way back to the list as it was filtered."""
     back = AnimalFilterForm(formdata=request.args)

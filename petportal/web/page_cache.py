@@ -3,8 +3,10 @@
 `cached_page` (in Flask) gives an anonymous page an ETag and 304s, and marks it shareable when it used nothing of the
 visitor's; `SharedPages` (WSGI, inside ProxyFix) stores such a page whole and replays it without Flask to visitors
 with no session or remember-me cookie, remaking only X-Request-ID and 304s. A page's key holds scheme, host,
-environment and its generation (bumped when an animal is added), language, encoding and path, so it is replayed only
-where Flask would answer exactly that page. Neither writes a Date: every server writes its own.
+environment and its generation (bumped when an animal is added), language, encoding, path and the query as the page
+reads it (`cached_page`'s `query`: its known parameters, each written one way), so it is replayed only where Flask
+would answer exactly that page, and no junk in a URL makes a page that is not kept: Flask is handed that query too.
+Neither writes a Date: every server writes its own.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from urllib.parse import parse_qsl
 from flask import Flask, current_app, make_response, request, session
 from flask import Response as FlaskResponse
 from flask_login import current_user
+from werkzeug.datastructures import MultiDict
 from werkzeug.exceptions import HTTPException
 from werkzeug.wrappers import Response
 
@@ -58,10 +61,11 @@ PERSONAL_TYPES = frozenset({"text/html", "application/json", "text/csv"})
 
 
 def cached_page(
-    *parameters: str,
+    query: Callable[[MultiDict[str, str]], str | None],
 ) -> Callable[[Callable[P, ResponseReturnValue]], Callable[P, ResponseReturnValue]]:
-    """Give this GET view's anonymous pages an ETag and 304s, and let `SharedPages` share those whose query holds
-    only `parameters`, each at most once (any other would only fill the cache)."""
+    """Give this GET view's anonymous pages an ETag and 304s, and let `SharedPages` share them, by `query(args)`:
+    the query string as the view reads `args`, the same for every way of writing it, or None when the view cannot
+    read them (its page is not shared)."""
 
     def decorate(view: Callable[P, ResponseReturnValue]) -> Callable[P, ResponseReturnValue]:
         @wraps(view)
@@ -77,7 +81,7 @@ def cached_page(
                     request.environ[SHAREABLE] = serving().environment.name
             return response
 
-        serve.shared_parameters = frozenset(parameters)  # type: ignore[attr-defined]  # read by SharedPages
+        serve.shared_query = query  # type: ignore[attr-defined]  # read by SharedPages
         return serve
 
     return decorate
@@ -89,14 +93,17 @@ class SharedPages:
         self.wsgi_app = wsgi_app
         self.seconds = math.ceil(settings(app).cache_seconds)
         self.cookies = (app.config["SESSION_COOKIE_NAME"], REMEMBER_COOKIE)
-        # (path, query) -> the endpoint whose page may be shared, or None; fixed while the process runs.
-        self.endpoints: dict[tuple[str, str], str | None] = {}
+        # (path, query) -> the endpoint whose page may be shared and the query it reads, or None; fixed while the
+        # process runs.
+        self.endpoints: dict[tuple[str, str], tuple[str, str] | None] = {}
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         started = time.perf_counter()
-        endpoint = self._shared_endpoint(environ)
-        if endpoint is None:
+        shared = self._shared_endpoint(environ)
+        if shared is None:
             return self.wsgi_app(environ, start_response)
+        endpoint, query = shared
+        environ = {**environ, "QUERY_STRING": query}  # what the page reads, for the key and for Flask alike
         # No app context: the cache's backend and the environments are the app's own objects, read directly.
         backend = self.app.extensions["cache"][cache]
         environment = self.app.extensions["petportal.petstore.environments"].active().name
@@ -123,8 +130,8 @@ class SharedPages:
         metrics.count(endpoint, environ["REQUEST_METHOD"], 200, started)
         return [] if environ["REQUEST_METHOD"] == "HEAD" else [body]
 
-    def _shared_endpoint(self, environ: WSGIEnvironment) -> str | None:
-        """The endpoint of a GET or HEAD that a shared page may answer, else None."""
+    def _shared_endpoint(self, environ: WSGIEnvironment) -> tuple[str, str] | None:
+        """The endpoint of a GET or HEAD that a shared page may answer and the query it reads, else None."""
         if environ["REQUEST_METHOD"] not in ("GET", "HEAD") or unreadable(environ) is not None:
             return None  # not a page to share, or one Flask answers with its 400 page
         # A cookie header naming the session or remember-me goes to Flask (a false alarm costs a fresh page).
@@ -140,17 +147,18 @@ class SharedPages:
             self.endpoints[url] = self._endpoint_sharing(environ)
         return self.endpoints[url]
 
-    def _endpoint_sharing(self, environ: WSGIEnvironment) -> str | None:
-        """The endpoint of a `cached_page` view whose query holds only its parameters, each once, else None."""
+    def _endpoint_sharing(self, environ: WSGIEnvironment) -> tuple[str, str] | None:
+        """The endpoint of a `cached_page` view whose query it can read, and that query as it reads it, else None."""
         try:
             endpoint, _ = self.app.url_map.bind_to_environ(environ).match()
         except HTTPException:
             return None
-        allowed = getattr(self.app.view_functions.get(endpoint), "shared_parameters", None)
-        names = [name for name, _ in parse_qsl(environ.get("QUERY_STRING", ""), keep_blank_values=True)]
-        if allowed is None or not set(names) <= allowed or len(set(names)) < len(names):
+        read = getattr(self.app.view_functions.get(endpoint), "shared_query", None)
+        if read is None:
             return None
-        return str(endpoint)
+        with self.app.app_context():
+            query = read(MultiDict(parse_qsl(environ.get("QUERY_STRING", ""), keep_blank_values=True)))
+        return None if query is None else (str(endpoint), query)
 
     def _answer_and_store(
         self, environ: WSGIEnvironment, start_response: StartResponse, key: str, environment: str

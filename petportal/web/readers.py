@@ -78,6 +78,10 @@ class WholeNumberField(IntegerField):
         if valuelist:
             self.data = whole_number(valuelist[0]) if isinstance(valuelist[0], str) else None
 
+    def _value(self) -> str:
+        """The number as read ("7" for "007"), so a page shows what it read; as typed when it read none."""
+        return str(self.data) if self.data is not None else str(super()._value())
+
 
 class WholeNumberConverter(IntegerConverter):
     """Werkzeug's `int` converter, reading with `whole_number` (its own `\\d` takes any script's digits), and only
