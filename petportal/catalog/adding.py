@@ -42,6 +42,7 @@ from petportal.data.models import (
     RowReason,
     SubmissionToken,
     TicketState,
+    User,
 )
 from petportal.data.unit_of_work import after_commit, updated_one
 from petportal.extensions import db
@@ -370,10 +371,18 @@ class RowTicket:
 Ticket = FormTicket | RowTicket
 
 
+class OwnerLimited(Exception):
+    """The import's owner no longer works on its environment (or a promotion's source): no row is claimed."""
+
+
 def claim_next_row(batch: BulkImport, runner: str) -> RowTicket | None:
-    """Claim the import's first unsent row for `runner`, while its lease holds; None when no row is left or the
-    lease is lost."""
+    """Claim the import's first unsent row for `runner`, while its lease holds and its owner works on its
+    environments (an admin may limit the account at any time: the claim decides it, so no row is claimed after the
+    limit commits); None when no row is left or the lease is lost, OwnerLimited when the owner no longer may."""
     lease_holds = exists().where(BulkImport.id == batch.id, held_by(runner))
+    owner_works_on = exists().where(
+        User.id == batch.user_id, User.works_on(batch.environment), User.works_on(batch.source or batch.environment)
+    )
     while True:
         row = db.session.execute(
             select(
@@ -398,6 +407,7 @@ def claim_next_row(batch: BulkImport, runner: str) -> RowTicket | None:
                 ImportRow.position == row.position,
                 ImportRow.state == TicketState.ISSUED,
                 lease_holds,
+                owner_works_on,
             )
             .values(state=TicketState.SENDING, updated_at=now())
         )
@@ -420,8 +430,13 @@ def claim_next_row(batch: BulkImport, runner: str) -> RowTicket | None:
                 NewAnimal(row.name, row.category_id, row.status),
                 row.source_id,
             )
-        if not promoted_before and not db.session.scalar(select(lease_holds)):
+        if promoted_before:
+            continue
+        held, works_on = db.session.execute(select(lease_holds, owner_works_on)).one()
+        if not held:
             return None
+        if not works_on:
+            raise OwnerLimited
 
 
 def _claim_promotion(batch: BulkImport, position: int, staging_id: int) -> bool:

@@ -2,7 +2,8 @@
 
 Each row is a ticket of the one way an animal is added (catalog/adding.py). A runner holds the import by a
 lease it renews every second, and claims a row (issued -> sending) in one UPDATE that only succeeds while
-its lease holds.
+its lease holds and the import's owner still works on its environments; once an admin has limited the owner,
+no row is claimed and the import stops (limited).
 A runner that takes over an expired lease (its holder died) marks the rows left in `sending` unknown:
 their call may have reached the store, so they are never resent. The rows still `issued` are then sent.
 
@@ -23,7 +24,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from datetime import timedelta
 
 from flask import Flask, current_app
-from sqlalchemy import select, update
+from sqlalchemy import update
 
 from petportal.catalog import adding
 from petportal.catalog.adding import NotSentReason, held_by
@@ -41,7 +42,6 @@ from petportal.data.models import (
     RowReason,
     StopReason,
     TicketState,
-    User,
 )
 from petportal.extensions import db
 from petportal.imports.batches import FAILED_STATES, RUNNABLE, change, counts
@@ -115,15 +115,18 @@ def _send_rows(app: Flask, import_id: str, runner: str) -> None:
                     log.warning("bulk import %s: runner %s lost its lease; another runner goes on", import_id, runner)
                     break
                 renewed_at = time.monotonic()
-                if stop is None and not _owner_works_on(batch):
-                    stop = {"code": StopReason.LIMITED}
             active = environments().active().name
             if stop is None and batch.active_at_start is not None and active != batch.active_at_start:
                 stop = {"code": StopReason.SWITCHED, "previous": batch.active_at_start, "active": active}
             while not all_claimed and pause is None and stop is None and len(in_flight) < concurrency:
                 if not places.acquire(timeout=0 if in_flight else RENEW_SECONDS):
                     break  # another import of this process has the places; wait for one
-                ticket = adding.claim_next_row(batch, runner)
+                try:
+                    ticket = adding.claim_next_row(batch, runner)
+                except adding.OwnerLimited:
+                    places.release()
+                    stop = {"code": StopReason.LIMITED}
+                    break
                 if ticket is None:
                     places.release()
                     all_claimed = True
@@ -185,14 +188,6 @@ def _finish(batch: BulkImport, runner: str, pause: StopReason | None, stop: Reas
             total=batch.total,
         )
     db.session.commit()  # the finishing step: the import's end and its audit entry together
-
-
-def _owner_works_on(batch: BulkImport) -> bool:
-    """Whether the import's owner still works on its environment (and a promotion's source): an admin may have
-    limited the account since it was started."""
-    kept = db.session.scalar(select(User.environments).where(User.id == batch.user_id)) or ""
-    db.session.commit()  # end the read
-    return {batch.environment, batch.source or batch.environment} <= set(kept.split())
 
 
 def _send_one(app: Flask, ticket: adding.RowTicket) -> adding.Outcome:
