@@ -575,5 +575,23 @@ def test_a_logout_token_the_checks_refuse_ends_nothing(make_portal, provider, cl
     assert browser.get("/animals/new").status_code == 302
 
 
+def test_a_logout_token_is_taken_once_and_its_replay_ends_nothing(sso_portal, provider):
+    """The same token again (its `jti`) is refused as an invalid one is, and ends no login opened since."""
+    sign_in(sso_portal.test_client(), "kim-0001")
+    recorder = RecordingMiddleware(sso_portal)
+    with serve(recorder) as origin:
+        assert provider.remove("kim-0001", origin).status_code == 204
+        [delivered] = recorder.received
+        provider.people = json.loads(json.dumps(PEOPLE))
+        provider.save()
+        browser = sso_portal.test_client()
+        assert sign_in(browser, "kim-0001").status_code == 303
+        form = {"Content-Type": "application/x-www-form-urlencoded"}
+        replay = requests.post(f"{origin}{BACKCHANNEL_LOGOUT}", data=delivered.body, headers=form, timeout=10)
+    assert replay.status_code == 400 and replay.json()["error_description"] == "replayed"
+    assert browser.get("/animals/new").status_code == 200
+    assert audit_actions(sso_portal).count(("sessions_ended", "kim")) == 1
+
+
 def test_back_channel_logout_needs_no_csrf_token_and_is_404_without_single_sign_on(client):
     assert client.post(BACKCHANNEL_LOGOUT, data={"logout_token": "x"}).status_code == 404

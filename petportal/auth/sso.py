@@ -13,12 +13,12 @@ import re
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 from flask import Flask, abort, current_app, request, session, url_for
 from flask_babel import gettext as _
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, select
 from werkzeug.wrappers import Response
 
 from petportal.auth import accounts, logins
@@ -26,7 +26,7 @@ from petportal.auth.accounts import USERNAME_MAX_LENGTH
 from petportal.clock import now
 from petportal.config import ENVIRONMENT_NAMES, settings
 from petportal.data import audit
-from petportal.data.models import EVERY_ENVIRONMENT, AuditAction, AuditDetail, Role, User
+from petportal.data.models import EVERY_ENVIRONMENT, AuditAction, AuditDetail, Role, UsedLogoutToken, User
 from petportal.extensions import db
 from petportal.web import security
 
@@ -176,6 +176,8 @@ def logged_out(logout_token: str) -> None:
     client = _client()  # first: without single sign-on, a 404 that loads nothing
     metadata = _metadata(client)
     claims = _logout_claims(client, metadata, logout_token)
+    if not _first_use(claims["jti"], claims["iat"]):
+        raise LogoutRefused("replayed")
     subject = claims.get("sub")
     if subject is None:
         # The portal keeps no provider session ids (`sid`), only the account's: a token naming no `sub` ends nothing.
@@ -229,6 +231,7 @@ def _logout_claims(client: Any, metadata: dict[str, Any], logout_token: str) -> 
         "exp": expires is not None
         and (not isinstance(expires, int | float) or expires < at - TOKEN_LEEWAY.total_seconds()),
         "events": not isinstance(events, dict) or not isinstance(events.get(BACKCHANNEL_LOGOUT_EVENT), dict),
+        "jti": not _fits(claims.get("jti")),
         "sub_or_sid": not (_fits(claims.get("sub")) or _fits(claims.get("sid"))),
         "sub": "sub" in claims and not _fits(claims["sub"]),
         "nonce": "nonce" in claims,
@@ -237,6 +240,18 @@ def _logout_claims(client: Any, metadata: dict[str, Any], logout_token: str) -> 
     if refused:
         raise LogoutRefused(refused[0])
     return claims
+
+
+def _first_use(jti: str, issued: float) -> bool:
+    """Whether a logout token's `jti` is new here: then kept (with the request's commit) until the token's `iat` is too
+    old for it to be taken, so its replay to any process or instance is refused. Expired ones are deleted first."""
+    from sqlalchemy.dialects import postgresql, sqlite
+
+    db.session.execute(delete(UsedLogoutToken).where(UsedLogoutToken.expires_at < now()))
+    insert = postgresql.insert if db.session.get_bind().dialect.name == "postgresql" else sqlite.insert
+    kept_until = datetime.fromtimestamp(issued, UTC) + LOGOUT_TOKEN_AGE
+    new = insert(UsedLogoutToken).values(jti=jti, expires_at=kept_until).on_conflict_do_nothing()
+    return db.session.execute(new.returning(UsedLogoutToken.jti)).first() is not None
 
 
 def role_for(values: Any) -> Role | None:
