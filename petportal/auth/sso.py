@@ -11,8 +11,9 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
+import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
@@ -41,6 +42,10 @@ BACKCHANNEL_LOGOUT_EVENT = "http://schemas.openid.net/event/backchannel-logout"
 # How old a logout token may be, and how far the provider's clock may be ahead of ours.
 LOGOUT_TOKEN_AGE = timedelta(minutes=5)
 TOKEN_LEEWAY = timedelta(minutes=2)
+# The provider's keys (its JWKS) are fetched at most this often per process, for a token naming a key not among them
+# too, and given up on after this many seconds: forged tokens naming unknown keys cost neither side anything.
+KEYS_REFETCH = timedelta(minutes=1)
+KEYS_TIMEOUT = 3.0
 # The longest issuer or `sub` kept (users.sso_issuer, users.sso_subject; OpenID Connect's own limit).
 IDENTIFIER_MAX_LENGTH = 255
 NOT_IN_USERNAME = re.compile(r"[^A-Za-z0-9._@-]+")
@@ -69,14 +74,53 @@ class SignedIn:
     destination: str
 
 
+@dataclass
+class ProviderKeys:
+    """The provider's key set, as Authlib's client keeps it, fetched again at most once a KEYS_REFETCH (one fetch at a
+    time): in between, a token naming a key not among them is refused at once, and no thread waits on the provider."""
+
+    fetched_at: datetime | None = None
+    fetching: threading.Lock = field(default_factory=threading.Lock)
+
+    def read(self, client: Any, force: bool) -> dict[str, Any]:
+        """Authlib's `fetch_jwk_set`: the keys known, or (none known, or `force`) fetched when allowed."""
+        import requests
+
+        known: dict[str, Any] | None = client.server_metadata.get("jwks")
+        if known and not force:
+            return known
+        if self.fetching.acquire(blocking=False):  # else another thread is fetching them: nobody waits for it
+            try:
+                at = now()
+                if self.fetched_at is None or not self.fetched_at <= at < self.fetched_at + KEYS_REFETCH:
+                    self.fetched_at = at
+                    answer = requests.get(client.load_server_metadata().get("jwks_uri"), timeout=KEYS_TIMEOUT)
+                    answer.raise_for_status()
+                    known = client.server_metadata["jwks"] = answer.json()
+            finally:
+                self.fetching.release()
+        if not known:
+            raise ProviderUnreachable
+        return known
+
+
 def register(app: Flask) -> None:
     oidc = settings(app).oidc
     if oidc is None:
         return
-    from authlib.integrations.flask_client import OAuth
+    from authlib.integrations.flask_client import FlaskOAuth2App, OAuth
+
+    keys = ProviderKeys()
+
+    class Client(FlaskOAuth2App):  # type: ignore[misc]  # Authlib has no types
+        """Authlib's client, its ID tokens' and logout tokens' keys read through `keys`."""
+
+        def fetch_jwk_set(self, force: bool = False) -> dict[str, Any]:
+            return keys.read(self, force)
 
     OAuth(app).register(
         PROVIDER,
+        client_cls=Client,
         client_id=oidc["client_id"],
         client_secret=oidc["client_secret"],
         server_metadata_url=oidc["issuer"].rstrip("/") + "/.well-known/openid-configuration",
