@@ -12,6 +12,9 @@
 // default) makes the provider send that client the logout token for `sub`, as it does when the person's session
 // ends, to the address `to` (the client's `backchannel_logout_uri`, named per test since the portal's port is);
 // it answers 204 when the client answered 200, else 502 with the error.
+//
+// `GET /jwks-requests` answers how many times its keys (`/jwks`) were asked for; `jwks_delay` in SETTINGS (seconds)
+// makes it that slow to answer them.
 import fs from 'node:fs';
 import http from 'node:http';
 
@@ -73,7 +76,17 @@ async function backchannelLogout(request, response) {
 }
 
 const callback = provider.callback();
-http.createServer((request, response) => {
+let jwksRequests = 0;
+http.createServer(async (request, response) => {
+  if (request.url === '/jwks-requests') {
+    response.writeHead(200, { 'content-type': 'application/json' });
+    response.end(String(jwksRequests));
+    return;
+  }
+  if (request.url === '/jwks') {
+    jwksRequests += 1;
+    await new Promise((resolve) => { setTimeout(resolve, (settings().jwks_delay || 0) * 1000); });
+  }
   if (request.url.startsWith('/interaction/')) {
     interaction(request, response).catch((error) => {
       response.writeHead(400, { 'content-type': 'text/plain' });

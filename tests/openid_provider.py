@@ -39,10 +39,16 @@ class Provider:
         self.issuer = issuer
         self.settings_file = settings_file
         self.people = json.loads(json.dumps(PEOPLE))
+        self.jwks_delay = 0
         self.save()
 
     def save(self):
-        self.settings_file.write_text(json.dumps({"clients": [CLIENT, OTHER_CLIENT], "people": self.people}))
+        settings = {"clients": [CLIENT, OTHER_CLIENT], "people": self.people, "jwks_delay": self.jwks_delay}
+        self.settings_file.write_text(json.dumps(settings))
+
+    def jwks_requests(self):
+        """How many times the provider's keys were asked for, by anyone, since it started."""
+        return requests.get(f"{self.issuer}/jwks-requests", timeout=10).json()
 
     def set_groups(self, sub, groups):
         self.people[sub]["groups"] = groups

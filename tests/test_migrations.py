@@ -56,7 +56,8 @@ def test_init_db_creates_a_new_database_and_is_idempotent(tmp_path, database_url
     with app.app_context():
         tables = set(sqlalchemy.inspect(db.engine).get_table_names())
         db.engine.dispose()
-    assert {"users", "audit_log", "login_sessions", "server_sessions", "alembic_version"} <= tables
+    made = {"users", "audit_log", "login_sessions", "server_sessions", "used_logout_tokens", "alembic_version"}
+    assert made <= tables
     app.extensions["petportal.petstore.environments"].close()
 
 

@@ -5,6 +5,7 @@ checks its ID tokens; nothing of the protocol is mocked."""
 import base64
 import json
 import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from urllib.parse import parse_qs, urlsplit
 
@@ -573,6 +574,65 @@ def test_a_logout_token_the_checks_refuse_ends_nothing(make_portal, provider, cl
         clock.now = datetime.now(UTC)
         assert provider.remove("kim-0001", origin).status_code == 204
     assert browser.get("/animals/new").status_code == 302
+
+
+def test_a_logout_token_is_taken_once_and_its_replay_ends_nothing(sso_portal, provider):
+    """The same token again (its `jti`) is refused as an invalid one is, and ends no login opened since."""
+    sign_in(sso_portal.test_client(), "kim-0001")
+    recorder = RecordingMiddleware(sso_portal)
+    with serve(recorder) as origin:
+        assert provider.remove("kim-0001", origin).status_code == 204
+        [delivered] = recorder.received
+        provider.people = json.loads(json.dumps(PEOPLE))
+        provider.save()
+        browser = sso_portal.test_client()
+        assert sign_in(browser, "kim-0001").status_code == 303
+        form = {"Content-Type": "application/x-www-form-urlencoded"}
+        replay = requests.post(f"{origin}{BACKCHANNEL_LOGOUT}", data=delivered.body, headers=form, timeout=10)
+    assert replay.status_code == 400 and replay.json()["error_description"] == "replayed"
+    assert browser.get("/animals/new").status_code == 200
+    assert audit_actions(sso_portal).count(("sessions_ended", "kim")) == 1
+
+
+def forged_with_an_unknown_key(provider):
+    claims = {"iss": provider.issuer, "aud": "portal", "iat": int(time.time()), "jti": "forged", "sub": "kim-0001"}
+    claims["events"] = {sso.BACKCHANNEL_LOGOUT_EVENT: {}}
+    return jwt.encode({"alg": "RS256", "kid": "not-the-providers"}, claims, RSAKey.generate_key(2048))
+
+
+def test_tokens_naming_an_unknown_key_fetch_the_providers_keys_at_most_once_a_minute(make_portal, provider, clock):
+    """50 forged logout tokens: one fetch of the keys (the provider counts them), each refused at once."""
+    clock.now = datetime.now(UTC)
+    portal = sso_app(make_portal, provider, CLOCK=clock).test_client()
+    forged, before, started = forged_with_an_unknown_key(provider), provider.jwks_requests(), time.monotonic()
+    for _ in range(50):
+        assert portal.post(BACKCHANNEL_LOGOUT, data={"logout_token": forged}).status_code == 400
+    assert time.monotonic() - started < 5
+    assert provider.jwks_requests() - before == 1
+    clock.advance(minutes=1)
+    assert portal.post(BACKCHANNEL_LOGOUT, data={"logout_token": forged}).status_code == 400
+    assert provider.jwks_requests() - before == 2
+
+
+def test_a_slow_provider_holds_one_request_for_at_most_the_keys_timeout(make_portal, provider):
+    """20 forged tokens at once while the provider's keys take 10 s: one request waits for them, given up after
+    KEYS_TIMEOUT; the others are answered at once, and none of them asks the provider again."""
+    app, forged = sso_app(make_portal, provider), forged_with_an_unknown_key(provider)
+    provider.jwks_delay = 10
+    provider.save()
+    before = provider.jwks_requests()
+    try:
+        with serve(app) as origin, ThreadPoolExecutor(20) as pool:
+            url = f"{origin}{BACKCHANNEL_LOGOUT}"
+            posts = [pool.submit(requests.post, url, data={"logout_token": forged}, timeout=20) for _ in range(20)]
+            answers = [post.result() for post in posts]
+    finally:
+        provider.jwks_delay = 0
+        provider.save()
+    assert [answer.status_code for answer in answers] == [503] * 20
+    took = sorted(answer.elapsed.total_seconds() for answer in answers)
+    assert took[-2] < 1 and took[-1] < sso.KEYS_TIMEOUT + 1
+    assert provider.jwks_requests() - before == 1
 
 
 def test_back_channel_logout_needs_no_csrf_token_and_is_404_without_single_sign_on(client):

@@ -11,14 +11,15 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
+import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
-from datetime import timedelta
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 from flask import Flask, abort, current_app, request, session, url_for
 from flask_babel import gettext as _
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, select
 from werkzeug.wrappers import Response
 
 from petportal.auth import accounts, logins
@@ -26,7 +27,7 @@ from petportal.auth.accounts import USERNAME_MAX_LENGTH
 from petportal.clock import now
 from petportal.config import ENVIRONMENT_NAMES, settings
 from petportal.data import audit
-from petportal.data.models import EVERY_ENVIRONMENT, AuditAction, AuditDetail, Role, User
+from petportal.data.models import EVERY_ENVIRONMENT, AuditAction, AuditDetail, Role, UsedLogoutToken, User
 from petportal.extensions import db
 from petportal.web import security
 
@@ -41,6 +42,10 @@ BACKCHANNEL_LOGOUT_EVENT = "http://schemas.openid.net/event/backchannel-logout"
 # How old a logout token may be, and how far the provider's clock may be ahead of ours.
 LOGOUT_TOKEN_AGE = timedelta(minutes=5)
 TOKEN_LEEWAY = timedelta(minutes=2)
+# The provider's keys (its JWKS) are fetched at most this often per process, for a token naming a key not among them
+# too, and given up on after this many seconds: forged tokens naming unknown keys cost neither side anything.
+KEYS_REFETCH = timedelta(minutes=1)
+KEYS_TIMEOUT = 3.0
 # The longest issuer or `sub` kept (users.sso_issuer, users.sso_subject; OpenID Connect's own limit).
 IDENTIFIER_MAX_LENGTH = 255
 NOT_IN_USERNAME = re.compile(r"[^A-Za-z0-9._@-]+")
@@ -69,14 +74,53 @@ class SignedIn:
     destination: str
 
 
+@dataclass
+class ProviderKeys:
+    """The provider's key set, as Authlib's client keeps it, fetched again at most once a KEYS_REFETCH (one fetch at a
+    time): in between, a token naming a key not among them is refused at once, and no thread waits on the provider."""
+
+    fetched_at: datetime | None = None
+    fetching: threading.Lock = field(default_factory=threading.Lock)
+
+    def read(self, client: Any, force: bool) -> dict[str, Any]:
+        """Authlib's `fetch_jwk_set`: the keys known, or (none known, or `force`) fetched when allowed."""
+        import requests
+
+        known: dict[str, Any] | None = client.server_metadata.get("jwks")
+        if known and not force:
+            return known
+        if self.fetching.acquire(blocking=False):  # else another thread is fetching them: nobody waits for it
+            try:
+                at = now()
+                if self.fetched_at is None or not self.fetched_at <= at < self.fetched_at + KEYS_REFETCH:
+                    self.fetched_at = at
+                    answer = requests.get(client.load_server_metadata().get("jwks_uri"), timeout=KEYS_TIMEOUT)
+                    answer.raise_for_status()
+                    known = client.server_metadata["jwks"] = answer.json()
+            finally:
+                self.fetching.release()
+        if not known:
+            raise ProviderUnreachable
+        return known
+
+
 def register(app: Flask) -> None:
     oidc = settings(app).oidc
     if oidc is None:
         return
-    from authlib.integrations.flask_client import OAuth
+    from authlib.integrations.flask_client import FlaskOAuth2App, OAuth
+
+    keys = ProviderKeys()
+
+    class Client(FlaskOAuth2App):  # type: ignore[misc]  # Authlib has no types
+        """Authlib's client, its ID tokens' and logout tokens' keys read through `keys`."""
+
+        def fetch_jwk_set(self, force: bool = False) -> dict[str, Any]:
+            return keys.read(self, force)
 
     OAuth(app).register(
         PROVIDER,
+        client_cls=Client,
         client_id=oidc["client_id"],
         client_secret=oidc["client_secret"],
         server_metadata_url=oidc["issuer"].rstrip("/") + "/.well-known/openid-configuration",
@@ -176,6 +220,8 @@ def logged_out(logout_token: str) -> None:
     client = _client()  # first: without single sign-on, a 404 that loads nothing
     metadata = _metadata(client)
     claims = _logout_claims(client, metadata, logout_token)
+    if not _first_use(claims["jti"], claims["iat"]):
+        raise LogoutRefused("replayed")
     subject = claims.get("sub")
     if subject is None:
         # The portal keeps no provider session ids (`sid`), only the account's: a token naming no `sub` ends nothing.
@@ -229,6 +275,7 @@ def _logout_claims(client: Any, metadata: dict[str, Any], logout_token: str) -> 
         "exp": expires is not None
         and (not isinstance(expires, int | float) or expires < at - TOKEN_LEEWAY.total_seconds()),
         "events": not isinstance(events, dict) or not isinstance(events.get(BACKCHANNEL_LOGOUT_EVENT), dict),
+        "jti": not _fits(claims.get("jti")),
         "sub_or_sid": not (_fits(claims.get("sub")) or _fits(claims.get("sid"))),
         "sub": "sub" in claims and not _fits(claims["sub"]),
         "nonce": "nonce" in claims,
@@ -237,6 +284,18 @@ def _logout_claims(client: Any, metadata: dict[str, Any], logout_token: str) -> 
     if refused:
         raise LogoutRefused(refused[0])
     return claims
+
+
+def _first_use(jti: str, issued: float) -> bool:
+    """Whether a logout token's `jti` is new here: then kept (with the request's commit) until the token's `iat` is too
+    old for it to be taken, so its replay to any process or instance is refused. Expired ones are deleted first."""
+    from sqlalchemy.dialects import postgresql, sqlite
+
+    db.session.execute(delete(UsedLogoutToken).where(UsedLogoutToken.expires_at < now()))
+    insert = postgresql.insert if db.session.get_bind().dialect.name == "postgresql" else sqlite.insert
+    kept_until = datetime.fromtimestamp(issued, UTC) + LOGOUT_TOKEN_AGE
+    new = insert(UsedLogoutToken).values(jti=jti, expires_at=kept_until).on_conflict_do_nothing()
+    return db.session.execute(new.returning(UsedLogoutToken.jti)).first() is not None
 
 
 def role_for(values: Any) -> Role | None:

@@ -402,6 +402,16 @@ class LoginCounter(Model):
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
 
 
+class UsedLogoutToken(Model):
+    """The `jti` of a back-channel logout token the portal has taken (auth/sso.py), kept until the token is too old to
+    be taken anyway, so a replay to any worker or instance is refused. Expired rows are deleted as new ones come."""
+
+    __tablename__ = "used_logout_tokens"
+
+    jti: Mapped[str] = mapped_column(String(255), primary_key=True)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
+
+
 class SubmissionToken(Model):
     """A one-time token carried by one rendered add form, so that form creates at most one animal; its `state` is a
     `TicketState`, and a refused one's form may be corrected and sent again."""
