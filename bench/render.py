@@ -40,7 +40,7 @@ def portal(folder):
             "SECRET_KEY": "render-bench-" + "x" * 32,  # the 32 characters a portal outside the demo needs
             "SQLALCHEMY_DATABASE_URI": f"sqlite:///{Path(folder) / 'portal.sqlite'}",
             "PETSTORE_ENVIRONMENTS": {
-                "production": {"url": "http://127.0.0.1:9/v1", "key": "unused"},
+                "production": {"url": "http://127.0.0.1:9/v1", "key": "unused-" + "x" * 16},
                 "staging": {"url": None, "key": None},
             },
             "HTTPS": False,

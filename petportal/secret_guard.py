@@ -28,6 +28,9 @@ from urllib.parse import unquote
 from confusable_homoglyphs.utils import load as load_confusables
 
 _Text = TypeVar("_Text", str, bytes)
+# A character that reads as more letters and digits than this reads as itself: nobody writes a key in ligatures of
+# phrases ("㎯" is "rads2"), and a name of them costs no more to read than a name of letters (bench/guard.py).
+_LONGEST_READING = 3
 # The fewest consecutive characters of a secret a match carries (letters and digits, as the guard reads them).
 SECRET_RUN = 12
 # A run is made longer where a secret's characters come from a smaller alphabet (hex, digits), until guessing one
@@ -175,7 +178,7 @@ def _tables() -> _Tables:
     for code in range(128, _TABLE_SIZE):
         char = chr(code)
         read = "" if unread(char) else _read(unicodedata.normalize("NFKD", char), lookalikes)
-        characters.append(char if read is None else read)
+        characters.append(char if read is None or len(read) > _LONGEST_READING else read)
     return _Tables(tuple(characters), max(map(len, characters)))
 
 

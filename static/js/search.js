@@ -8,9 +8,14 @@
   const body = box && document.getElementById(box.dataset.searchRows);
   if (!box || !summary || !body) return;
   const rows = Array.from(body.rows);
-  // As the server folds (browse.folded): NFKD without combining marks (accents), lower case, then the two
-  // foldings lower case misses: ß to ss, and the final sigma.
-  const fold = (text) => text.normalize("NFKD").replace(/\p{M}/gu, "").toLowerCase()
+  // As the server folds (browse.folded), character by character: NFKD without combining marks (accents), a
+  // character that would fold to more than 3 kept as it is, lower case, then the two foldings lower case misses:
+  // ß to ss, and the final sigma.
+  const foldOne = (char) => {
+    const folded = char.normalize("NFKD").replace(/\p{M}/gu, "");
+    return Array.from(folded).length > 3 ? char : folded;
+  };
+  const fold = (text) => Array.from(text, foldOne).join("").toLowerCase()
     .replaceAll("ß", "ss").replaceAll("ς", "σ");
   const original = summary.textContent;
   const caption = body.closest("table")?.querySelector("caption");
