@@ -35,8 +35,9 @@ def manage(client, name, change, **fields):
     return post_form(client, f"/admin/users/{name}", f"/admin/users/{name}/{change}", **fields)
 
 
-def create(client, username, role="staff", password=INITIAL):
-    return post_form(client, "/admin/users/new", "/admin/users/new", username=username, role=role, password=password)
+def create(client, username, role="staff", password=INITIAL, environments=("production", "staging")):
+    fields = {"username": username, "role": role, "password": password, "environments": list(environments)}
+    return post_form(client, "/admin/users/new", "/admin/users/new", **fields)
 
 
 def change_password(client, current, new, confirm=None):
@@ -134,6 +135,9 @@ def test_a_new_account_must_choose_its_own_password_before_any_other_page(portal
         ({"password": "short"}, "Use at least 12 characters"),
         ({"password": "password1234"}, "one of the most common"),
         ({"role": "owner"}, "Not a valid choice"),
+        ({"environments": []}, "Choose production, staging or both."),
+        ({"environments": ["moon"]}, "Choose production, staging or both."),
+        ({"environments": ["staging", "moon"]}, "Choose production, staging or both."),
     ],
 )
 def test_a_new_account_with_a_bad_value_is_refused_next_to_the_field(portal_app, admin, fields, message):
@@ -143,6 +147,18 @@ def test_a_new_account_with_a_bad_value_is_refused_next_to_the_field(portal_app,
     assert message in response.text
     with portal_app.app_context():
         assert db.session.scalar(db.select(db.func.count()).select_from(User)) == 2
+
+
+def test_a_new_account_given_one_environment_works_on_that_one_alone(portal_app, admin):
+    page = admin.get("/admin/users/new").text
+    assert len(re.findall(r'type="checkbox" name="environments"[^>]* checked>', page)) == 2  # both, unless unticked
+    assert create(admin, "robin", environments=["staging"]).status_code == 303
+    assert account(portal_app, "robin").environments == "staging"
+    robin = portal_app.test_client()
+    AuthActions(robin).login("robin", INITIAL)
+    assert change_password(robin, INITIAL, CHOSEN).status_code == 303
+    listed = robin.get("/animals").text
+    assert "Staging Sam" in listed and "Rex" not in listed
 
 
 # --- your password and your sessions --------------------------------------------------------------
@@ -372,7 +388,13 @@ def test_two_admins_adding_one_name_at_once_get_one_account_and_an_honest_answer
 
     def add_at_once(client, token, start):
         start.wait()
-        fields = {"csrf_token": token, "username": "twin", "role": "staff", "password": INITIAL}
+        fields = {
+            "csrf_token": token,
+            "username": "twin",
+            "role": "staff",
+            "environments": "staging",
+            "password": INITIAL,
+        }
         return client.post("/admin/users/new", data=fields)
 
     for _ in range(5):

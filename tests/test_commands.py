@@ -22,6 +22,11 @@ def users(app):
         return {user.username: user.role for user in db.session.scalars(db.select(User))}
 
 
+def environments(app, name):
+    with app.app_context():
+        return db.session.scalar(db.select(User.environments).filter_by(username=name))
+
+
 def test_user_create_reads_the_password_from_stdin(portal_app, runner):
     result = runner.invoke(
         args=["user", "create", "carol", "--role", "admin", "--password-stdin"], input="correct horse battery\n"
@@ -43,6 +48,15 @@ def test_user_create_prompts_twice_for_the_password(portal_app, runner):
     )
     assert result.exit_code == 0, result.output
     assert users(portal_app)["dave"] == "staff"
+    assert environments(portal_app, "dave") == "production staging"  # the default: both
+
+
+@pytest.mark.parametrize("chosen, kept", [("staging", "staging"), (" staging , production", "production staging")])
+def test_user_create_gives_the_environments_asked_for(portal_app, runner, chosen, kept):
+    args = ["user", "create", "erin", "--role", "staff", "--environments", chosen, "--password-stdin"]
+    result = runner.invoke(args=args, input="long enough password\n")
+    assert result.exit_code == 0, result.output
+    assert environments(portal_app, "erin") == kept
 
 
 @pytest.mark.parametrize(
@@ -62,6 +76,15 @@ def test_user_create_prompts_twice_for_the_password(portal_app, runner):
         (["user", "create", "erin", "--role", "staff", "--password-stdin"], "P@ssw0rd1234\n", "easy to guess"),
         (["user", "create", "erin", "--role", "owner", "--password-stdin"], "long enough password\n", "owner"),
         (["user", "create", "erin", "--password-stdin"], "long enough password\n", "--role"),
+        *(
+            (["user", "create", "erin", "--role", "staff", "--environments", bad], "long enough password\n", message)
+            for bad, message in [
+                ("moon", "--environments is production, staging or both, comma-separated; not 'moon'."),
+                ("", "--environments is production, staging or both, comma-separated; not ''."),
+                ("staging,", "not 'staging,'"),
+                ("staging,moon", "not 'staging,moon'"),
+            ]
+        ),
     ],
 )
 def test_user_create_refuses_bad_input_with_a_clear_message(portal_app, runner, args, stdin, message):

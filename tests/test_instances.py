@@ -180,7 +180,13 @@ def test_a_password_changed_on_one_instance_logs_the_accounts_sessions_on_the_ot
     created = admin.post(
         f"{first}/admin/users/new",
         allow_redirects=False,
-        data={"csrf_token": csrf_token(page.text), "username": name, "role": "staff", "password": NEW_PASSWORDS[0]},
+        data={
+            "csrf_token": csrf_token(page.text),
+            "username": name,
+            "role": "staff",
+            "environments": ["production", "staging"],
+            "password": NEW_PASSWORDS[0],
+        },
     )
     assert created.status_code == 303
     here = logged_in(first, name, NEW_PASSWORDS[0])

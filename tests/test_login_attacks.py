@@ -247,7 +247,7 @@ def test_a_name_from_outside_is_kept_as_it_reads(make_portal):
 @pytest.mark.parametrize("name", ["anonymous", "Anonymous", "system", "demo"])
 def test_the_admins_form_refuses_a_name_the_audit_log_uses(portal_app, client, name):
     AuthActions(client).login("admin")
-    data = {"username": name, "role": "staff", "password": NEW_PASSWORDS[0]}
+    data = {"username": name, "role": "staff", "environments": "staging", "password": NEW_PASSWORDS[0]}
     answer = post_form(client, "/admin/users/new", "/admin/users/new", **data)
     assert answer.status_code == 400
     assert "is a name the audit log uses for itself" in answer.text

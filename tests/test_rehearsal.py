@@ -13,10 +13,11 @@ import time
 import pytest
 
 from bench.portal import csrf_token
+from petportal.auth import accounts
 from petportal.data.models import AuditEntry, Promotion, User
 from petportal.extensions import db
 
-from helpers import AuthActions, SlowStore, creates, finished, post_form, press, submission_token, upload
+from helpers import NEW_PASSWORDS, AuthActions, SlowStore, creates, finished, post_form, press, submission_token, upload
 from servers import FaultServer, serve
 
 BOM = "\ufeff"
@@ -265,15 +266,19 @@ def test_an_import_running_when_its_owner_is_limited_to_the_other_environment_st
         assert len(store.names) == stopped["created"]
 
 
-def test_an_admin_limited_to_one_environment_cannot_lift_the_limit_switch_or_preview(portal_app):
-    from petportal.auth import accounts
-
-    with portal_app.app_context():
+def staging_only_admin(app):
+    """A second admin, limited to staging by the first, logged in."""
+    with app.app_context():
         accounts.create("second", "admin", "a long second admin password", False)
         db.session.commit()
-    assert limit(portal_app, "second", "staging").status_code == 303
-    second = portal_app.test_client()
+    assert limit(app, "second", "staging").status_code == 303
+    second = app.test_client()
     AuthActions(second).login("second", "a long second admin password")
+    return second
+
+
+def test_an_admin_limited_to_one_environment_cannot_lift_the_limit_switch_or_preview(portal_app):
+    second = staging_only_admin(portal_app)
     own = "/admin/users/second"
     lifted = post_form(second, own, f"{own}/environments", environments=["production", "staging"])
     granted = post_form(second, own, "/admin/users/staff/environments", environments=["production"])
@@ -283,6 +288,42 @@ def test_an_admin_limited_to_one_environment_cannot_lift_the_limit_switch_or_pre
     with portal_app.app_context():
         kept = dict(db.session.execute(db.select(User.username, User.environments)).all())
     assert kept["second"] == "staging" and kept["staff"] == "production staging"
+
+
+def accounts_and_audit(app):
+    with app.app_context():
+        return db.session.execute(db.select(User.__table__)).all(), db.session.scalars(db.select(AuditEntry.id)).all()
+
+
+@pytest.mark.parametrize(
+    "change, fields",
+    [
+        ("role", {"role": "admin"}),
+        ("environments", {"environments": "production"}),
+        ("password", {"password": NEW_PASSWORDS[0]}),
+        ("mfa/reset", {}),
+        ("disable", {}),
+        ("enable", {}),
+        ("sessions/end", {}),
+    ],
+)
+def test_an_admin_limited_to_one_environment_changes_no_account(portal_app, auth_for, change, fields):
+    staff = auth_for(portal_app, "staff")
+    second = staging_only_admin(portal_app)
+    before = accounts_and_audit(portal_app)
+    answer = post_form(second, "/admin/users/staff", f"/admin/users/staff/{change}", **fields)
+    assert answer.status_code == 403
+    assert accounts_and_audit(portal_app) == before
+    assert staff.get("/animals/new").status_code == 200  # still logged in
+
+
+def test_an_admin_limited_to_one_environment_adds_no_account(portal_app):
+    second = staging_only_admin(portal_app)
+    before = accounts_and_audit(portal_app)
+    assert second.get("/admin/users/new").status_code == 403
+    fields = {"username": "third", "role": "admin", "environments": "staging", "password": NEW_PASSWORDS[0]}
+    assert post_form(second, "/admin/users", "/admin/users/new", **fields).status_code == 403
+    assert accounts_and_audit(portal_app) == before
 
 
 def test_a_limited_account_sees_none_of_its_imports_or_additions_on_the_other_environment(

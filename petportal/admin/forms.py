@@ -44,16 +44,15 @@ class EnvironmentsField(SelectMultipleField):
     """The environments an account may work on: one or both (check boxes); `chosen` keeps them as
     `User.environments` does."""
 
-    def __init__(self, label: Any = None, *, both_when_empty: bool = False, **kwargs: Any) -> None:
+    def __init__(self, label: Any = None, **kwargs: Any) -> None:
         # Each is named in the reader's language by the page.
         choices = [SelectChoice(name, name) for name in ENVIRONMENT_NAMES]
         super().__init__(label, choices=choices, validate_choice=False, default=EVERY_ENVIRONMENT.split(), **kwargs)
-        self.both_when_empty = both_when_empty
 
     def pre_validate(self, form: Any) -> None:
         given = [value for value in self.data or [] if isinstance(value, str)]
         try:
-            self.chosen = environments_of(given or (EVERY_ENVIRONMENT.split() if self.both_when_empty else []))
+            self.chosen = environments_of(given)
         except AccountError as error:
             raise ValidationError(str(error)) from error
 
@@ -91,8 +90,7 @@ class NewUserForm(PortalForm):
         description=_l("Letters, digits and . _ @ - only."),
     )
     role = SelectField(_l("Role"), choices=ROLE_CHOICES, default="staff")
-    # Nothing chosen (or a form without the field) gives both, the default.
-    environments = EnvironmentsField(_l("Works on"), both_when_empty=True)
+    environments = EnvironmentsField(_l("Works on"))
     password = new_password_field(_l("Initial password"))
 
 

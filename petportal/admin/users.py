@@ -22,6 +22,8 @@ from petportal.i18n.languages import environments_label, role_label
 from petportal.web.forms import ButtonForm
 
 bp = Blueprint("users", __name__, url_prefix="/admin/users")
+# Nobody grants what they cannot do themselves: only an admin who works on both environments changes accounts.
+account_changers = role_required(Role.ADMIN, every_environment=True)
 
 
 @bp.get("")
@@ -37,7 +39,7 @@ def list_users() -> ResponseReturnValue:
 
 
 @bp.route("/new", methods=["GET", "POST"])
-@role_required(Role.ADMIN)
+@account_changers
 def new_user() -> ResponseReturnValue:
     """Add an account with an initial password, which it must change at its first login."""
     form = NewUserForm()
@@ -99,7 +101,7 @@ def account_change(view: Callable[[User], ResponseReturnValue]) -> Callable[[str
 
 
 @bp.post("/<name>/role")
-@role_required(Role.ADMIN)
+@account_changers
 @account_change
 def change_role(user: User) -> ResponseReturnValue:
     """Give the account another role."""
@@ -119,7 +121,7 @@ def change_role(user: User) -> ResponseReturnValue:
 
 
 @bp.post("/<name>/environments")
-@role_required(Role.ADMIN, every_environment=True)
+@account_changers
 @account_change
 def change_environments(user: User) -> ResponseReturnValue:
     """Let the account work on production, staging or both, from its next request on."""
@@ -145,7 +147,7 @@ def _works_on(user: User) -> dict[str, str]:
 
 
 @bp.post("/<name>/disable")
-@role_required(Role.ADMIN)
+@account_changers
 @account_change
 def disable(user: User) -> ResponseReturnValue:
     """Disable the account: it cannot log in, and its sessions end."""
@@ -155,7 +157,7 @@ def disable(user: User) -> ResponseReturnValue:
 
 
 @bp.post("/<name>/enable")
-@role_required(Role.ADMIN)
+@account_changers
 @account_change
 def enable(user: User) -> ResponseReturnValue:
     """Let a disabled account log in again."""
@@ -165,7 +167,7 @@ def enable(user: User) -> ResponseReturnValue:
 
 
 @bp.post("/<name>/sessions/end")
-@role_required(Role.ADMIN)
+@account_changers
 @account_change
 def end_sessions(user: User) -> ResponseReturnValue:
     """End every session of the account: each browser is logged out on its next request."""
@@ -183,7 +185,7 @@ def end_sessions(user: User) -> ResponseReturnValue:
 
 
 @bp.post("/<name>/password")
-@role_required(Role.ADMIN)
+@account_changers
 @account_change
 def reset_password(user: User) -> ResponseReturnValue:
     """Set a new password that the account must change at its next login; its sessions end."""
@@ -200,7 +202,7 @@ def reset_password(user: User) -> ResponseReturnValue:
 
 
 @bp.post("/<name>/mfa/reset")
-@role_required(Role.ADMIN)
+@account_changers
 @account_change
 def reset_mfa(user: User) -> ResponseReturnValue:
     """Remove the account's second factors, its app and its passkeys (a lost or stolen device); it sets up a new

@@ -9,6 +9,7 @@ from sqlalchemy import inspect
 from sqlalchemy.exc import OperationalError
 
 from petportal.auth import accounts
+from petportal.config import ENVIRONMENT_NAMES
 from petportal.data import audit
 from petportal.data.database import INIT_DB_HINT, DatabaseState, database_state
 from petportal.data.models import AuditAction, AuditDetail, Role
@@ -73,19 +74,31 @@ def user_commands() -> None:
     required=True,
     help="staff adds animals; admin also runs the portal.",
 )
+@click.option(
+    "--environments",
+    default=",".join(ENVIRONMENT_NAMES),
+    show_default=True,
+    help="The environments the account may work on, comma-separated.",
+)
 @click.option("--password-stdin", is_flag=True, help="Read the password from standard input instead of prompting.")
-def create_user(name: str, role: str, password_stdin: bool) -> None:
+def create_user(name: str, role: str, environments: str, password_stdin: bool) -> None:
     """Add an account called NAME, ready to use."""
     if accounts.find(name.strip()) is not None:
         raise click.ClickException(f"An account called {name.strip()!r} already exists.")
     if audit.is_reserved(name):  # before asking for a password that could not be used
         raise click.ClickException(f"{name.strip()!r} is a name the audit log uses for itself; choose another.")
+    try:
+        works_on = accounts.environments_of([each.strip() for each in environments.split(",")])
+    except accounts.AccountError:
+        raise click.ClickException(
+            f"--environments is {', '.join(ENVIRONMENT_NAMES)} or both, comma-separated; not {environments!r}."
+        ) from None
     if password_stdin:
         password = sys.stdin.readline().rstrip("\r\n")
     else:
         password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
     try:
-        user = accounts.create(name, role, password, must_change_password=False)
+        user = accounts.create(name, role, password, must_change_password=False, environments=works_on)
     except accounts.AccountError as error:
         raise click.ClickException(str(error)) from None
     audit.record(
@@ -96,7 +109,7 @@ def create_user(name: str, role: str, password_stdin: bool) -> None:
         role=role,
     )
     db.session.commit()  # the command is the unit of work: the account and its audit entry together
-    click.echo(f"Added {role} {user.username!r}.")
+    click.echo(f"Added {role} {user.username!r}, working on {' and '.join(works_on.split())}.")
 
 
 @user_commands.command("reset-mfa")
