@@ -41,17 +41,17 @@ def login() -> ResponseReturnValue:
         return _too_many_attempts()
     user = db.session.scalar(db.select(User).filter_by(username=form.username.data))
     # One hash checked whatever the name: unknown, with a password, or of the company's sign-in (auth.passwords).
-    if not passwords.matches(user.password_hash if user else None, form.password.data) or user is None:
+    matched = passwords.matches(user.password_hash if user else None, form.password.data)
+    # A disabled account answers as a wrong password does, and keeps the attempt counted: nothing confirms a password.
+    if user is None or not matched or not user.enabled:
         metrics.LOGINS.labels("failure").inc()
-        audit.record(AuditAction.LOGIN_FAILED, actor=form.username.data)
+        if user is not None and matched:
+            audit.record(AuditAction.LOGIN_REFUSED, actor=user.username, detail=AuditDetail.ACCOUNT_DISABLED)
+        else:
+            audit.record(AuditAction.LOGIN_FAILED, actor=form.username.data)
         form.form_errors.append(_("Unknown user name or wrong password."))
         return _login_page(form, 401)
     throttle.succeeded(form.username.data)
-    if not user.enabled:
-        metrics.LOGINS.labels("failure").inc()
-        audit.record(AuditAction.LOGIN_REFUSED, actor=user.username, detail=AuditDetail.ACCOUNT_DISABLED)
-        form.form_errors.append(_("This account is disabled. Ask an admin to enable it."))
-        return _login_page(form, 403)
     if passkeys.has_second_factor(user):
         logins.await_second_factor(user, form.remember.data, destination)
         return redirect(url_for(".second_factor"), 303)
