@@ -8,7 +8,7 @@ from flask_babel import gettext as _
 from flask_babel import ngettext
 from flask_login import current_user
 
-from petportal.auth import logins, mfa, passkeys, sessions, sso, throttle
+from petportal.auth import devices, logins, mfa, passkeys, sessions, sso, throttle
 from petportal.auth.access import require_own_password
 from petportal.auth.forms import CodeForm, LoginForm
 from petportal.config import settings
@@ -32,7 +32,8 @@ def login() -> ResponseReturnValue:
     destination = safe_next(request.args.get("next"), url_for("catalog.list_animals"))
     if not form.validate_on_submit():
         return _login_page(form, 400 if form.is_submitted() else 200)
-    if (limit := throttle.attempt(form.username.data)) is not None:
+    device = devices.presented(form.username.data)
+    if (limit := throttle.attempt(form.username.data, device=device)) is not None:
         metrics.LOGINS.labels("limited").inc()
         # Refused for its address alone: counted for the address, whatever names it tries (audit.COUNTED).
         audit.record(
@@ -51,7 +52,7 @@ def login() -> ResponseReturnValue:
             audit.record(AuditAction.LOGIN_FAILED, actor=form.username.data)
         form.form_errors.append(_("Unknown user name or wrong password."))
         return _login_page(form, 401)
-    throttle.succeeded(form.username.data)
+    throttle.succeeded(form.username.data, device=device)
     if passkeys.has_second_factor(user):
         logins.await_second_factor(user, form.remember.data, destination)
         return redirect(url_for(".second_factor"), 303)
