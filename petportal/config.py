@@ -37,6 +37,8 @@ COMPRESSED_TYPES = (
 ENVIRONMENT_NAMES = ("production", "staging")
 # The cookie that keeps a login across browser restarts (auth/remember.py).
 REMEMBER_COOKIE = "remember"
+# The cookie naming the account that logged in from this browser, for the login counters (auth/devices.py).
+DEVICE_COOKIE = "device"
 # The endpoints of stylesheets, scripts and images: ours and Bootstrap-Flask's.
 STATIC_ENDPOINTS = ("static", "bootstrap.static")
 # A login's server-side session ends after this long unused, and after the absolute limit in any case.
@@ -110,6 +112,8 @@ def defaults(instance_path: str) -> dict[str, Any]:
         "LOGIN_LIMIT_PER_ACCOUNT_ADDRESS": "5 per minute; 20 per hour",
         "LOGIN_LIMIT_PER_ADDRESS": "20 per minute; 100 per hour",
         "LOGIN_LIMIT_PER_ACCOUNT": "30 per minute; 100 per hour",
+        # One account from a browser where it logged in before, in place of the account's own ceiling.
+        "LOGIN_LIMIT_PER_DEVICE": "5 per minute; 20 per hour",
         # Second-factor codes, per account from anywhere: a million codes, three valid at a time.
         "MFA_LIMIT_PER_ACCOUNT": "5 per minute; 20 per hour",
         # A request body over 1 MB gets 413; the CSV upload of the bulk add (1 MB) has room for its form around it

@@ -82,7 +82,7 @@ def cookie_attributes(response, name):
 def test_cookies_are_secure_httponly_and_lax_over_https(make_portal):
     client = https_client(make_portal(HTTPS=True))
     response = login(client, remember=True)
-    for name in ("session", "remember"):
+    for name in ("session", "remember", "device"):
         attributes, header = cookie_attributes(response, name)
         assert {"secure", "httponly", "samesite"} <= attributes, header
         assert "SameSite=Lax" in header
@@ -91,7 +91,7 @@ def test_cookies_are_secure_httponly_and_lax_over_https(make_portal):
 
 def test_over_plain_http_cookies_are_not_marked_secure_and_no_hsts_is_sent(client):
     response = login(client, remember=True)
-    for name in ("session", "remember"):
+    for name in ("session", "remember", "device"):
         attributes, _header = cookie_attributes(response, name)
         assert "secure" not in attributes and {"httponly", "samesite"} <= attributes
     assert "Strict-Transport-Security" not in response.headers

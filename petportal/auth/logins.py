@@ -19,7 +19,7 @@ from flask_babel import gettext as _
 from flask_login import login_user, logout_user
 from sqlalchemy import ColumnElement, func, or_, select, update
 
-from petportal.auth import passkeys, remember
+from petportal.auth import devices, passkeys, remember
 from petportal.clock import now
 from petportal.config import SESSION_ABSOLUTE_LIMIT, SESSION_IDLE_LIMIT
 from petportal.data import session_store
@@ -34,7 +34,7 @@ SECOND_FACTOR_LIMIT = timedelta(minutes=5)
 
 def start(user: User, remember_me: bool, second_factor: SecondFactor | None = None) -> None:
     """Log `user` in: a new, empty session under a new id, a new login row (with the second factor it used, if
-    any), and a remember token when asked for."""
+    any), a remember token when asked for, and a new device cookie."""
     started = now()
     row = LoginSession(
         id=secrets.token_urlsafe(32),
@@ -49,6 +49,7 @@ def start(user: User, remember_me: bool, second_factor: SecondFactor | None = No
         remember.issue(row)
     db.session.add(row)
     user.last_login_at = started
+    devices.issue(user.username)
     attach(user, row, fresh=True)
 
 

@@ -4,7 +4,9 @@ cannot slip past the limit.
 Three counters for passwords:
 - one account from one address: stops guessing from one place without locking the account for others;
 - one address, whatever the account: stops one place trying many accounts;
-- one account, from anywhere: a higher ceiling, against a flood from many addresses.
+- one account, from anywhere: a higher ceiling, against a flood from many addresses. A browser where the account
+  logged in before (its device cookie, devices.py) is counted on its own device's counter instead, so a flood from
+  elsewhere never refuses it, and its own failures never fill the account's ceiling.
 A successful login gives its attempt back, so only failures use up the limits; so does an attempt
 refused by a limit, so a refused flood from one address cannot fill the account's ceiling.
 
@@ -51,6 +53,7 @@ class Limit(StrEnum):
     ACCOUNT_ADDRESS = "login_limit_per_account_address"
     ADDRESS = "login_limit_per_address"
     ACCOUNT = "login_limit_per_account"
+    DEVICE = "login_limit_per_device"
     CODES = "mfa_limit_per_account"
 
 
@@ -80,13 +83,14 @@ def register(app: Flask) -> None:
     app.extensions[EXTENSION] = None
 
 
-def attempt(account: str, kind: str = "login") -> Limit | None:
-    """Count one attempt of `kind` (a password, or "mfa" for a code) for `account`: None when it may be checked,
-    else the limit that is used up (and the attempt is counted nowhere).
+def attempt(account: str, kind: str = "login", device: str | None = None) -> Limit | None:
+    """Count one attempt of `kind` (a password, or "mfa" for a code) for `account`, from `device` when the browser
+    has that account's device cookie: None when it may be checked, else the limit that is used up (and the attempt
+    is counted nowhere).
 
     Without its store (Redis or the database down) nothing can be counted, so nobody logs in: a 503, never a 500.
     """
-    counters = _counters(account, kind)
+    counters = _counters(account, kind, device)
     try:
         if settings().throttle_storage_uri:
             return _count_in_redis(counters)
@@ -97,20 +101,24 @@ def attempt(account: str, kind: str = "login") -> Limit | None:
         abort(503, str(LOGINS_UNAVAILABLE))
 
 
-def succeeded(account: str, kind: str = "login") -> None:
+def succeeded(account: str, kind: str = "login", device: str | None = None) -> None:
     """Give back the attempt of a login (or a code) that succeeded; in the database, with the request's own work."""
-    _give_back(_counters(account, kind), now())
+    _give_back(_counters(account, kind, device), now())
 
 
-def _counters(account: str, kind: str) -> list[Counted]:
-    """Each counter of `kind` for this attempt; each key names its counter, so an account called like an
-    address ("10.0.0.7") never counts against that address."""
+def _counters(account: str, kind: str, device: str | None) -> list[Counted]:
+    """Each counter of `kind` for this attempt, the device's in place of the account's; each key names its counter,
+    so an account called like an address ("10.0.0.7") never counts against that address."""
     from limits import parse_many
 
     account = account.strip().lower()[:80]
-    return [
-        Counted(limit, item, whom(account))
+    chosen = [
+        (Limit.DEVICE, f"{account}|{device}") if device and limit == Limit.ACCOUNT else (limit, whom(account))
         for limit, whom in COUNTERS[kind]
+    ]
+    return [
+        Counted(limit, item, whom)
+        for limit, whom in chosen
         for item in parse_many(current_app.config[limit.value.upper()])
     ]
 

@@ -8,7 +8,7 @@ from flask_babel import gettext as _
 from flask_babel import ngettext
 from flask_login import current_user
 
-from petportal.auth import logins, mfa, passkeys, sessions, sso, throttle
+from petportal.auth import devices, logins, mfa, passkeys, sessions, sso, throttle
 from petportal.auth.access import require_own_password
 from petportal.auth.forms import CodeForm, LoginForm
 from petportal.config import settings
@@ -32,7 +32,8 @@ def login() -> ResponseReturnValue:
     destination = safe_next(request.args.get("next"), url_for("catalog.list_animals"))
     if not form.validate_on_submit():
         return _login_page(form, 400 if form.is_submitted() else 200)
-    if (limit := throttle.attempt(form.username.data)) is not None:
+    device = devices.presented(form.username.data)
+    if (limit := throttle.attempt(form.username.data, device=device)) is not None:
         metrics.LOGINS.labels("limited").inc()
         # Refused for its address alone: counted for the address, whatever names it tries (audit.COUNTED).
         audit.record(
@@ -41,17 +42,17 @@ def login() -> ResponseReturnValue:
         return _too_many_attempts()
     user = db.session.scalar(db.select(User).filter_by(username=form.username.data))
     # One hash checked whatever the name: unknown, with a password, or of the company's sign-in (auth.passwords).
-    if not passwords.matches(user.password_hash if user else None, form.password.data) or user is None:
+    matched = passwords.matches(user.password_hash if user else None, form.password.data)
+    # A disabled account answers as a wrong password does, and keeps the attempt counted: nothing confirms a password.
+    if user is None or not matched or not user.enabled:
         metrics.LOGINS.labels("failure").inc()
-        audit.record(AuditAction.LOGIN_FAILED, actor=form.username.data)
+        if user is not None and matched:
+            audit.record(AuditAction.LOGIN_REFUSED, actor=user.username, detail=AuditDetail.ACCOUNT_DISABLED)
+        else:
+            audit.record(AuditAction.LOGIN_FAILED, actor=form.username.data)
         form.form_errors.append(_("Unknown user name or wrong password."))
         return _login_page(form, 401)
-    throttle.succeeded(form.username.data)
-    if not user.enabled:
-        metrics.LOGINS.labels("failure").inc()
-        audit.record(AuditAction.LOGIN_REFUSED, actor=user.username, detail=AuditDetail.ACCOUNT_DISABLED)
-        form.form_errors.append(_("This account is disabled. Ask an admin to enable it."))
-        return _login_page(form, 403)
+    throttle.succeeded(form.username.data, device=device)
     if passkeys.has_second_factor(user):
         logins.await_second_factor(user, form.remember.data, destination)
         return redirect(url_for(".second_factor"), 303)
