@@ -292,7 +292,7 @@ def test_the_status_page_names_a_rejected_key_and_a_store_that_is_down(make_port
     with FaultServer() as closed:
         down = closed.base_url
     config = portal_config(tmp_path, production_store.url, down)
-    config["PETSTORE_ENVIRONMENTS"]["production"]["key"] = "wrong-key"
+    config["PETSTORE_ENVIRONMENTS"]["production"]["key"] = "wrong-key-" + "0" * 16
     app = make_portal.build(config)
     client = app.test_client()
     AuthActions(client).login("admin")
@@ -307,7 +307,7 @@ def test_a_rejected_key_is_told_to_admins_and_hidden_from_customers(
     make_portal, tmp_path, production_store, staging_store
 ):
     config = portal_config(tmp_path, production_store.url, staging_store.url)
-    config["PETSTORE_ENVIRONMENTS"]["production"]["key"] = "wrong-key"
+    config["PETSTORE_ENVIRONMENTS"]["production"]["key"] = "wrong-key-" + "0" * 16
     app = make_portal.build(config)
     customer, admin = app.test_client(), app.test_client()
     AuthActions(admin).login("admin")
@@ -374,7 +374,7 @@ def test_healthz_and_readyz_with_a_healthy_store(client):
 def test_readyz_names_the_failing_part(make_portal, tmp_path, production_store, staging_store, fault):
     config = portal_config(tmp_path, production_store.url, staging_store.url)
     if fault == "wrong key":
-        config["PETSTORE_ENVIRONMENTS"]["production"]["key"] = "wrong-key"
+        config["PETSTORE_ENVIRONMENTS"]["production"]["key"] = "wrong-key-" + "0" * 16
     elif fault == "store down":
         with FaultServer() as closed:
             config["PETSTORE_ENVIRONMENTS"]["production"]["url"] = closed.base_url

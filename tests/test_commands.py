@@ -98,7 +98,7 @@ def test_user_create_refuses_bad_input_with_a_clear_message(portal_app, runner, 
 
 CONFIGURED = {
     "PETSTORE_PRODUCTION_URL": "http://127.0.0.1:9/v1",
-    "PETSTORE_PRODUCTION_KEY": "production-key",
+    "PETSTORE_PRODUCTION_KEY": "production-key-0123",
     "PETPORTAL_SECRET_KEY": "s" * 32,
 }
 GUNICORN = [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py"]
@@ -143,11 +143,16 @@ def test_a_production_entry_point_without_a_pet_store_refuses_and_starts_no_demo
     "entry, variables, named",
     [
         ("flask serve", {"PETSTORE_PRODUCTION_URL": "http://127.0.0.1:9/v1"}, "PETSTORE_PRODUCTION_KEY is not"),
-        ("python app.py", {"PETSTORE_PRODUCTION_KEY": "production-key"}, "PETSTORE_PRODUCTION_URL is not"),
+        ("python app.py", {"PETSTORE_PRODUCTION_KEY": "production-key-0123"}, "PETSTORE_PRODUCTION_URL is not"),
         ("flask run", {**CONFIGURED, "PETSTORE_STAGING_URL": "http://127.0.0.1:9/v1"}, "PETSTORE_STAGING_KEY is not"),
-        ("flask serve", {**CONFIGURED, "PETSTORE_STAGING_KEY": "staging-key"}, "PETSTORE_STAGING_URL is not"),
+        ("flask serve", {**CONFIGURED, "PETSTORE_STAGING_KEY": "staging-key-0123456"}, "PETSTORE_STAGING_URL is not"),
         ("flask serve", {**CONFIGURED, "PETPORTAL_SECRET_KEY": "abc"}, "PETPORTAL_SECRET_KEY must be at least 32"),
         ("python app.py", {**CONFIGURED, "PETPORTAL_SECRET_KEY": "abc"}, "PETPORTAL_SECRET_KEY must be at least 32"),
+        (
+            "flask serve",
+            {**CONFIGURED, "PETSTORE_PRODUCTION_KEY": "x" * 15},
+            "PETSTORE_PRODUCTION_KEY must be at least 16",
+        ),
     ],
     ids=[
         "production URL alone",
@@ -156,6 +161,7 @@ def test_a_production_entry_point_without_a_pet_store_refuses_and_starts_no_demo
         "staging key alone",
         "short secret",
         "short secret, python app.py",
+        "short store key",
     ],
 )
 def test_a_store_half_configured_or_a_short_secret_key_is_refused_at_start(entry, variables, named):
