@@ -262,7 +262,10 @@ def test_an_import_running_when_its_owner_is_limited_to_the_other_environment_st
         admin = auth_for(app, "admin")
         stopped = finished(admin, path)
         assert stopped["state"] == "stopped" and stopped["created"] < 60
-        assert "staff no longer works on production, so nothing more was sent." in admin.get(path).text
+        assert (
+            "staff may no longer add to production (limited or disabled), so nothing more was sent."
+            in admin.get(path).text
+        )
         assert len(store.names) == stopped["created"]
 
 

@@ -372,16 +372,21 @@ Ticket = FormTicket | RowTicket
 
 
 class OwnerLimited(Exception):
-    """The import's owner no longer works on its environment (or a promotion's source): no row is claimed."""
+    """The import's owner is disabled, or no longer works on its environment (or a promotion's source): no row is
+    claimed."""
 
 
 def claim_next_row(batch: BulkImport, runner: str) -> RowTicket | None:
-    """Claim the import's first unsent row for `runner`, while its lease holds and its owner works on its
-    environments (an admin may limit the account at any time: the claim decides it, so no row is claimed after the
-    limit commits); None when no row is left or the lease is lost, OwnerLimited when the owner no longer may."""
+    """Claim the import's first unsent row for `runner`, while its lease holds and its owner is enabled and works on
+    its environments (an admin may limit or disable the account at any time: the claim decides it, so no row is
+    claimed after that commits); None when no row is left or the lease is lost, OwnerLimited when the owner no longer
+    may."""
     lease_holds = exists().where(BulkImport.id == batch.id, held_by(runner))
     owner_works_on = exists().where(
-        User.id == batch.user_id, User.works_on(batch.environment), User.works_on(batch.source or batch.environment)
+        User.id == batch.user_id,
+        User.enabled,
+        User.works_on(batch.environment),
+        User.works_on(batch.source or batch.environment),
     )
     while True:
         row = db.session.execute(

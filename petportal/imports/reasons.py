@@ -83,7 +83,7 @@ def import_reason(batch: BulkImport) -> str | None:
             )
         case StopReason.LIMITED:
             return _(
-                "%(owner)s no longer works on %(environment)s, so nothing more was sent.",
+                "%(owner)s may no longer add to %(environment)s (limited or disabled), so nothing more was sent.",
                 owner=batch.username,
                 environment=environment,
             )
