@@ -43,7 +43,7 @@ _BYTE_ESCAPE = re.compile(r"\\(?:x([0-9a-fA-F]{2})|U([0-9a-fA-F]{8})|([0-3][0-7]
 _DECODING_ROUNDS = 3
 # Unicode's tag characters spell ASCII invisibly: U+E0020..U+E007E are the printable ASCII characters plus this.
 _TAG_OFFSET = 0xE0000
-_TAGGED = re.compile("[\U000e0020-\U000e007e]")
+_TAGGED = re.compile("[\U000e0020-\U000e007e]+")
 # Format and control characters and combining marks: what nobody reads.
 _UNREAD = ("Cf", "Cc", "Mn", "Me")
 # Letters and symbols that show as nothing, though Unicode files them as letters (the Hangul fillers) or symbols
@@ -127,7 +127,9 @@ def _readings(text: str) -> tuple[str, ...]:
     shown = _BEYOND.sub("\ufffd", _UNREAD_BEYOND.sub("", text)).translate(table)
     if not _TAGGED.search(text):
         return (shown,)
-    return (shown, _BEYOND.sub("\ufffd", _UNREAD_BEYOND.sub("", text.translate(_TAG_LETTERS))).translate(table))
+    # Each run of tags translated on its own: a dict that misses raises, for each character it does not hold.
+    spelt = _TAGGED.sub(lambda tags: tags[0].translate(_TAG_LETTERS), text)
+    return (shown, _BEYOND.sub("\ufffd", _UNREAD_BEYOND.sub("", spelt)).translate(table))
 
 
 def _unescaped(text: str) -> str:

@@ -64,7 +64,17 @@ def parse_pets(value: object, quotes: Guard) -> list[Pet]:
     its own row."""
     if not isinstance(value, list):
         raise ShapeError("the answer is not a JSON array")
+    # A name that quotes a secret quotes it in the names read together too: read them so once, and each name on its
+    # own only when they do (a page of names chosen to be expensive then costs about what a plain one does:
+    # docs/performance.md, "The key guard's cost").
+    names = [record.get("name") for record in value if isinstance(record, dict)]
+    if not quotes("\n".join(name for name in names if isinstance(name, str))):
+        quotes = _quotes_nothing
     return [parse_pet(record, quotes) for record in value]
+
+
+def _quotes_nothing(_text: str) -> bool:
+    return False
 
 
 @dataclass(frozen=True, slots=True)
