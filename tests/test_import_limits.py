@@ -8,7 +8,7 @@ import time
 from test_rehearsal import promote
 
 from petportal.auth import accounts
-from petportal.config import IMPORT_CONCURRENCY
+from petportal.config import IMPORT_CONCURRENCY, Environment
 from petportal.extensions import db
 
 from helpers import STAGING_KEY, SlowStore, finished, press, routed_store, upload
@@ -22,7 +22,7 @@ def limit_while_sending(app, store, owner):
     while len(store.names) < 2 * IMPORT_CONCURRENCY and time.monotonic() < deadline:
         time.sleep(0.005)
     with app.app_context():
-        accounts.set_environments(accounts.find(owner), "staging")
+        accounts.set_environments(accounts.find(owner), frozenset({Environment.STAGING}))
         db.session.commit()
         return len(store.names)
 

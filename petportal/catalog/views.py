@@ -35,7 +35,7 @@ from petportal.petstore import (
     Pet,
 )
 from petportal.petstore.active import serving
-from petportal.petstore.environments import Environment
+from petportal.petstore.environments import Store
 from petportal.telemetry import metrics
 from petportal.web import page_cache
 from petportal.web.downloads import csv_download
@@ -236,13 +236,13 @@ def _refused_query(form: AnimalFilterForm) -> str:
     return _("The animals cannot be downloaded for this query. %(problems)s", problems=problems)
 
 
-def _form_again(form: AddAnimalForm, environment: Environment, message: str | None, status: int) -> ErrorPage:
+def _form_again(form: AddAnimalForm, environment: Store, message: str | None, status: int) -> ErrorPage:
     if message:
         form.form_errors.append(message)
     return _add_page(form, environment), status
 
 
-def _add_page(form: AddAnimalForm, environment: Environment) -> str:
+def _add_page(form: AddAnimalForm, environment: Store) -> str:
     labelled = categories.all_labels(environment.name)
     return render_template("catalog/new.html", form=form, environment=environment, labelled=labelled)
 
