@@ -18,7 +18,7 @@ from petportal.petstore import PetStoreError, Unauthorized, Unavailable
 from petportal.web.error_pages import store_words
 
 if TYPE_CHECKING:
-    from petportal.petstore import Operation
+    from petportal.petstore import DescribedOperation
     from petportal.petstore.environments import DeprecationNotice, Environments, Store
 
 
@@ -33,7 +33,7 @@ class EnvironmentStatus:
     latency_ms: float | None = None
     failure: PetStoreError | None = None
     notices: dict[str, DeprecationNotice] = field(default_factory=dict)
-    operations: dict[str, Operation] | None = None
+    operations: dict[str, DescribedOperation] | None = None
 
     @property
     def problem(self) -> str | None:

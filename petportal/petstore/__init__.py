@@ -7,6 +7,7 @@ from petportal.petstore.errors import (
     Gone,
     InvalidRequest,
     NotFound,
+    Operation,
     Outcome,
     OutcomeUnknown,
     PetStoreError,
@@ -22,7 +23,7 @@ from petportal.petstore.records import (
     LIMIT_MAX,
     LIMIT_MIN,
     PET_STATUSES,
-    Operation,
+    DescribedOperation,
     Pet,
 )
 
@@ -34,6 +35,7 @@ __all__ = [
     "LIMIT_MIN",
     "PET_STATUSES",
     "Busy",
+    "DescribedOperation",
     "Gone",
     "InvalidRequest",
     "NotFound",

@@ -17,7 +17,7 @@ from petportal.config import Environment, settings
 from petportal.data.models import Setting
 from petportal.data.unit_of_work import after_commit
 from petportal.extensions import DATABASE_OUTAGES, db
-from petportal.petstore import Outcome, PetStoreClient
+from petportal.petstore import Operation, Outcome, PetStoreClient
 from petportal.petstore.bulkhead import Bulkhead
 from petportal.telemetry import metrics, tracing
 
@@ -60,7 +60,7 @@ class Health:
     key_rejected: bool = False
     notices: dict[str, DeprecationNotice] = field(default_factory=dict)
 
-    def record(self, operation: str, outcome: Outcome, headers: Mapping[str, str]) -> None:
+    def record(self, operation: Operation, outcome: Outcome, headers: Mapping[str, str]) -> None:
         """Called by the client with every answer it receives, as `classify` reads it."""
         if "Deprecation" in headers or "Sunset" in headers:
             self.notices[operation] = DeprecationNotice(headers.get("Deprecation"), headers.get("Sunset"))
@@ -188,7 +188,7 @@ def _request_id_header() -> dict[str, str]:
     return {"X-Request-ID": g.request_id} if has_request_context() and "request_id" in g else {}
 
 
-def observe_upstream(environment: str, operation: str, outcome: Outcome, seconds: float, retries: int) -> None:
+def observe_upstream(environment: str, operation: Operation, outcome: Outcome, seconds: float, retries: int) -> None:
     """A client's observer (with `environment` bound): each call's time, retries and outcome, in the metrics."""
     metrics.UPSTREAM_SECONDS.labels(environment, operation, outcome).observe(seconds)
     if retries:
