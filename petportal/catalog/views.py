@@ -32,6 +32,7 @@ from petportal.petstore import (
     LIMIT_MAX,
     LIMIT_MIN,
     Gone,
+    Outcome,
     Pet,
 )
 from petportal.petstore.active import serving
@@ -211,7 +212,7 @@ def add_animal() -> ResponseReturnValue:
         case adding.Unknown():
             metrics.SUBMISSIONS.labels("unknown").inc()
             return render_template("catalog/outcome_unknown.html", form=form, environment=environment), 502
-        case adding.NotSent(reason=adding.NotSentReason.KEY_REJECTED):
+        case adding.NotSent(reason=Outcome.KEY_REJECTED):
             metrics.SUBMISSIONS.labels("failed").inc()
             return key_rejected_page(environment.name)
         case adding.NotSent():
@@ -247,7 +248,7 @@ def _add_page(form: AddAnimalForm, environment: Store) -> str:
     return render_template("catalog/new.html", form=form, environment=environment, labelled=labelled)
 
 
-def _not_recorded(outcome: adding.Outcome, name: str) -> str:
+def _not_recorded(outcome: adding.AddOutcome, name: str) -> str:
     """What to say when the store answered and the portal's own database could not record it."""
     if isinstance(outcome, adding.Created):
         return _(
