@@ -88,7 +88,7 @@ class NewUserForm(PortalForm):
         validators=[DataRequired(_l("Enter a user name.")), Length(max=USERNAME_MAX_LENGTH)],
         description=_l("Letters, digits and . _ @ - only."),
     )
-    role = SelectField(_l("Role"), choices=ROLE_CHOICES, default="staff")
+    role = SelectField(_l("Role"), choices=ROLE_CHOICES, default=Role.STAFF)
     environments = EnvironmentsField(_l("Works on"))
     password = new_password_field(_l("Initial password"))
 

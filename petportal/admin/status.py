@@ -18,8 +18,8 @@ from petportal.petstore import PetStoreError, Unauthorized, Unavailable
 from petportal.web.error_pages import store_words
 
 if TYPE_CHECKING:
-    from petportal.petstore import DescribedOperation
     from petportal.petstore.environments import DeprecationNotice, Environments, Store
+    from petportal.petstore.records import DescribedOperation
 
 
 @dataclass

@@ -138,7 +138,7 @@ def _check_new_password(user: User, password: str) -> None:
         raise AccountError(problem)
 
 
-def _change_keeping_an_admin(user: User, **values: Any) -> None:
+def _change_keeping_an_admin(user: User, **values: Role | bool | frozenset[Environment]) -> None:
     """Apply `values` to `user` unless no enabled admin working on both environments would remain.
 
     One conditional UPDATE, so a refusal leaves nothing to undo: it applies only while the account is not
@@ -152,10 +152,7 @@ def _change_keeping_an_admin(user: User, **values: Any) -> None:
     if not (after["role"] == Role.ADMIN and after["enabled"] and after["environments"] == EVERY_ENVIRONMENT):
         other = aliased(User)
         another_admin = exists().where(
-            other.role == Role.ADMIN,
-            other.enabled.is_(True),
-            other.environments == EVERY_ENVIRONMENT,
-            other.id != user.id,
+            other.role == Role.ADMIN, other.enabled, other.environments == EVERY_ENVIRONMENT, other.id != user.id
         )
         change = change.where(
             or_(User.role != Role.ADMIN, User.enabled.is_(False), User.environments != EVERY_ENVIRONMENT, another_admin)

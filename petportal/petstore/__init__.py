@@ -23,7 +23,6 @@ from petportal.petstore.records import (
     LIMIT_MAX,
     LIMIT_MIN,
     PET_STATUSES,
-    DescribedOperation,
     Pet,
 )
 
@@ -35,7 +34,6 @@ __all__ = [
     "LIMIT_MIN",
     "PET_STATUSES",
     "Busy",
-    "DescribedOperation",
     "Gone",
     "InvalidRequest",
     "NotFound",
