@@ -9,7 +9,7 @@ import pytest
 from test_rehearsal import promote
 
 from petportal.auth import accounts
-from petportal.config import IMPORT_CONCURRENCY
+from petportal.config import IMPORT_CONCURRENCY, Environment
 from petportal.extensions import db
 
 from helpers import STAGING_KEY, SlowStore, finished, press, routed_store, upload
@@ -26,7 +26,7 @@ def limit_while_sending(app, store, owner, disable=False):
         if disable:
             accounts.set_enabled(accounts.find("admin"), accounts.find(owner), False)
         else:
-            accounts.set_environments(accounts.find(owner), "staging")
+            accounts.set_environments(accounts.find(owner), frozenset({Environment.STAGING}))
         db.session.commit()
         return len(store.names)
 

@@ -78,7 +78,7 @@ def _quotes_nothing(_text: str) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
-class Operation:
+class DescribedOperation:
     """What an API description says of one operation: its stability marker and deprecation."""
 
     operation_id: str
@@ -89,19 +89,19 @@ class Operation:
 _OPERATION_ID = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
 
 
-def parse_operations(document: object, quotes: Guard) -> dict[str, Operation]:
+def parse_operations(document: object, quotes: Guard) -> dict[str, DescribedOperation]:
     """The operations of an OpenAPI description, by operationId, or `ShapeError`; a stability marker that
     `quotes` a secret is dropped."""
     paths = document.get("paths") if isinstance(document, dict) else None
     if not isinstance(paths, dict):
         raise ShapeError("the description has no paths")
-    operations: dict[str, Operation] = {}
+    operations: dict[str, DescribedOperation] = {}
     for path_item in paths.values():
         for operation in path_item.values() if isinstance(path_item, dict) else ():
             # Only plain identifiers: the description is the store's text, shown to admins.
             if isinstance(operation, dict) and _OPERATION_ID.fullmatch(str(operation.get("operationId"))):
                 stability = operation.get("x-stability")
-                operations[operation["operationId"]] = Operation(
+                operations[operation["operationId"]] = DescribedOperation(
                     operation["operationId"],
                     stability if isinstance(stability, str) and not quotes(stability) else None,
                     operation.get("deprecated") is True,
