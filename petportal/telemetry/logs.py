@@ -64,7 +64,7 @@ def not_a_development_server_request(record: logging.LogRecord) -> bool:
 
 class EachSecondOnce(logging.Formatter):
     """A line's time as `logging.Formatter` writes it, its date and clock time worked out once a second rather
-    than once a line: that was half of formatting an access line, and every request writes one."""
+    than once a line, as every request writes one (docs/performance.md, "access lines")."""
 
     _second: tuple[int, str] = (-1, "")
 
@@ -324,14 +324,12 @@ FLUSH_SECONDS = 0.2
 MOST_PENDING = 8192
 
 
-# Issue 41's bench without this (the thread, the copied records, the batches): cached portal/floor rps at c=8 -32%;
-# -17% (0.24 -> 0.20) against one LogRecord a line, made by AccessLog directly and marked checked (second round).
+# docs/performance.md, "access lines" (the thread, the copied records, the batches, measured together).
 def batch_access_lines(log_format: str) -> None:
     """In a production server's worker: make the access lines in a thread of the worker's own (`AccessLines`) and
-    write them in batches (`LineBatches`) instead of one write a request. Every request has one: batching the
-    writes served 11% more cached pages a second under granian, and making the lines out of the requests' way
-    about 15% more again (docs/performance.md). A line waits at most `FLUSH_SECONDS`, and what is left is written
-    when the worker stops. Call it once in each worker, after the fork."""
+    write them in batches (`LineBatches`) instead of one write a request: every request has one, cached pages
+    included. A line waits at most `FLUSH_SECONDS`, and what is left is written when the worker stops. Call it
+    once in each worker, after the fork."""
     handler = LineBatches(2)  # standard error, as the portal's other lines
     handler.setFormatter(formatter(log_format))
     handler.addFilter(RequestContextFilter())
