@@ -1,4 +1,5 @@
-"""The key guard: whether a text quotes a secret, read as a person reads it (docs/security.md, "The key guard").
+"""The key guard: whether a text quotes a secret, read as a person reads it (docs/security.md,
+"The API key stays on the server").
 
 Every text a pet store sends passes it before a page, a file or an error shows it (with that store's key alone), and
 every log line and span before it leaves the process (`egress`, with every secret). A text and the secrets are read

@@ -95,3 +95,23 @@ def test_every_named_path_and_function_exists(page):
     modules = modules_by_name()
     names = {match for span in CODE_SPANS.findall(text) for match in DOTTED.findall(span)}
     assert sorted(name for name in names if names_something_missing(name, modules)) == [], f"{page.name} names these"
+
+
+# A figure lives in its page; the code names the row: `# docs/performance.md, "template_text"`.
+POINTERS = re.compile(r'docs/([\w-]+\.md),\s*(?:#\s*)?"([^"]+)"')
+CODE = [
+    *(PROJECT_ROOT / "petportal").rglob("*.py"),
+    *(PROJECT_ROOT / "bench").glob("*.py"),
+    PROJECT_ROOT / "gunicorn.conf.py",
+]
+
+
+def test_every_row_the_code_points_to_is_on_its_page():
+    def words(text):
+        return " ".join(text.split())
+
+    pointers = {pointer for module in CODE for pointer in POINTERS.findall(module.read_text())}
+    missing = [
+        (page, row) for page, row in pointers if words(row) not in words((PROJECT_ROOT / "docs" / page).read_text())
+    ]
+    assert pointers and missing == []
