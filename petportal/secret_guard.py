@@ -222,7 +222,7 @@ def _lookalikes() -> dict[str, str]:
         if prototype and prototype.isascii():
             found[char] = "".join(filter(str.isalnum, prototype))
         elif (name := unicodedata.name(char, ""))[-2:-1] == " " and (dressed := _DRESSED_LETTER.fullmatch(name)):
-            # (only a name that ends in a lone letter is matched: 40 times faster)
+            # (only a name that ends in a lone letter is matched: docs/performance.md, "Tables made once")
             found[char] = dressed[1].lower() if "SMALL LETTER" in name else dressed[1]
         elif (digit := unicodedata.digit(char, None)) is not None:
             found[char] = str(digit)  # a digit of any script or dress ("❶") reads as its value

@@ -255,8 +255,8 @@ class AccessLines:
     def _log(self, event: AccessEvent) -> None:
         if not self.log.isEnabledFor(logging.INFO):
             return
-        # A record is a copy of one made once per process, with this event's fields: making each through LogRecord
-        # took a third of a line's time. It has the event's time, not the time it became a line.
+        # A record is a copy of one made once per process, with this event's fields (docs/performance.md,
+        # "access lines"). It has the event's time, not the time it became a line.
         if self._model is None or self._model[0] != os.getpid():
             record = self.log.makeRecord(
                 ACCESS_LOGGER, logging.INFO, "(unknown file)", 0, "%s %r %s %.2f ms", (), None, "(unknown function)"
