@@ -94,11 +94,6 @@ def configure(log_format: str) -> None:
     """Send the portal's logs to standard error, as text or as JSON (`PETPORTAL_LOG_FORMAT`). With JSON, the
     development server's lines (`flask run`, `python app.py`) go the same way."""
     egress.guard_every_record()
-    # No line shows the source file or the thread, so no record looks them up (the logging HOWTO's
-    # optimisations): an access line is written for every request, cached pages included. The process id
-    # stays: gunicorn's own text lines show it.
-    logging._srcfile = None  # documented in the logging HOWTO, "Optimization"
-    logging.logThreads = logging.logMultiprocessing = False
     # OpenTelemetry's and urllib3's warnings (a malformed incoming trace header, a retried call) are written as
     # the portal's lines are, never by Python's bare fallback handler.
     for name in ["petportal", *LIBRARY_LOGGERS] + (["werkzeug"] if log_format == "json" else []):
