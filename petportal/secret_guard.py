@@ -58,7 +58,6 @@ _DRESSED_LETTER = re.compile(
 # The characters the table covers: the BMP and the Supplementary Multilingual Plane. Beyond them, the tags and the
 # variation selectors supplement show as nothing; any other character is read as U+FFFD, which no secret holds.
 _TABLE_SIZE = 0x20000
-_BEYOND_TABLE = chr(_TABLE_SIZE)
 _UNREAD_BEYOND = re.compile("[\U000e0000-\U000e0fff]")
 _BEYOND = re.compile("[\U00020000-\U0010ffff]")
 _TAG_LETTERS = {_TAG_OFFSET + code: chr(code) for code in range(0x80)}
@@ -86,13 +85,9 @@ class SecretGuard:
 
     def __init__(self, secrets: Iterable[str]) -> None:
         self._pieces = _pieces(tuple(secret for secret in secrets if secret))
-        self._shortest = min(map(len, self._pieces), default=0)
 
     def __call__(self, text: str) -> bool:
         if not self._pieces or not text:
-            return False
-        # An ASCII character reads as at most itself; another as at most `growth` characters.
-        if len(text) * (1 if text.isascii() else _tables().growth) < self._shortest:
             return False
         # Each piece is looked for by str's own search: linear in the text, whatever its characters.
         return any(piece in reading for reading in _readings(text) for piece in self._pieces)
@@ -123,8 +118,6 @@ def _readings(text: str) -> tuple[str, ...]:
     read in place as the ASCII they spell."""
     text = _unescaped(text)
     table = _tables().characters
-    if text.isascii() or max(text) < _BEYOND_TABLE:
-        return (text.translate(table),)
     shown = _BEYOND.sub("\ufffd", _UNREAD_BEYOND.sub("", text)).translate(table)
     if not _TAGGED.search(text):
         return (shown,)
@@ -165,7 +158,6 @@ class _Tables:
     where it reads as none. Beyond the table, tags and variation selectors read as nothing, the rest as U+FFFD."""
 
     characters: tuple[str, ...]  # indexed by code point: a tuple translates faster than a dict
-    growth: int  # the most characters one character reads as
 
 
 @functools.cache
@@ -178,7 +170,7 @@ def _tables() -> _Tables:
         char = chr(code)
         read = "" if unread(char) else _read(unicodedata.normalize("NFKD", char), lookalikes)
         characters.append(char if read is None or len(read) > _LONGEST_READING else read)
-    return _Tables(tuple(characters), max(map(len, characters)))
+    return _Tables(tuple(characters))
 
 
 def _read(decomposed: str, lookalikes: dict[str, str]) -> str | None:
