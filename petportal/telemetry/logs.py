@@ -8,7 +8,7 @@ import collections
 import logging
 import multiprocessing.util
 import os
-import random
+import secrets
 import select
 import sys
 import threading
@@ -353,16 +353,12 @@ def batch_access_lines(log_format: str) -> None:
 
 def assigned_request_id(environ: WSGIEnvironment) -> str:
     """This request's id, made once and kept in the environ: the access line, the page cache and Flask's hook all
-    give the same. A proxy's own (X-Request-ID) when it looks like one, else a new one: arbitrary text is never
-    echoed into logs.
-
-    A new id is 128 random bits from `random`, which each worker reseeds at its fork: an id names a request in the
-    logs and guards nothing, and `os.urandom` would let go of the GIL on every request, a chance for each of the
-    worker's other threads to take it in between."""
+    give the same. A proxy's own (X-Request-ID) when it looks like one, else a new one of 128 random bits:
+    arbitrary text is never echoed into logs."""
     if REQUEST_ID not in environ:
         incoming = environ.get("HTTP_X_REQUEST_ID", "")
         looks_like_one = incoming.isascii() and incoming.isalnum() and 8 <= len(incoming) <= 64
-        environ[REQUEST_ID] = incoming if looks_like_one else f"{random.getrandbits(128):032x}"
+        environ[REQUEST_ID] = incoming if looks_like_one else secrets.token_hex(16)
     return cast(str, environ[REQUEST_ID])
 
 
