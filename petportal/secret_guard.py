@@ -1,4 +1,5 @@
-"""The key guard: whether a text quotes a secret, read as a person reads it (docs/security.md, "The key guard").
+"""The key guard: whether a text quotes a secret, read as a person reads it (docs/security.md,
+"The API key stays on the server").
 
 Every text a pet store sends passes it before a page, a file or an error shows it (with that store's key alone), and
 every log line and span before it leaves the process (`egress`, with every secret). A text and the secrets are read
@@ -57,7 +58,6 @@ _DRESSED_LETTER = re.compile(
 # The characters the table covers: the BMP and the Supplementary Multilingual Plane. Beyond them, the tags and the
 # variation selectors supplement show as nothing; any other character is read as U+FFFD, which no secret holds.
 _TABLE_SIZE = 0x20000
-_BEYOND_TABLE = chr(_TABLE_SIZE)
 _UNREAD_BEYOND = re.compile("[\U000e0000-\U000e0fff]")
 _BEYOND = re.compile("[\U00020000-\U0010ffff]")
 _TAG_LETTERS = {_TAG_OFFSET + code: chr(code) for code in range(0x80)}
@@ -85,13 +85,9 @@ class SecretGuard:
 
     def __init__(self, secrets: Iterable[str]) -> None:
         self._pieces = _pieces(tuple(secret for secret in secrets if secret))
-        self._shortest = min(map(len, self._pieces), default=0)
 
     def __call__(self, text: str) -> bool:
         if not self._pieces or not text:
-            return False
-        # An ASCII character reads as at most itself; another as at most `growth` characters.
-        if len(text) * (1 if text.isascii() else _tables().growth) < self._shortest:
             return False
         # Each piece is looked for by str's own search: linear in the text, whatever its characters.
         return any(piece in reading for reading in _readings(text) for piece in self._pieces)
@@ -122,8 +118,6 @@ def _readings(text: str) -> tuple[str, ...]:
     read in place as the ASCII they spell."""
     text = _unescaped(text)
     table = _tables().characters
-    if text.isascii() or max(text) < _BEYOND_TABLE:
-        return (text.translate(table),)
     shown = _BEYOND.sub("\ufffd", _UNREAD_BEYOND.sub("", text)).translate(table)
     if not _TAGGED.search(text):
         return (shown,)
@@ -166,7 +160,6 @@ class _Tables:
     where it reads as none. Beyond the table, tags and variation selectors read as nothing, the rest as U+FFFD."""
 
     characters: tuple[str, ...]  # indexed by code point: a tuple translates faster than a dict
-    growth: int  # the most characters one character reads as
 
 
 @functools.cache
@@ -179,7 +172,7 @@ def _tables() -> _Tables:
         char = chr(code)
         read = "" if unread(char) else _read(unicodedata.normalize("NFKD", char), lookalikes)
         characters.append(char if read is None or len(read) > _LONGEST_READING else read)
-    return _Tables(tuple(characters), max(map(len, characters)))
+    return _Tables(tuple(characters))
 
 
 def _read(decomposed: str, lookalikes: dict[str, str]) -> str | None:
@@ -223,7 +216,7 @@ def _lookalikes() -> dict[str, str]:
         if prototype and prototype.isascii():
             found[char] = "".join(filter(str.isalnum, prototype))
         elif (name := unicodedata.name(char, ""))[-2:-1] == " " and (dressed := _DRESSED_LETTER.fullmatch(name)):
-            # (only a name that ends in a lone letter is matched: 40 times faster)
+            # (only a name that ends in a lone letter is matched: docs/performance.md, "Tables made once")
             found[char] = dressed[1].lower() if "SMALL LETTER" in name else dressed[1]
         elif (digit := unicodedata.digit(char, None)) is not None:
             found[char] = str(digit)  # a digit of any script or dress ("❶") reads as its value

@@ -83,8 +83,7 @@ def _negotiated(environ: WSGIEnvironment) -> str:
     return _best_language(accepted) if len(accepted) <= 256 else _best_language.__wrapped__(accepted)
 
 
-# Issue 41's bench without this memo and the early return above: cached portal/floor rps at c=8 8-10% lower in three
-# runs (the header's parse was a fifth of a cached page's own work in the portal's process).
+# docs/performance.md, "Accept-Language" (this memo and the early return above).
 @functools.lru_cache(maxsize=1024)
 def _best_language(accepted: str) -> str:
     """The best of LANGUAGES for an Accept-Language header, remembered per process: browsers send a handful."""
@@ -191,8 +190,7 @@ def _request_language() -> Locale:
     return _locale(language_of(request.environ) if has_request_context() else DEFAULT_LANGUAGE)
 
 
-# Issue 41's bench without the i18n caches (this, status_names, number's, lazy_text.translations): uncached portal/bare
-# rps at c=8 -27% and -47% in two runs (p50 +28% and +32%).
+# docs/performance.md, "the i18n caches" (this, status_names, number's, lazy_text.translations, measured together).
 @functools.cache
 def _locale(code: str) -> Locale:
     """The Babel locale of one of the portal's languages, made once: Flask-Babel would parse the code again for

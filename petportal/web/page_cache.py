@@ -54,8 +54,8 @@ PER_RESPONSE = frozenset({"date", "x-request-id", "content-length"})
 CONDITIONS = ("HTTP_IF_NONE_MATCH", "HTTP_IF_MODIFIED_SINCE", "HTTP_IF_MATCH", "HTTP_IF_UNMODIFIED_SINCE", "HTTP_RANGE")
 # How many URLs a process remembers the sharing of before it starts again, each at most this long: at most
 # about 2 MB, whatever URLs a client makes up.
-# Issue 41's bench without these memos (this, the plain replay below, metrics._REQUEST_SERIES, encoding_for's cache,
-# front_door.PROCESS_ONLY), measured together: cached portal/floor rps at c=8 -56% (0.16 -> 0.07).
+# docs/performance.md, "the request path's memos" (this, the plain replay below, metrics._REQUEST_SERIES,
+# encoding_for's cache, front_door.PROCESS_ONLY, measured together).
 REMEMBERED_URLS = 4096
 REMEMBERED_URL_LENGTH = 512
 # Pages, an import's progress and its results: what a browser or a proxy must not keep unless a view says so.
