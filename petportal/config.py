@@ -21,6 +21,8 @@ from urllib.parse import urlsplit
 from dotenv import find_dotenv, load_dotenv
 from flask import Flask, current_app
 
+from petportal.secret_guard import SECRET_RUN, after_label
+
 PACKAGE_DIR = Path(__file__).resolve().parent
 # A checkout (editable install) keeps its data beside the package; an installed wheel uses Flask's default.
 INSTANCE_PATH = str(PACKAGE_DIR.parent / "instance") if (PACKAGE_DIR.parent / "pyproject.toml").is_file() else None
@@ -437,6 +439,11 @@ def _check_pet_store(name: str, url: str | None, key: str | None) -> None:
         raise ConfigurationError(
             f"{prefix}_KEY must be at least {SHORTEST_STORE_KEY} characters long, not {len(key)}: a key that short "
             "cannot be told apart from ordinary text."
+        )
+    if key and sum(map(str.isalnum, after_label(key))) < SECRET_RUN:
+        raise ConfigurationError(
+            f"{prefix}_KEY must hold at least {SECRET_RUN} letters and digits besides a label such as sk_live_: "
+            "fewer cannot be told apart from ordinary text."
         )
 
 

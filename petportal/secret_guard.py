@@ -67,6 +67,10 @@ _DIRECTION_MARKS = str.maketrans("", "", "\u200e\u200f")
 _ALPHABETS = (string.digits, "abcdef", "ghijklmnopqrstuvwxyz", "ABCDEF", "GHIJKLMNOPQRSTUVWXYZ")
 # What a letter of any other script counts as.
 _OTHER_ALPHABET = 64
+# A key's label, public by its nature: words of letters, each followed by "_" or "-", at its start ("sk_live_",
+# "PROD-"). A run that held part of one would be a run of fewer unknown characters: an attacker who knows the label
+# could learn the key a character at a time from what is withheld. So the runs are taken from what follows it.
+_LABEL = re.compile(r"(?:[A-Za-z]+[_-])+")
 
 
 def unread(char: str) -> bool:
@@ -98,11 +102,23 @@ def quotes_secret(text: str, secrets: Iterable[str]) -> bool:
     return SecretGuard(tuple(secrets))(text)
 
 
+def after_label(secret: str) -> str:
+    """What follows `secret`'s label ("sk_live_", `_LABEL`): all of it where it has none."""
+    label = _LABEL.match(secret)
+    return secret[label.end() :] if label else secret
+
+
+def unlabelled(secret: str) -> str:
+    """`secret` without its label, where enough follows it to hold a run; else all of it (a short secret of a log)."""
+    rest = after_label(secret)
+    return rest if sum(map(str.isalnum, rest)) >= SECRET_RUN else secret
+
+
 def run(secret: str) -> int:
-    """How many letters and digits of `secret` in a row a match must carry (the guard reads past the rest): SECRET_RUN,
-    more where they come from a smaller alphabet (a hex key's runs are 18, a UUID's too), so that a run takes about
-    GUESSING_BITS to guess; all of a shorter secret."""
-    read = reading(secret)
+    """How many letters and digits of `secret` in a row (after its label) a match must carry (the guard reads past the
+    rest): SECRET_RUN, more where they come from a smaller alphabet (a hex key's runs are 18, a UUID's too), so that a
+    run takes about GUESSING_BITS to guess; all of a shorter secret."""
+    read = reading(unlabelled(secret))
     alphabet = sum(len(letters) for letters in _ALPHABETS if any(char in letters for char in read))
     alphabet += _OTHER_ALPHABET if not read.isascii() else 0
     return min(len(read), max(SECRET_RUN, round(GUESSING_BITS / math.log2(max(alphabet, 2)))))
@@ -228,7 +244,7 @@ def _pieces(secrets: tuple[str, ...]) -> frozenset[str]:
     """The readings to look for: each secret's runs of `run(secret)` letters and digits, as they are and reversed,
     and the stretches of the secret that hold them written in hex of either case and in base64."""
     pieces: set[str] = set()
-    for secret in secrets:
+    for secret in map(unlabelled, secrets):
         length = run(secret)
         runs = _runs(reading(secret), length)
         pieces.update(runs, (piece[::-1] for piece in runs))

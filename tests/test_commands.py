@@ -99,7 +99,7 @@ def test_user_create_refuses_bad_input_with_a_clear_message(portal_app, runner, 
 
 CONFIGURED = {
     "PETSTORE_PRODUCTION_URL": "http://127.0.0.1:9/v1",
-    "PETSTORE_PRODUCTION_KEY": "production-key-0123",
+    "PETSTORE_PRODUCTION_KEY": "production-key-0123456789ab",
     "PETPORTAL_SECRET_KEY": "s" * 32,
 }
 GUNICORN = [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py"]
@@ -144,9 +144,13 @@ def test_a_production_entry_point_without_a_pet_store_refuses_and_starts_no_demo
     "entry, variables, named",
     [
         ("flask serve", {"PETSTORE_PRODUCTION_URL": "http://127.0.0.1:9/v1"}, "PETSTORE_PRODUCTION_KEY is not"),
-        ("python app.py", {"PETSTORE_PRODUCTION_KEY": "production-key-0123"}, "PETSTORE_PRODUCTION_URL is not"),
+        ("python app.py", {"PETSTORE_PRODUCTION_KEY": "production-key-0123456789ab"}, "PETSTORE_PRODUCTION_URL is not"),
         ("flask run", {**CONFIGURED, "PETSTORE_STAGING_URL": "http://127.0.0.1:9/v1"}, "PETSTORE_STAGING_KEY is not"),
-        ("flask serve", {**CONFIGURED, "PETSTORE_STAGING_KEY": "staging-key-0123456"}, "PETSTORE_STAGING_URL is not"),
+        (
+            "flask serve",
+            {**CONFIGURED, "PETSTORE_STAGING_KEY": "staging-key-0123456789ab"},
+            "PETSTORE_STAGING_URL is not",
+        ),
         ("flask serve", {**CONFIGURED, "PETPORTAL_SECRET_KEY": "abc"}, "PETPORTAL_SECRET_KEY must be at least 32"),
         ("python app.py", {**CONFIGURED, "PETPORTAL_SECRET_KEY": "abc"}, "PETPORTAL_SECRET_KEY must be at least 32"),
         (
@@ -154,6 +158,7 @@ def test_a_production_entry_point_without_a_pet_store_refuses_and_starts_no_demo
             {**CONFIGURED, "PETSTORE_PRODUCTION_KEY": "x" * 15},
             "PETSTORE_PRODUCTION_KEY must be at least 16",
         ),
+        ("flask serve", {**CONFIGURED, "PETSTORE_PRODUCTION_KEY": "sk_live_a1b2c3d4e5"}, "at least 12 letters and"),
     ],
     ids=[
         "production URL alone",
@@ -163,6 +168,7 @@ def test_a_production_entry_point_without_a_pet_store_refuses_and_starts_no_demo
         "short secret",
         "short secret, python app.py",
         "short store key",
+        "store key short after its label",
     ],
 )
 def test_a_store_half_configured_or_a_short_secret_key_is_refused_at_start(entry, variables, named):

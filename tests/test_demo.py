@@ -145,7 +145,7 @@ def test_two_demos_started_at_once_from_one_folder_each_serve_and_sign_in():
 
 def test_two_demos_seeding_one_store_at_once_leave_it_seeded_once_and_nothing_else(tmp_path):
     database = tmp_path / "production.sqlite"
-    env = {**os.environ, "PETSTORE_API_KEYS": "demo-key-0123456789"}
+    env = {**os.environ, "PETSTORE_API_KEYS": "demo-key-0123456789ab"}
     with ThreadPoolExecutor() as seeding:
         list(seeding.map(lambda _: demo._seed(database, env, "production"), range(2)))
     with closing(sqlite3.connect(database)) as store:

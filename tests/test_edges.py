@@ -333,7 +333,7 @@ def test_a_forwarded_scheme_counts_only_from_trusted_proxies(make_portal, proxie
 
 def test_demo_mode_refuses_a_configured_database_and_changes_no_account(tmp_path):
     database = f"sqlite:///{tmp_path / 'real.sqlite'}"
-    elsewhere = {"url": "http://127.0.0.1:9/v1", "key": "elsewhere-key-0123"}
+    elsewhere = {"url": "http://127.0.0.1:9/v1", "key": "elsewhere-key-0123456789ab"}
     app = create_app(
         {
             "TESTING": True,

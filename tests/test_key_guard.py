@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from bench.portal import csrf_token
 from petportal.petstore.errors import MESSAGE_CHARS, WITHHELD, clean, quotes_secret
 from petportal.petstore.records import WITHHELD_NAME
-from petportal.secret_guard import GUESSING_BITS, SecretGuard, run
+from petportal.secret_guard import GUESSING_BITS, SecretGuard, run, unlabelled
 
 from helpers import (
     PRODUCTION_KEY,
@@ -41,7 +41,7 @@ KEY = PRODUCTION_KEY
 FULL_WIDTH = {ord(char): ord(char) + 0xFEE0 for char in "abcdefghijklmnopqrstuvwxyz0123456789-"}
 DISGUISES = {
     "JSON-escaped": "".join(f"\\u{ord(char):04x}" for char in KEY),  # literal \\u0070 text in the name
-    "the first half": KEY[: len(KEY) // 2],
+    "the label and a run": KEY[: 9 + run(KEY)],
     "the second half": KEY[len(KEY) // 2 :],
     "base64": base64.b64encode(KEY.encode()).decode(),
     "hex": KEY.encode().hex(),
@@ -379,7 +379,7 @@ def named(disguise):
 
 def token_key():
     """A key as `secrets.token_urlsafe(24)` makes it (the demo's), with a run of 14 letters and digits."""
-    while not any((key := secrets.token_urlsafe(24))[i : i + 14].isalnum() for i in range(19)):
+    while unlabelled(key := secrets.token_urlsafe(24)) != key or not any(key[i : i + 14].isalnum() for i in range(19)):
         pass
     return key
 
@@ -411,6 +411,17 @@ def test_a_key_of_fewer_symbols_needs_a_longer_run_for_the_same_guessing():
     assert run(hex_key) == 18 and run(hex_key) * 4 >= GUESSING_BITS
     guard = SecretGuard([hex_key])
     assert not guard(named(hex_key[3:20])) and guard(named(hex_key[3:21]))
+
+
+def test_a_keys_label_counts_for_nothing_in_a_run():
+    """An attacker who knows the label ("petstore_live_") and 11 characters after it learns nothing: without the
+    label taken off, the 12th character was one of 62 guesses, and the key fell a character at a time."""
+    key = "petstore_live_" + token_key()
+    guard = SecretGuard([key])
+    after = letters_and_digits(key[len("petstore_live_") :], 12)
+    for guess in "ABCXYZ" + after[11]:
+        assert not guard(named("petstore_live_" + after[:10] + guess)), guess
+    assert guard(named(after)) and guard(named(key))
 
 
 @pytest.fixture(scope="module")

@@ -84,7 +84,7 @@ def test_the_models_and_the_migrations_agree(tmp_path):
     """`flask db check`, as CI runs it: after upgrading, autogenerate finds nothing to add."""
     env = portal_environment(
         PETSTORE_PRODUCTION_URL="http://127.0.0.1:9/v1",
-        PETSTORE_PRODUCTION_KEY="production-key-0123",
+        PETSTORE_PRODUCTION_KEY="production-key-0123456789ab",
         PETPORTAL_SECRET_KEY="x" * 32,
         PETPORTAL_DATABASE_URL=f"sqlite:///{tmp_path / 'check.sqlite'}",
     )
@@ -99,7 +99,7 @@ def test_the_models_and_the_migrations_agree(tmp_path):
 def test_an_unreachable_database_is_named_with_its_password_hidden(tmp_path):
     env = portal_environment(
         PETSTORE_PRODUCTION_URL="http://127.0.0.1:9/v1",
-        PETSTORE_PRODUCTION_KEY="production-key-0123",
+        PETSTORE_PRODUCTION_KEY="production-key-0123456789ab",
         PETPORTAL_SECRET_KEY="x" * 32,
         PETPORTAL_DATABASE_URL="postgresql+psycopg://portal:s3cret-pw@127.0.0.1:1/portal",
     )

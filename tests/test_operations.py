@@ -214,17 +214,17 @@ ENTRY_POINTS = {
 }
 MISTAKES = {
     "no /v1": (
-        {"PETSTORE_PRODUCTION_URL": "http://127.0.0.1:9/api", "PETSTORE_PRODUCTION_KEY": "production-key-0123"},
+        {"PETSTORE_PRODUCTION_URL": "http://127.0.0.1:9/api", "PETSTORE_PRODUCTION_KEY": "production-key-0123456789ab"},
         "PETSTORE_PRODUCTION_URL",
     ),
     "no secret": (
-        {"PETSTORE_PRODUCTION_URL": "http://127.0.0.1:9/v1", "PETSTORE_PRODUCTION_KEY": "production-key-0123"},
+        {"PETSTORE_PRODUCTION_URL": "http://127.0.0.1:9/v1", "PETSTORE_PRODUCTION_KEY": "production-key-0123456789ab"},
         "PETPORTAL_SECRET_KEY",
     ),
     "bad number": (
         {
             "PETSTORE_PRODUCTION_URL": "http://127.0.0.1:9/v1",
-            "PETSTORE_PRODUCTION_KEY": "production-key-0123",
+            "PETSTORE_PRODUCTION_KEY": "production-key-0123456789ab",
             "PETPORTAL_SECRET_KEY": "x" * 32,
             "PETPORTAL_UPSTREAM_TIMEOUT": "soon",
         },

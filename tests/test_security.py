@@ -379,7 +379,7 @@ def test_a_dotenv_file_in_the_working_directory_is_read(tmp_path, monkeypatch):
 def test_a_default_environment_without_url_is_refused_at_start():
     env = portal_environment(
         PETSTORE_STAGING_URL="http://127.0.0.1:9/v1",
-        PETSTORE_STAGING_KEY="staging-key-0123456",
+        PETSTORE_STAGING_KEY="staging-key-0123456789ab",
         PETPORTAL_SECRET_KEY="x" * 32,
     )
     result = run_init_db(env)
@@ -390,7 +390,7 @@ def test_a_default_environment_without_url_is_refused_at_start():
 def test_a_redis_url_the_login_counters_cannot_use_is_refused_at_start_without_showing_it():
     env = portal_environment(
         PETSTORE_PRODUCTION_URL="http://127.0.0.1:9/v1",
-        PETSTORE_PRODUCTION_KEY="production-key-0123",
+        PETSTORE_PRODUCTION_KEY="production-key-0123456789ab",
         PETPORTAL_SECRET_KEY="x" * 32,
         PETPORTAL_REDIS_URL="unix://:hunter2-redis-password@/run/redis.sock",
     )
@@ -402,7 +402,7 @@ def test_a_redis_url_the_login_counters_cannot_use_is_refused_at_start_without_s
 
 def test_outside_demo_mode_the_portal_refuses_to_start_without_a_secret_key(tmp_path):
     env = portal_environment(
-        PETSTORE_PRODUCTION_URL="http://127.0.0.1:9/v1", PETSTORE_PRODUCTION_KEY="production-key-0123"
+        PETSTORE_PRODUCTION_URL="http://127.0.0.1:9/v1", PETSTORE_PRODUCTION_KEY="production-key-0123456789ab"
     )
     result = run_init_db(env)
     assert result.returncode != 0
