@@ -5,12 +5,12 @@ import re
 
 import pytest
 
-from bench.portal import csrf_token
 from petportal.auth import accounts
 from petportal.data.models import AuditEntry, User
 from petportal.extensions import db
 
-from helpers import NEW_PASSWORDS, PASSWORDS, AuthActions, at_once, post_form
+from support.helpers import NEW_PASSWORDS, PASSWORDS, AuthActions, at_once, post_form
+from support.portal import csrf_token
 
 INITIAL, CHOSEN, LATER = NEW_PASSWORDS
 

@@ -22,8 +22,8 @@ from petportal.petstore import (
 from petportal.petstore.bulkhead import Bulkhead
 from petportal.petstore.environments import Health
 
-from helpers import STORE_KEY
-from servers import (
+from support.helpers import STORE_KEY
+from support.servers import (
     FaultServer,
     answer,
     delay,

@@ -7,14 +7,14 @@ import sys
 
 import pytest
 
-from bench.portal import FLASK_PORTAL, PROJECT_ROOT, portal_environment
 from petportal import create_app
 from petportal.data.models import User
 from petportal.extensions import db
 from petportal.running import commands
 
-from helpers import portal_config
-from servers import free_port
+from support.helpers import portal_config
+from support.portal import FLASK_PORTAL, PROJECT_ROOT, portal_environment
+from support.servers import free_port
 
 
 def users(app):

@@ -10,7 +10,6 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from bench.portal import PROJECT_ROOT, csrf_token, portal_environment
 from petportal import create_app
 from petportal.data.models import AuditEntry, User
 from petportal.extensions import db
@@ -18,8 +17,9 @@ from petportal.petstore import PetStoreError, StoreReason, Unauthorized
 from petportal.petstore.environments import Environments
 from petportal.petstore.errors import WITHHELD, clean
 
-from helpers import PRODUCTION_KEY, REDIS_URL, STAGING_KEY, AuthActions, portal_config, submission_token
-from servers import EchoingStore, answer, delay, serve
+from support.helpers import PRODUCTION_KEY, REDIS_URL, STAGING_KEY, AuthActions, portal_config, submission_token
+from support.portal import PROJECT_ROOT, csrf_token, portal_environment
+from support.servers import EchoingStore, answer, delay, serve
 
 ECHO_STATUSES = [400, 401, 404, 410, 429, 500, 502, 503]
 

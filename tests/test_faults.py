@@ -8,11 +8,10 @@ import time
 
 import pytest
 
-from bench.portal import csrf_token
-
-from helpers import AuthActions, submission_token
-from scanning import FIGURES
-from servers import FaultServer, answer, delay, drip, huge, lying_length, reset_mid_body
+from support.helpers import AuthActions, submission_token
+from support.portal import csrf_token
+from support.scanning import FIGURES
+from support.servers import FaultServer, answer, delay, drip, huge, lying_length, reset_mid_body
 
 TIMEOUT = 0.5
 # Retries (two, with Retry-After capped at 2 s), three timeouts per attempt, and margin for a busy machine.

@@ -11,10 +11,9 @@ import socket
 
 import pytest
 
-from bench.portal import csrf_token
-
-from helpers import AuthActions, production_variables, submission_token, upload
-from servers import running, serve
+from support.helpers import AuthActions, production_variables, submission_token, upload
+from support.portal import csrf_token
+from support.servers import running, serve
 
 UNREADABLE = {
     "query": b"GET /animals?q=%ff HTTP/1.1\r\nHost: 127.0.0.1\r\n",

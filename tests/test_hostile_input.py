@@ -5,10 +5,9 @@ import re
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from bench.portal import csrf_token
-
-from helpers import submission_token
-from scanning import FIGURES
+from support.helpers import submission_token
+from support.portal import csrf_token
+from support.scanning import FIGURES
 
 NASTY = [
     "",

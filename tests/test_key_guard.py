@@ -19,11 +19,10 @@ import requests
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bench.portal import csrf_token
 from petportal.petstore.errors import MESSAGE_CHARS, WITHHELD, clean, quotes_secret
 from petportal.petstore.records import WITHHELD_NAME
 
-from helpers import (
+from support.helpers import (
     PRODUCTION_KEY,
     STAGING_KEY,
     AuthActions,
@@ -34,7 +33,8 @@ from helpers import (
     submission_token,
     upload,
 )
-from servers import serve
+from support.portal import csrf_token
+from support.servers import serve
 
 KEY = PRODUCTION_KEY
 FULL_WIDTH = {ord(char): ord(char) + 0xFEE0 for char in "abcdefghijklmnopqrstuvwxyz0123456789-"}

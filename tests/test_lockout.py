@@ -10,12 +10,12 @@ import requests
 from itsdangerous import URLSafeTimedSerializer
 from requests.adapters import HTTPAdapter
 
-from bench.portal import csrf_token
 from petportal.data.models import AuditEntry, User
 from petportal.extensions import db
 
-from helpers import PASSWORDS, REDIS_URL, AuthActions, enrol_mfa, post_form, totp
-from servers import serve
+from support.helpers import PASSWORDS, REDIS_URL, AuthActions, enrol_mfa, post_form, totp
+from support.portal import csrf_token
+from support.servers import serve
 
 
 class FromAddress(HTTPAdapter):

@@ -12,11 +12,10 @@ import redis
 import requests
 import sqlalchemy
 
-from bench.portal import csrf_token
 from petportal.data.models import AuditEntry, LoginCounter, User
 from petportal.extensions import db
 
-from helpers import (
+from support.helpers import (
     NEW_PASSWORDS,
     PASSWORDS,
     REDIS_URL,
@@ -25,7 +24,8 @@ from helpers import (
     post_form,
     production_variables,
 )
-from servers import running
+from support.portal import csrf_token
+from support.servers import running
 
 # Attempts enough for the timing test: no limit gets in its way.
 NO_LIMITS = {name: "1000 per minute" for name in ("ACCOUNT_ADDRESS", "ADDRESS", "ACCOUNT")}

@@ -7,14 +7,14 @@ import sys
 import pytest
 from flask.testing import FlaskClient
 
-from bench.portal import csrf_token, portal_environment
 from petportal.config import from_environment
 from petportal.data.models import AuditEntry, BulkImport, CategoryLabel, User
 from petportal.extensions import db
 from petportal.imports import batches, files
 
-from helpers import NEW_PASSWORDS, PASSWORDS, AuthActions
-from servers import run_init_db
+from support.helpers import NEW_PASSWORDS, PASSWORDS, AuthActions
+from support.portal import csrf_token, portal_environment
+from support.servers import run_init_db
 
 POST_ROUTES = [
     "/login",

@@ -24,11 +24,11 @@ from werkzeug.datastructures import FileStorage, MultiDict
 from werkzeug.security import generate_password_hash
 from werkzeug.test import encode_multipart
 
-from bench.portal import csrf_token, portal_environment
 from petportal.reference_store import create_app as create_store
 from petportal.reference_store.models import db as store_db
 
-from servers import RecordingMiddleware
+from support.portal import csrf_token, portal_environment
+from support.servers import RecordingMiddleware
 
 # Fresh secrets every run, so that the secret scan cannot pass by luck. Under pytest-xdist every worker must
 # collect the same test ids, and some ids show these values: the workers then share one run's random seed.
