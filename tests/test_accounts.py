@@ -243,7 +243,7 @@ def test_disabling_logs_the_account_out_and_keeps_it_out_until_enabled(portal_ap
     staff.delete_cookie("session")
     assert logged_out(staff), "the remember-me cookie still logs a disabled account in"
     refused = AuthActions(portal_app.test_client()).login("staff")
-    assert refused.status_code == 401, "answered as a wrong password is (test_lockout.py)"
+    assert refused.status_code == 401, "answered as a wrong password is (test_login_limits.py)"
     assert "disabled" in admin.get("/admin/users").text
     manage(admin, "staff", "enable")
     assert AuthActions(portal_app.test_client()).login("staff").status_code == 303

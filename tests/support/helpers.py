@@ -265,6 +265,13 @@ def enrol_mfa(client, clock, page_path="/account/mfa"):
     return secret, codes
 
 
+def wrong_password(client, username, address="127.0.0.1", token=None):
+    """One wrong password for `username` from `address`; its status."""
+    token = token or csrf_token(client.get("/login").text)
+    data = {"username": username, "password": "not the password", "csrf_token": token}
+    return client.post("/login", data=data, environ_base={"REMOTE_ADDR": address}).status_code
+
+
 class AuthActions:
     """Log in and out through the real forms, CSRF tokens included."""
 
