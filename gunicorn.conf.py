@@ -9,7 +9,7 @@ import tempfile
 
 bind = "127.0.0.1:8000"
 # Threaded workers, one process per core, 8 threads each covering a page's wait on the store: the best shape
-# measured on 2 cores (issue 14: 2 x 8 gave 344-358 req/s; 4 x 4, 321-324; 1 x 16, 228-232).
+# measured on 2 cores (docs/performance.md, "8 threads a worker, 2 workers").
 workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
 worker_class = "gthread"
 # The upstream pool defaults to the same 8; with more threads, raise PETPORTAL_UPSTREAM_POOL_SIZE to match.

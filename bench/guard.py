@@ -2,26 +2,27 @@
 
     python -m bench.guard [--requests 30]
 
-Serves one reference store per kind of name on loopback, each holding 100 names of 100 characters of that kind,
-and a portal over each (page cache off), in process. Asks each portal for `/animals?limit=100` in turn, after a
-warm-up, and prints the median time of a page of each kind and its ratio to the plain names' (the target: at
-most 2).
+Starts one reference store per kind of name on loopback (a process of its own, as a store is), each holding 100
+names of 100 characters of that kind, and a portal over each (page cache off), in this process. Asks each portal
+for `/animals?limit=100` in turn, after a warm-up, and prints the median time of a page of each kind and its ratio
+to the plain names' (the target: at most 2).
 """
 
 import argparse
+import os
 import secrets
 import statistics
+import subprocess
+import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 import requests
-from werkzeug.serving import make_server
 
 from petportal import create_app
 from petportal.extensions import db
-from petportal.reference_store import create_app as create_store
+from petportal.running.processes import free_port, stop, wait_for_port
 
 NAMES, LENGTH = 100, 100
 # Each kind: one name of LENGTH characters. The first is what issue 48's attacker found: every character expands
@@ -38,17 +39,14 @@ KINDS = {
 }
 
 
-def served(app):
-    """Serve a WSGI app on a free loopback port in a thread; return its origin and the server."""
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return f"http://127.0.0.1:{server.port}", server
-
-
 def store_of(folder, kind, key):
-    """A reference store holding NAMES names of `kind`, served; returns its base URL and server."""
-    store = create_store({"PETSTORE_API_KEYS": [key], "SQLALCHEMY_DATABASE_URI": f"sqlite:///{folder / kind}.sqlite"})
-    origin, server = served(store)
+    """A reference store holding NAMES names of `kind`, started; returns its base URL and process."""
+    port = free_port()
+    env = {**os.environ, "PETSTORE_API_KEYS": key, "PETSTORE_DATABASE_URL": f"sqlite:///{folder / kind}.sqlite"}
+    command = [sys.executable, "-m", "flask", "--app", "petportal.reference_store", "run", "--port", str(port)]
+    store = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_for_port(port, store)
+    origin = f"http://127.0.0.1:{port}"
     for n in range(NAMES):
         added = requests.post(
             f"{origin}/v1/pets",
@@ -57,7 +55,7 @@ def store_of(folder, kind, key):
             timeout=10,
         )
         assert added.status_code == 201, added.text
-    return f"{origin}/v1", server
+    return f"{origin}/v1", store
 
 
 def portal_over(folder, url, key):
@@ -81,10 +79,10 @@ def main():
     args = parser.parse_args()
     key = secrets.token_urlsafe(24)
     with tempfile.TemporaryDirectory(prefix="petportal-guard-") as folder:
-        servers, clients = [], {}
+        stores, clients = [], {}
         for kind in KINDS:
-            url, server = store_of(Path(folder), kind, key)
-            servers.append(server)
+            url, store = store_of(Path(folder), kind, key)
+            stores.append(store)
             clients[kind] = portal_over(Path(folder), url, key)
         times = {kind: [] for kind in KINDS}
         for round_ in range(args.requests + 3):  # three rounds of warm-up; each round asks every kind once
@@ -95,8 +93,7 @@ def main():
                 assert page.status_code == 200, (kind, page.status_code)
                 if round_ >= 3:
                     times[kind].append(elapsed)
-        for server in servers:
-            server.shutdown()
+        stop(stores)
     plain = statistics.median(times["plain"])
     print(f"| 100 names of 100 characters | ms per page (median of {args.requests}) | against plain (target <= 2) |")
     print("|---|---:|---:|")

@@ -13,6 +13,7 @@ import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, cast
 from urllib.parse import urlsplit
@@ -34,7 +35,6 @@ COMPRESSED_TYPES = (
     "application/json",
     "image/svg+xml",
 )
-ENVIRONMENT_NAMES = ("production", "staging")
 # The cookie that keeps a login across browser restarts (auth/remember.py).
 REMEMBER_COOKIE = "remember"
 # The cookie naming the account that logged in from this browser, for the login counters (auth/devices.py).
@@ -58,13 +58,23 @@ IMPORT_CONCURRENCY = 4
 SETTINGS = "petportal.settings"
 
 
+class Environment(StrEnum):
+    """A pet store environment: its name in the variables, URLs, forms and the database."""
+
+    PRODUCTION = "production"
+    STAGING = "staging"
+
+
+EVERY_ENVIRONMENT = frozenset(Environment)
+
+
 @dataclass(frozen=True)
 class Settings:
     """The portal's own settings, each the setting of the same name in capitals that `load` gave. Flask's and the
     extensions' own (SECRET_KEY, SQLALCHEMY_*, SESSION_*, CACHE_*...) are read by them from `app.config`."""
 
     petstore_environments: Mapping[str, Mapping[str, str | None]]
-    default_environment: str
+    default_environment: Environment
     upstream_timeout: float
     upstream_pool_size: int
     upstream_concurrency: int
@@ -156,6 +166,7 @@ def load(
         if settings[name] is None:
             settings[name] = not settings["DEMO"]
     check(settings)
+    settings["DEFAULT_ENVIRONMENT"] = Environment(settings["DEFAULT_ENVIRONMENT"])
     for name, value in derived(settings).items():
         settings.setdefault(name, value)
     return settings
@@ -241,7 +252,7 @@ def pet_stores(environ: Mapping[str, str]) -> dict[str, dict[str, str | None]]:
     """Each environment's URL and key, from `PETSTORE_<NAME>_URL` and `PETSTORE_<NAME>_KEY` (None when unset)."""
     return {
         name: {part: environ.get(f"PETSTORE_{name}_{part}".upper(), "").strip() or None for part in ("url", "key")}
-        for name in ENVIRONMENT_NAMES
+        for name in Environment
     }
 
 
@@ -328,7 +339,7 @@ def secret_variables(environ: Mapping[str, str]) -> list[str]:
     """The variables of `environ` holding a secret the portal reads once, when the app is built (URLs may hold
     passwords, the exporter's headers a collector's credentials); not those a library reads again, as PGPASSWORD."""
     secrets_read = {
-        *(f"PETSTORE_{name.upper()}_KEY" for name in ENVIRONMENT_NAMES),
+        *(f"PETSTORE_{name.upper()}_KEY" for name in Environment),
         "PETPORTAL_SECRET_KEY",
         "PETPORTAL_OIDC_CLIENT_SECRET",
         "PETPORTAL_METRICS_TOKEN",
@@ -359,9 +370,9 @@ def check(config: Mapping[str, Any]) -> None:
     for name, settings in config["PETSTORE_ENVIRONMENTS"].items():
         _check_pet_store(name, settings["url"], settings["key"])
     name = config["DEFAULT_ENVIRONMENT"]
-    if name not in ENVIRONMENT_NAMES:
+    if name not in EVERY_ENVIRONMENT:
         raise ConfigurationError(
-            f"PETPORTAL_DEFAULT_ENVIRONMENT must be one of {', '.join(ENVIRONMENT_NAMES)}, not {name!r}."
+            f"PETPORTAL_DEFAULT_ENVIRONMENT must be one of {', '.join(Environment)}, not {name!r}."
         )
     if not config["DEMO"] and not config["PETSTORE_ENVIRONMENTS"][name]["url"]:
         raise ConfigurationError(

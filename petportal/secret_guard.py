@@ -1,4 +1,5 @@
-"""The key guard: whether a text quotes a secret, read as a person reads it (docs/security.md, "The key guard").
+"""The key guard: whether a text quotes a secret, read as a person reads it (docs/security.md,
+"The API key stays on the server").
 
 Every text a pet store sends passes it before a page, a file or an error shows it (with that store's key alone), and
 every log line and span before it leaves the process (`egress`, with every secret). A text and the secrets are read
@@ -22,15 +23,13 @@ import string
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TypeVar
 from urllib.parse import unquote
 
 from confusable_homoglyphs.utils import load as load_confusables
 
-_Text = TypeVar("_Text", str, bytes)
-# A character that reads as more letters and digits than this reads as itself: nobody writes a key in ligatures of
-# phrases ("㎯" is "rads2"), and a name of them costs no more to read than a name of letters (bench/guard.py).
-_LONGEST_READING = 3
+# A character that reads as more than one letter or digit reads as itself: nobody writes a key in ligatures ("㎯" is
+# "rads2", "⅒" is "110"), and so no text reads longer than it is (bench/guard.py).
+_LONGEST_READING = 1
 # The fewest consecutive characters of a secret a match carries (letters and digits, as the guard reads them).
 SECRET_RUN = 12
 # A run is made longer where a secret's characters come from a smaller alphabet (hex, digits), until guessing one
@@ -45,7 +44,7 @@ _BYTE_ESCAPE = re.compile(r"\\(?:x([0-9a-fA-F]{2})|U([0-9a-fA-F]{8})|([0-3][0-7]
 _DECODING_ROUNDS = 3
 # Unicode's tag characters spell ASCII invisibly: U+E0020..U+E007E are the printable ASCII characters plus this.
 _TAG_OFFSET = 0xE0000
-_TAGGED = re.compile("[\U000e0020-\U000e007e]")
+_TAGGED = re.compile("[\U000e0020-\U000e007e]+")
 # Format and control characters and combining marks: what nobody reads.
 _UNREAD = ("Cf", "Cc", "Mn", "Me")
 # Letters and symbols that show as nothing, though Unicode files them as letters (the Hangul fillers) or symbols
@@ -59,15 +58,14 @@ _DRESSED_LETTER = re.compile(
 # The characters the table covers: the BMP and the Supplementary Multilingual Plane. Beyond them, the tags and the
 # variation selectors supplement show as nothing; any other character is read as U+FFFD, which no secret holds.
 _TABLE_SIZE = 0x20000
-_BEYOND_TABLE = chr(_TABLE_SIZE)
 _UNREAD_BEYOND = re.compile("[\U000e0000-\U000e0fff]")
 _BEYOND = re.compile("[\U00020000-\U0010ffff]")
 _TAG_LETTERS = {_TAG_OFFSET + code: chr(code) for code in range(0x80)}
 # How confusables.json keeps right-to-left glyphs: between left-to-right marks, which are no part of them.
 _DIRECTION_MARKS = str.maketrans("", "", "\u200e\u200f")
-# The alphabets a secret's characters may come from, to size its run: digits, hex letters, the other letters.
+# The alphabets a secret's letters and digits may come from, to size its run: digits, hex letters, the other letters.
 _ALPHABETS = (string.digits, "abcdef", "ghijklmnopqrstuvwxyz", "ABCDEF", "GHIJKLMNOPQRSTUVWXYZ")
-# What a character outside those alphabets (ASCII punctuation, any other script) counts as.
+# What a letter of any other script counts as.
 _OTHER_ALPHABET = 64
 
 
@@ -87,13 +85,9 @@ class SecretGuard:
 
     def __init__(self, secrets: Iterable[str]) -> None:
         self._pieces = _pieces(tuple(secret for secret in secrets if secret))
-        self._shortest = min(map(len, self._pieces), default=0)
 
     def __call__(self, text: str) -> bool:
         if not self._pieces or not text:
-            return False
-        # An ASCII character reads as at most itself; another as at most `growth` characters.
-        if len(text) * (1 if text.isascii() else _tables().growth) < self._shortest:
             return False
         # Each piece is looked for by str's own search: linear in the text, whatever its characters.
         return any(piece in reading for reading in _readings(text) for piece in self._pieces)
@@ -105,12 +99,13 @@ def quotes_secret(text: str, secrets: Iterable[str]) -> bool:
 
 
 def run(secret: str) -> int:
-    """How many consecutive characters of `secret` a match must carry: SECRET_RUN, more where its characters come
-    from a smaller alphabet (a hex key's runs are 18), so that a run takes about GUESSING_BITS to guess; all of a
-    shorter secret."""
-    alphabet = sum(len(letters) for letters in _ALPHABETS if any(char in letters for char in secret))
-    alphabet += _OTHER_ALPHABET if any(not char.isascii() or not char.isalnum() for char in secret) else 0
-    return min(len(secret), max(SECRET_RUN, round(GUESSING_BITS / math.log2(max(alphabet, 2)))))
+    """How many letters and digits of `secret` in a row a match must carry (the guard reads past the rest): SECRET_RUN,
+    more where they come from a smaller alphabet (a hex key's runs are 18, a UUID's too), so that a run takes about
+    GUESSING_BITS to guess; all of a shorter secret."""
+    read = reading(secret)
+    alphabet = sum(len(letters) for letters in _ALPHABETS if any(char in letters for char in read))
+    alphabet += _OTHER_ALPHABET if not read.isascii() else 0
+    return min(len(read), max(SECRET_RUN, round(GUESSING_BITS / math.log2(max(alphabet, 2)))))
 
 
 def reading(text: str) -> str:
@@ -120,16 +115,15 @@ def reading(text: str) -> str:
 
 def _readings(text: str) -> tuple[str, ...]:
     """The readings of what `text` says, escapes decoded: as it shows; where it has tag characters, also with them
-    read as the ASCII they spell, in place and on their own."""
+    read in place as the ASCII they spell."""
     text = _unescaped(text)
     table = _tables().characters
-    if text.isascii() or max(text) < _BEYOND_TABLE:
-        return (text.translate(table),)
     shown = _BEYOND.sub("\ufffd", _UNREAD_BEYOND.sub("", text)).translate(table)
     if not _TAGGED.search(text):
         return (shown,)
-    in_place = _BEYOND.sub("\ufffd", _UNREAD_BEYOND.sub("", text.translate(_TAG_LETTERS))).translate(table)
-    return (shown, in_place, "".join(_TAGGED.findall(text)).translate(_TAG_LETTERS).translate(table))
+    # Each run of tags translated on its own: a dict that misses raises, for each character it does not hold.
+    spelt = _TAGGED.sub(lambda tags: tags[0].translate(_TAG_LETTERS), text)
+    return (shown, _BEYOND.sub("\ufffd", _UNREAD_BEYOND.sub("", spelt)).translate(table))
 
 
 def _unescaped(text: str) -> str:
@@ -166,7 +160,6 @@ class _Tables:
     where it reads as none. Beyond the table, tags and variation selectors read as nothing, the rest as U+FFFD."""
 
     characters: tuple[str, ...]  # indexed by code point: a tuple translates faster than a dict
-    growth: int  # the most characters one character reads as
 
 
 @functools.cache
@@ -179,7 +172,7 @@ def _tables() -> _Tables:
         char = chr(code)
         read = "" if unread(char) else _read(unicodedata.normalize("NFKD", char), lookalikes)
         characters.append(char if read is None or len(read) > _LONGEST_READING else read)
-    return _Tables(tuple(characters), max(map(len, characters)))
+    return _Tables(tuple(characters))
 
 
 def _read(decomposed: str, lookalikes: dict[str, str]) -> str | None:
@@ -223,7 +216,7 @@ def _lookalikes() -> dict[str, str]:
         if prototype and prototype.isascii():
             found[char] = "".join(filter(str.isalnum, prototype))
         elif (name := unicodedata.name(char, ""))[-2:-1] == " " and (dressed := _DRESSED_LETTER.fullmatch(name)):
-            # (only a name that ends in a lone letter is matched: 40 times faster)
+            # (only a name that ends in a lone letter is matched: docs/performance.md, "Tables made once")
             found[char] = dressed[1].lower() if "SMALL LETTER" in name else dressed[1]
         elif (digit := unicodedata.digit(char, None)) is not None:
             found[char] = str(digit)  # a digit of any script or dress ("❶") reads as its value
@@ -232,32 +225,29 @@ def _lookalikes() -> dict[str, str]:
 
 @functools.lru_cache(maxsize=32)
 def _pieces(secrets: tuple[str, ...]) -> frozenset[str]:
-    """The readings to look for: each secret's runs of `run(secret)` characters, as they are and reversed (runs of
-    its reading, so that each holds that many letters and digits), in hex of either case and in base64."""
+    """The readings to look for: each secret's runs of `run(secret)` letters and digits, as they are and reversed,
+    and the stretches of the secret that hold them written in hex of either case and in base64."""
     pieces: set[str] = set()
     for secret in secrets:
         length = run(secret)
         runs = _runs(reading(secret), length)
         pieces.update(runs, (piece[::-1] for piece in runs))
-        raw = secret.encode()
-        pieces.update(piece for window in _runs(raw, length) for piece in (window.hex(), window.hex().upper()))
-        # Base64 writes whole groups of three bytes: a run of whole groups, from each byte on, meets every alignment.
-        groups = -(-length // 3) * 3
-        encoded = [base64.b64encode(window).decode() for window in _runs(raw, groups)] if len(raw) >= groups + 2 else []
-        pieces.update(map(reading, encoded or _aligned(raw)))
+        kept = [index for index, char in enumerate(secret) if reading(char)] or [0]
+        for first, last in zip(kept, kept[length - 1 :] or [len(secret) - 1], strict=False):
+            stretch = secret[first : last + 1].encode()
+            pieces.update((stretch.hex(), stretch.hex().upper()))
+            # Base64 writes whole groups of three bytes: where the stretch starts in a group, the group also holds
+            # bytes from before it; so the stretch with two bytes either side, from each of the three alignments,
+            # where its whole groups still hold a run.
+            wider = secret[max(first - 2, 0) : last + 3].encode()
+            for start in range(3):
+                grouped = wider[start : start + (len(wider) - start) // 3 * 3]
+                if len(reading(grouped.decode(errors="ignore"))) >= length:
+                    pieces.add(reading(base64.b64encode(grouped).decode()))
     pieces.discard("")
     return frozenset(pieces)
 
 
-def _runs(text: _Text, length: int) -> list[_Text]:
+def _runs(text: str, length: int) -> list[str]:
     """Every run of `length` in `text`, or `text` itself where it is shorter."""
     return [text[i : i + length] for i in range(len(text) - length + 1)] or [text]
-
-
-def _aligned(raw: bytes) -> list[str]:
-    """What base64 writes of all of a short `raw` wherever it starts in the encoded bytes: its whole groups of three
-    at each of the three alignments (the groups that also hold a byte from before or after depend on that byte)."""
-    return [
-        base64.b64encode(bytes(offset) + raw).decode()[4 if offset else 0 : (offset + len(raw)) // 3 * 4]
-        for offset in range(3)
-    ]

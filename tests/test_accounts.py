@@ -153,7 +153,7 @@ def test_a_new_account_given_one_environment_works_on_that_one_alone(portal_app,
     page = admin.get("/admin/users/new").text
     assert len(re.findall(r'type="checkbox" name="environments"[^>]* checked>', page)) == 2  # both, unless unticked
     assert create(admin, "robin", environments=["staging"]).status_code == 303
-    assert account(portal_app, "robin").environments == "staging"
+    assert account(portal_app, "robin").environments == {"staging"}
     robin = portal_app.test_client()
     AuthActions(robin).login("robin", INITIAL)
     assert change_password(robin, INITIAL, CHOSEN).status_code == 303

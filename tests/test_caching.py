@@ -211,6 +211,17 @@ def test_junk_in_a_url_is_read_as_the_page_reads_it_and_cannot_bypass_the_cache(
     assert len(list_calls(production_store)) == 1
 
 
+def test_a_host_header_cannot_make_a_page_that_is_not_kept(make_portal, production_store):
+    """A page names no host: any host the portal answers to shares one kept page (a host in the key let every
+    made-up Host header, or port, render afresh)."""
+    anyone = make_portal(CACHE_SECONDS=30, TRUSTED_HOSTS=["portal.example"]).test_client()
+    for host in ("portal.example", "portal.example:1001", "portal.example:1002"):
+        assert anyone.get("/animals", headers={"Host": host}).status_code == 200
+    for refused in ("elsewhere.example", "PORTAL.example"):  # as Flask refuses them, a kept page or not
+        assert anyone.get("/animals", headers={"Host": refused}).status_code == 400
+    assert len(list_calls(production_store)) == 1
+
+
 def test_a_query_read_differently_gets_its_own_page(make_portal, production_store):
     anyone = make_portal(CACHE_SECONDS=30).test_client()
     anyone.get("/animals?limit=5")

@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+from sqlalchemy import String, type_coerce
 
 from petportal import create_app
 from petportal.data.models import User
@@ -24,7 +25,7 @@ def users(app):
 
 def environments(app, name):
     with app.app_context():
-        return db.session.scalar(db.select(User.environments).filter_by(username=name))
+        return db.session.scalar(db.select(type_coerce(User.environments, String)).filter_by(username=name))
 
 
 def test_user_create_reads_the_password_from_stdin(portal_app, runner):

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from petportal.petstore import PetStoreError, StoreReason, Unauthorized
 from petportal.petstore.errors import MESSAGE_CHARS, WITHHELD, clean, quotes_secret
 from petportal.petstore.records import WITHHELD_NAME
+from petportal.secret_guard import GUESSING_BITS, SecretGuard, run
 
 from support.helpers import (
     PRODUCTION_KEY,
@@ -48,12 +49,12 @@ DISGUISES = {
     "reversed": KEY[::-1],
     "full-width": KEY.translate(FULL_WIDTH),
     "spaced": " ".join(KEY),
-    "a run of 12": f"Rex {KEY[9:21]} the dog",
+    "a run": f"Rex {KEY[9 : 9 + run(KEY)]} the dog",  # 14 of this key's letters and digits (secret_guard.run)
 }
 REFUSALS = {
     "split by spaces": f"name refused: {KEY[:9]} {KEY[9:18]} {KEY[18:27]}",
     "full-width letters": f"name refused for {KEY.translate(FULL_WIDTH)}",
-    "literal \\u escapes": "you sent " + "".join(f"\\u{ord(char):04x}" for char in KEY[9:21]),
+    "literal \\u escapes": "you sent " + "".join(f"\\u{ord(char):04x}" for char in KEY[9 : 9 + run(KEY)]),
 }
 
 
@@ -386,7 +387,6 @@ def token_key():
 
 @pytest.mark.parametrize("form", list(FORMS))
 def test_the_guard_answers_no_to_every_run_of_11_and_yes_to_12(form):
-    from petportal.secret_guard import SecretGuard, run
 
     key = token_key()
     guard = SecretGuard([key])
@@ -407,7 +407,6 @@ def test_the_guard_answers_no_to_every_run_of_11_and_yes_to_12(form):
 
 
 def test_a_key_of_fewer_symbols_needs_a_longer_run_for_the_same_guessing():
-    from petportal.secret_guard import GUESSING_BITS, SecretGuard, run
 
     hex_key = secrets.token_hex(16)
     assert run(hex_key) == 18 and run(hex_key) * 4 >= GUESSING_BITS

@@ -16,10 +16,12 @@ import sqlalchemy
 from itsdangerous import URLSafeTimedSerializer
 from requests.adapters import HTTPAdapter
 
+from petportal.auth import accounts
 from petportal.data.models import AuditEntry, LoginCounter, User
 from petportal.extensions import db
 
 from support.helpers import (
+    NEW_PASSWORDS,
     PASSWORDS,
     REDIS_URL,
     AuthActions,
@@ -278,6 +280,21 @@ def test_a_forged_or_another_accounts_device_cookie_gives_no_exemption(make_port
     assert AuthActions(staff_browser).login("admin", address="192.0.2.1").status_code == 429
     assert AuthActions(forger).login("admin", address="192.0.2.2").status_code == 429
     assert AuthActions(owner).login("admin", address="192.0.2.3").status_code == 303
+
+
+def test_device_cookies_gathered_before_a_new_password_give_no_exemption_after_it(make_portal):
+    """Someone who once knew the password may have logged in from many browsers: once the password is reset, none of
+    their cookies outlasts it, and their guesses count on the account's ceiling again."""
+    app = make_portal(LOGIN_LIMIT_PER_ACCOUNT="3 per minute")
+    gathered = app.test_client()
+    assert AuthActions(gathered).login("staff").status_code == 303
+    with app.app_context():
+        accounts.reset_password(accounts.find("staff"), NEW_PASSWORDS[0])
+        db.session.commit()
+    for number in range(3):
+        refused = AuthActions(app.test_client()).login("staff", password="wrong", address=f"198.51.100.{number}")
+        assert refused.status_code == 401
+    assert AuthActions(gathered).login("staff", password="wrong", address="192.0.2.4").status_code == 429
 
 
 def test_a_login_with_a_second_factor_gets_its_device_cookie_once_the_code_is_right(make_portal, clock):

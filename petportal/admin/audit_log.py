@@ -14,7 +14,7 @@ from typing import Any
 from flask_babel import force_locale, ngettext
 from flask_babel import gettext as _
 
-from petportal.data.models import AuditAction, AuditDetail
+from petportal.data.models import AuditAction, AuditDetail, EnvironmentSet
 from petportal.i18n.languages import environment_label, environments_label, number, role_label
 from petportal.i18n.lazy_text import lazy_gettext as _l
 from petportal.web.downloads import FILE_LANGUAGE, Cell
@@ -167,14 +167,14 @@ def _described(entry: Any) -> str:
         case AuditDetail.ENVIRONMENTS:
             return _(
                 "works on %(environments)s, before on %(previous)s",
-                environments=environments_label(found["environments"]),
-                previous=environments_label(found["previous"]),
+                environments=environments_label(EnvironmentSet.read(found["environments"])),
+                previous=environments_label(EnvironmentSet.read(found["previous"])),
             )
         case AuditDetail.ENVIRONMENTS_BY_SIGN_ON:
             return _(
                 "single sign-on: works on %(environments)s, before on %(previous)s",
-                environments=environments_label(found["environments"]),
-                previous=environments_label(found["previous"]),
+                environments=environments_label(EnvironmentSet.read(found["environments"])),
+                previous=environments_label(EnvironmentSet.read(found["previous"])),
             )
         case AuditDetail.NO_ENVIRONMENT_CLAIM:
             return _("single sign-on: no environment in the environments claim")

@@ -9,7 +9,7 @@ from flask_babel import gettext as _
 from petportal.admin.forms import CategoryLabelForm, RemoveLabelForm
 from petportal.auth.access import role_required
 from petportal.catalog import categories
-from petportal.config import ENVIRONMENT_NAMES
+from petportal.config import EVERY_ENVIRONMENT
 from petportal.data.models import Role
 from petportal.petstore.active import serving
 
@@ -78,7 +78,7 @@ def _page(form: CategoryLabelForm, problem: str | None = None) -> str:
 
 
 def _moved(shown_for: str, now: str) -> str:
-    if shown_for not in ENVIRONMENT_NAMES:
+    if shown_for not in EVERY_ENVIRONMENT:
         return _(
             "This page was opened for another environment, but you are now served %(now)s. Nothing was changed. "
             "These are %(now)s's labels: check them and try again if that is what you want.",

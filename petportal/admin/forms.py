@@ -14,9 +14,9 @@ from petportal.auth.accounts import USERNAME_MAX_LENGTH, AccountError, environme
 from petportal.auth.forms import new_password_field
 from petportal.catalog.categories import LABEL_MAX_LENGTH
 from petportal.catalog.forms import Readable, category_id_field, stripped
-from petportal.config import ENVIRONMENT_NAMES
+from petportal.config import EVERY_ENVIRONMENT, Environment
 from petportal.data import audit
-from petportal.data.models import EVERY_ENVIRONMENT, AuditAction, Role
+from petportal.data.models import AuditAction, Role
 from petportal.i18n.languages import ENVIRONMENT_LABELS, environment_label
 from petportal.i18n.lazy_text import lazy_gettext as _l
 from petportal.petstore.environments import environments
@@ -41,13 +41,12 @@ def environment_choices(empty_label: str | None = None) -> list[SelectChoice]:
 
 
 class EnvironmentsField(SelectMultipleField):
-    """The environments an account may work on: one or both (check boxes); `chosen` keeps them as
-    `User.environments` does."""
+    """The environments an account may work on: one or both (check boxes), `chosen`."""
 
     def __init__(self, label: Any = None, **kwargs: Any) -> None:
         # Each is named in the reader's language by the page.
-        choices = [SelectChoice(name, name) for name in ENVIRONMENT_NAMES]
-        super().__init__(label, choices=choices, validate_choice=False, default=EVERY_ENVIRONMENT.split(), **kwargs)
+        choices = [SelectChoice(name, name) for name in Environment]
+        super().__init__(label, choices=choices, validate_choice=False, default=sorted(EVERY_ENVIRONMENT), **kwargs)
 
     def pre_validate(self, form: Any) -> None:
         given = [value for value in self.data or [] if isinstance(value, str)]
@@ -89,7 +88,7 @@ class NewUserForm(PortalForm):
         validators=[DataRequired(_l("Enter a user name.")), Length(max=USERNAME_MAX_LENGTH)],
         description=_l("Letters, digits and . _ @ - only."),
     )
-    role = SelectField(_l("Role"), choices=ROLE_CHOICES, default="staff")
+    role = SelectField(_l("Role"), choices=ROLE_CHOICES, default=Role.STAFF)
     environments = EnvironmentsField(_l("Works on"))
     password = new_password_field(_l("Initial password"))
 
@@ -166,7 +165,7 @@ class AuditFilterForm(PortalForm):
     environment = SelectField(
         _l("Environment"),
         default="",
-        choices=[EVERYTHING, *(SelectChoice(name, ENVIRONMENT_LABELS[name]) for name in ENVIRONMENT_NAMES)],
+        choices=[EVERYTHING, *(SelectChoice(name, ENVIRONMENT_LABELS[name]) for name in Environment)],
     )
     since = DayField(_l("From day (UTC)"), validators=[is_day])
     until = DayField(_l("To day (UTC)"), validators=[is_day])

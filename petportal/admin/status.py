@@ -18,8 +18,8 @@ from petportal.petstore import PetStoreError, Unauthorized, Unavailable
 from petportal.web.error_pages import store_words
 
 if TYPE_CHECKING:
-    from petportal.petstore import Operation
-    from petportal.petstore.environments import DeprecationNotice, Environment, Environments
+    from petportal.petstore.environments import DeprecationNotice, Environments, Store
+    from petportal.petstore.records import DescribedOperation
 
 
 @dataclass
@@ -27,13 +27,13 @@ class EnvironmentStatus:
     """What an admin needs to know about one environment right now. The probe (on threads of its own) keeps the
     facts; `problem` puts them into words when the page is drawn, in the request's language."""
 
-    environment: Environment
+    environment: Store
     reachable: bool | None = None
     key_accepted: bool | None = None
     latency_ms: float | None = None
     failure: PetStoreError | None = None
     notices: dict[str, DeprecationNotice] = field(default_factory=dict)
-    operations: dict[str, Operation] | None = None
+    operations: dict[str, DescribedOperation] | None = None
 
     @property
     def problem(self) -> str | None:
@@ -58,7 +58,7 @@ def probe_all(registry: Environments) -> list[EnvironmentStatus]:
         return list(pool.map(lambda environment: probe(registry, environment, deadline), registry.all()))
 
 
-def probe(registry: Environments, environment: Environment, deadline: float) -> EnvironmentStatus:
+def probe(registry: Environments, environment: Store, deadline: float) -> EnvironmentStatus:
     """A cheap listPets call, then getPet (for its notices) and the API description, all before `deadline`."""
     status = EnvironmentStatus(environment)
     if not environment.configured:

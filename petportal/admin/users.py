@@ -50,7 +50,7 @@ def new_user() -> ResponseReturnValue:
     try:
         user = accounts.create(
             form.username.data,
-            form.role.data,
+            Role(form.role.data),
             form.password.data,
             must_change_password=True,
             environments=form.environments.chosen,
@@ -111,7 +111,7 @@ def change_role(user: User) -> ResponseReturnValue:
     before = user.role
     if before == form.role.data:
         return _("%(username)s is already %(role)s; nothing changed.", username=user.username, role=role_label(before))
-    accounts.change_role(current_user, user, form.role.data)
+    accounts.change_role(current_user, user, Role(form.role.data))
     audit.record(
         AuditAction.ROLE_CHANGED, target=user.username, detail=AuditDetail.ROLE_CHANGED, previous=before, role=user.role
     )
@@ -240,7 +240,7 @@ def _manage_page(
         role_form=role_form or RoleForm(formdata=None, data={"role": user.role}),
         password_form=password_form or ResetPasswordForm(formdata=None),
         environments_form=environments_form
-        or EnvironmentsForm(formdata=None, data={"environments": user.environments.split()}),
+        or EnvironmentsForm(formdata=None, data={"environments": sorted(user.environments)}),
         button=ButtonForm(),
         fresh=login_fresh(),
         second_factor=passkeys.has_second_factor(user),

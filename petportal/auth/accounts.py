@@ -17,9 +17,9 @@ from sqlalchemy import CursorResult, exists, func, or_, select, update
 from sqlalchemy.orm import aliased
 
 from petportal.auth import logins, mfa, passkeys
-from petportal.config import ENVIRONMENT_NAMES
+from petportal.config import EVERY_ENVIRONMENT, Environment
 from petportal.data import audit, passwords
-from petportal.data.models import EVERY_ENVIRONMENT, Role, User
+from petportal.data.models import Role, User
 from petportal.extensions import db
 
 USERNAME_MAX_LENGTH = 80
@@ -39,7 +39,11 @@ def find(username: str) -> User | None:
 
 
 def create(
-    username: str, role: str, password: str, must_change_password: bool, environments: str = EVERY_ENVIRONMENT
+    username: str,
+    role: Role,
+    password: str,
+    must_change_password: bool,
+    environments: frozenset[Environment] = EVERY_ENVIRONMENT,
 ) -> User:
     """Add an account, working on `environments` (`environments_of`); with `must_change_password` it must choose
     its own password at its first login."""
@@ -54,8 +58,6 @@ def create(
         raise AccountError(
             _("%(username)s is a name the audit log uses for itself; choose another.", username=repr(username))
         )
-    if role not in list(Role):
-        raise AccountError(_("A role is one of %(roles)s.", roles=", ".join(Role)))
     # Logins are counted per name whatever its case, so "Kim" and "kim" would share one limit.
     if db.session.scalar(select(User).where(func.lower(User.username) == username.lower())) is not None:
         raise AccountError(_("An account called %(username)s already exists.", username=repr(username)))
@@ -67,13 +69,11 @@ def create(
     return user
 
 
-def change_role(actor: User, user: User, role: str) -> None:
+def change_role(actor: User, user: User, role: Role) -> None:
     """Give `user` another role; never your own, and never the last enabled admin's."""
     if user.id == actor.id:
         raise AccountError(_("You cannot change your own role; ask another admin."))
-    if role not in list(Role):
-        raise AccountError(_("A role is one of %(roles)s.", roles=", ".join(Role)))
-    _change_keeping_an_admin(user, role=Role(role))
+    _change_keeping_an_admin(user, role=role)
 
 
 def set_enabled(actor: User, user: User, enabled: bool) -> None:
@@ -85,15 +85,15 @@ def set_enabled(actor: User, user: User, enabled: bool) -> None:
         logins.end_all(user.id)
 
 
-def environments_of(names: list[str]) -> str:
-    """The environments `names` choose, as `User.environments` keeps them; AccountError when none is one."""
-    chosen = " ".join(name for name in ENVIRONMENT_NAMES if name in names)
-    if not chosen or len(set(names)) != len(chosen.split()):
+def environments_of(names: list[str]) -> frozenset[Environment]:
+    """The environments `names` choose; AccountError when one is none, or none is given."""
+    chosen = frozenset(name for name in Environment if name in names)
+    if not chosen or len(set(names)) != len(chosen):
         raise AccountError(_("Choose production, staging or both."))
     return chosen
 
 
-def set_environments(user: User, environments: str) -> None:
+def set_environments(user: User, environments: frozenset[Environment]) -> None:
     """Let `user` work on `environments` alone (`environments_of`); never the last enabled admin who works on both."""
     _change_keeping_an_admin(user, environments=environments)
 
@@ -138,7 +138,7 @@ def _check_new_password(user: User, password: str) -> None:
         raise AccountError(problem)
 
 
-def _change_keeping_an_admin(user: User, **values: Any) -> None:
+def _change_keeping_an_admin(user: User, **values: Role | bool | frozenset[Environment]) -> None:
     """Apply `values` to `user` unless no enabled admin working on both environments would remain.
 
     One conditional UPDATE, so a refusal leaves nothing to undo: it applies only while the account is not
@@ -149,13 +149,13 @@ def _change_keeping_an_admin(user: User, **values: Any) -> None:
     db.session.execute(select(User.id).where(User.role == Role.ADMIN, User.enabled.is_(True)).with_for_update())
     change = update(User).where(User.id == user.id).values(**values)
     after = {"role": user.role, "enabled": user.enabled, "environments": user.environments, **values}
-    if not (after["role"] == "admin" and after["enabled"] and after["environments"] == EVERY_ENVIRONMENT):
+    if not (after["role"] == Role.ADMIN and after["enabled"] and after["environments"] == EVERY_ENVIRONMENT):
         other = aliased(User)
         another_admin = exists().where(
-            other.role == "admin", other.enabled.is_(True), other.environments == EVERY_ENVIRONMENT, other.id != user.id
+            other.role == Role.ADMIN, other.enabled, other.environments == EVERY_ENVIRONMENT, other.id != user.id
         )
         change = change.where(
-            or_(User.role != "admin", User.enabled.is_(False), User.environments != EVERY_ENVIRONMENT, another_admin)
+            or_(User.role != Role.ADMIN, User.enabled.is_(False), User.environments != EVERY_ENVIRONMENT, another_admin)
         )
     changed = cast("CursorResult[Any]", db.session.execute(change, execution_options={"synchronize_session": "fetch"}))
     if changed.rowcount != 1:

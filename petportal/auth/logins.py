@@ -49,7 +49,7 @@ def start(user: User, remember_me: bool, second_factor: SecondFactor | None = No
         remember.issue(row)
     db.session.add(row)
     user.last_login_at = started
-    devices.issue(user.username)
+    devices.issue(user)
     attach(user, row, fresh=True)
 
 

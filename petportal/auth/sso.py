@@ -22,12 +22,12 @@ from flask_babel import gettext as _
 from sqlalchemy import delete, func, select
 from werkzeug.wrappers import Response
 
-from petportal.auth import accounts, logins
+from petportal.auth import logins
 from petportal.auth.accounts import USERNAME_MAX_LENGTH
 from petportal.clock import now
-from petportal.config import ENVIRONMENT_NAMES, settings
+from petportal.config import EVERY_ENVIRONMENT, Environment, settings
 from petportal.data import audit
-from petportal.data.models import EVERY_ENVIRONMENT, AuditAction, AuditDetail, Role, UsedLogoutToken, User
+from petportal.data.models import AuditAction, AuditDetail, Role, UsedLogoutToken, User
 from petportal.extensions import db
 from petportal.web import security
 
@@ -310,20 +310,17 @@ def role_for(values: Any) -> Role | None:
     return None
 
 
-def environments_for(claims: Any, oidc: Mapping[str, Any]) -> str | None:
-    """The environments the claim PETPORTAL_OIDC_ENVIRONMENTS_CLAIM gives (as `User.environments` keeps them):
-    both when no claim is configured; None when it names neither."""
+def environments_for(claims: Any, oidc: Mapping[str, Any]) -> frozenset[Environment] | None:
+    """The environments the claim PETPORTAL_OIDC_ENVIRONMENTS_CLAIM gives: both when no claim is configured; None
+    when it names neither."""
     if oidc["environments_claim"] is None:
         return EVERY_ENVIRONMENT
     values = claims.get(oidc["environments_claim"])
     found = [values] if isinstance(values, str) else values if isinstance(values, list) else []
-    try:
-        return accounts.environments_of(list({value for value in found if value in ENVIRONMENT_NAMES}))
-    except accounts.AccountError:
-        return None
+    return frozenset(name for name in Environment if name in found) or None
 
 
-def _account(claims: Any, role: Role | None, environments: str | None) -> User:
+def _account(claims: Any, role: Role | None, environments: frozenset[Environment] | None) -> User:
     """The account of this issuer and `sub`, made at the first sign-in, with `role` and `environments`; refused
     (and audited) without a role or an environment, or when disabled."""
     issuer, subject = str(claims["iss"]), str(claims["sub"])
@@ -358,15 +355,16 @@ def _account(claims: Any, role: Role | None, environments: str | None) -> User:
         audit.record(AuditAction.LOGIN_REFUSED, actor=name, detail=AuditDetail.ACCOUNT_DISABLED)
         raise SignInRefused(_("This account is disabled. Ask an admin to enable it."))
     # What the claims say now wins, audited: the role, and the environments.
-    claimed = (
-        ("role", role, AuditAction.ROLE_CHANGED, AuditDetail.ROLE_CHANGED_BY_SIGN_ON),
-        ("environments", environments, AuditAction.ENVIRONMENTS_CHANGED, AuditDetail.ENVIRONMENTS_BY_SIGN_ON),
-    )
-    for attribute, value, action, detail in claimed:
-        previous = getattr(user, attribute)
-        if previous != value:
-            audit.record(action, actor=name, target=name, detail=detail, previous=previous, **{attribute: value})
-            setattr(user, attribute, value)
+    if user.role != role:
+        detail, action = AuditDetail.ROLE_CHANGED_BY_SIGN_ON, AuditAction.ROLE_CHANGED
+        audit.record(action, actor=name, target=name, detail=detail, previous=user.role, role=role)
+        user.role = role
+    if user.environments != environments:
+        detail, action = AuditDetail.ENVIRONMENTS_BY_SIGN_ON, AuditAction.ENVIRONMENTS_CHANGED
+        audit.record(
+            action, actor=name, target=name, detail=detail, previous=user.environments, environments=environments
+        )
+        user.environments = environments
     return user
 
 

@@ -32,7 +32,8 @@ def login() -> ResponseReturnValue:
     destination = safe_next(request.args.get("next"), url_for("catalog.list_animals"))
     if not form.validate_on_submit():
         return _login_page(form, 400 if form.is_submitted() else 200)
-    device = devices.presented(form.username.data)
+    user = db.session.scalar(db.select(User).filter_by(username=form.username.data))
+    device = devices.presented(user)
     if (limit := throttle.attempt(form.username.data, device=device)) is not None:
         metrics.LOGINS.labels("limited").inc()
         # Refused for its address alone: counted for the address, whatever names it tries (audit.COUNTED).
@@ -40,7 +41,6 @@ def login() -> ResponseReturnValue:
             AuditAction.LOGIN_LIMITED, actor=audit.ANONYMOUS if limit == throttle.Limit.ADDRESS else form.username.data
         )
         return _too_many_attempts()
-    user = db.session.scalar(db.select(User).filter_by(username=form.username.data))
     # One hash checked whatever the name: unknown, with a password, or of the company's sign-in (auth.passwords).
     matched = passwords.matches(user.password_hash if user else None, form.password.data)
     # A disabled account answers as a wrong password does, and keeps the attempt counted: nothing confirms a password.

@@ -3,7 +3,7 @@
 A ticket is what stands for one animal to add: an add form's submission token, or one row of a bulk
 import. Whoever moves it from `issued` to `sending` in one conditional UPDATE is the only caller of
 createPet for it. The store's answer, classified by the client (petstore.errors.classify), becomes one
-`Outcome`, and the ticket is settled to match in the same commit as the animal's records:
+`AddOutcome`, and the ticket is settled to match in the same commit as the animal's records:
 
 | outcome | means | the ticket becomes | sent again? |
 |---|---|---|---|
@@ -23,7 +23,6 @@ import secrets
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import delete, exists, select, update
@@ -47,8 +46,8 @@ from petportal.data.models import (
 from petportal.data.unit_of_work import after_commit, updated_one
 from petportal.extensions import db
 from petportal.petstore import (
-    Busy,
     InvalidRequest,
+    Outcome,
     OutcomeUnknown,
     PetStoreClient,
     StoreReason,
@@ -96,25 +95,18 @@ class Unknown:
     reason: RowReason = RowReason.NO_ANSWER
 
 
-class NotSentReason(StrEnum):
-    """Why a call did not add anything: it never reached the store, or the store refused the portal's key."""
-
-    UNREACHABLE = "unreachable"
-    BUSY = "busy"
-    KEY_REJECTED = "key_rejected"
-
-
 @dataclass(frozen=True)
 class NotSent:
-    """Nothing was added: the same ticket may be sent again."""
+    """Nothing was added: the same ticket may be sent again. `reason`: the key was rejected, or the call never
+    reached the store (unavailable, busy)."""
 
-    reason: NotSentReason
-
-
-Outcome = Created | Refused | Unknown | NotSent
+    reason: Outcome
 
 
-def send(ticket: Ticket, client: PetStoreClient) -> Outcome:
+AddOutcome = Created | Refused | Unknown | NotSent
+
+
+def send(ticket: Ticket, client: PetStoreClient) -> AddOutcome:
     """Send createPet once for a claimed ticket, then settle it with its outcome, and the new animal's records
     when there is one, in one commit."""
     animal = ticket.animal
@@ -122,18 +114,14 @@ def send(ticket: Ticket, client: PetStoreClient) -> Outcome:
         pet = client.create_pet(
             animal.name, animal.category_id, animal.status, deadline=time.monotonic() + client.timeout
         )
-        outcome: Outcome = Created(pet.id)
+        outcome: AddOutcome = Created(pet.id)
     except InvalidRequest as refused:
         outcome = Refused(refused.reason, refused.message, refused.status)
-    except Unauthorized:
-        outcome = NotSent(NotSentReason.KEY_REJECTED)
+    except (Unauthorized, Unavailable) as error:  # Busy is one of these
+        outcome = NotSent(error.outcome)
     except OutcomeUnknown as error:
         log.warning("createPet on %s: the outcome is unknown: %s", ticket.environment, error)
         outcome = Unknown()
-    except Busy:
-        outcome = NotSent(NotSentReason.BUSY)
-    except Unavailable:
-        outcome = NotSent(NotSentReason.UNREACHABLE)
     except BaseException:
         # Whatever failed, the call may have gone out: never send it again.
         db.session.rollback()
@@ -154,12 +142,12 @@ def send(ticket: Ticket, client: PetStoreClient) -> Outcome:
 class NotRecorded(Exception):
     """The store answered, but the portal's database could not record it (the ticket stays `sending`)."""
 
-    def __init__(self, outcome: Outcome) -> None:
+    def __init__(self, outcome: AddOutcome) -> None:
         super().__init__(outcome)
         self.outcome = outcome
 
 
-def _settle(ticket: Ticket, outcome: Outcome) -> None:
+def _settle(ticket: Ticket, outcome: AddOutcome) -> None:
     match outcome:
         case Created(pet_id=pet_id):
             ticket.settle(TicketState.CREATED, pet_id, None)
@@ -252,7 +240,7 @@ class FormTicket:
         )
 
 
-def add_from_form(ticket: FormTicket, client: PetStoreClient) -> Outcome:
+def add_from_form(ticket: FormTicket, client: PetStoreClient) -> AddOutcome:
     """Add the form's animal at most once for its token, across double clicks, refreshes and processes.
 
     A repeat of a form being sent waits as long as that call can take (connect, read and body) and a margin,
@@ -283,7 +271,7 @@ def _claim_form(ticket: FormTicket) -> bool:
     return claimed
 
 
-def _wait_for_outcome(ticket: FormTicket, deadline: float) -> Outcome | None:
+def _wait_for_outcome(ticket: FormTicket, deadline: float) -> AddOutcome | None:
     """Poll, reading only, until the request holding the token settles it; None when it was released (nothing
     was added), so the caller may claim it again. A write per poll would starve the holder's own update."""
     while True:
@@ -372,16 +360,21 @@ Ticket = FormTicket | RowTicket
 
 
 class OwnerLimited(Exception):
-    """The import's owner no longer works on its environment (or a promotion's source): no row is claimed."""
+    """The import's owner is disabled, or no longer works on its environment (or a promotion's source): no row is
+    claimed."""
 
 
 def claim_next_row(batch: BulkImport, runner: str) -> RowTicket | None:
-    """Claim the import's first unsent row for `runner`, while its lease holds and its owner works on its
-    environments (an admin may limit the account at any time: the claim decides it, so no row is claimed after the
-    limit commits); None when no row is left or the lease is lost, OwnerLimited when the owner no longer may."""
+    """Claim the import's first unsent row for `runner`, while its lease holds and its owner is enabled and works on
+    its environments (an admin may limit or disable the account at any time: the claim decides it, so no row is
+    claimed after that commits); None when no row is left or the lease is lost, OwnerLimited when the owner no longer
+    may."""
     lease_holds = exists().where(BulkImport.id == batch.id, held_by(runner))
     owner_works_on = exists().where(
-        User.id == batch.user_id, User.works_on(batch.environment), User.works_on(batch.source or batch.environment)
+        User.id == batch.user_id,
+        User.enabled,
+        User.works_on(batch.environment),
+        User.works_on(batch.source or batch.environment),
     )
     while True:
         row = db.session.execute(

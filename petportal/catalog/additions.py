@@ -4,7 +4,6 @@ from collections.abc import Sequence
 
 from sqlalchemy import select
 
-from petportal.config import ENVIRONMENT_NAMES
 from petportal.data.models import Addition, User
 from petportal.extensions import db
 
@@ -20,7 +19,7 @@ def recent(user: User) -> dict[str, Sequence[Addition]]:
     """{environment name: this account's RECENT latest additions there, newest first}, for each environment it
     works on."""
     found: dict[str, Sequence[Addition]] = {}
-    for environment_name in filter(user.works_on, ENVIRONMENT_NAMES):
+    for environment_name in sorted(user.environments):
         query = (
             select(Addition)
             .where(Addition.user_id == user.id, Addition.environment == environment_name)

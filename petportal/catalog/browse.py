@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -16,6 +17,8 @@ SORTS = ("id", "name", "category", "status")
 LONGEST_FOLDING = 3
 # The characters `folded` looks up: the BMP and the Supplementary Multilingual Plane (any other stays as it is).
 _FOLDED_PLANES = 0x20000
+_BEYOND_TABLE = chr(_FOLDED_PLANES)
+_IN_TABLE = re.compile("[\x00-\U0001ffff]+")
 
 
 class NamesQuoteSecret(Exception):
@@ -55,7 +58,12 @@ def folded(text: str) -> str:
     """`text` as search compares it: compatibility forms unified (NFKD), accents and other combining marks
     dropped ("Zoë" is "zoe"), then Unicode case folding ("Straße" is "strasse"), character by character (each
     to at most LONGEST_FOLDING). static/js/search.js folds the same way."""
-    return text.lower() if text.isascii() else text.translate(_foldings())
+    if text.isascii():
+        return text.lower()
+    if max(text) < _BEYOND_TABLE:
+        return text.translate(_foldings())
+    # Each run of characters the table holds translated on its own: one beyond it would raise, each time.
+    return _IN_TABLE.sub(lambda part: part[0].translate(_foldings()), text)
 
 
 @functools.cache
@@ -63,7 +71,7 @@ def _foldings() -> tuple[str, ...]:
     """Each character's folding, by code point (a tuple translates faster than a dict), made at the first use."""
     foldings = []
     for char in map(chr, range(_FOLDED_PLANES)):
-        if unicodedata.is_normalized("NFKD", char):  # most characters: 20 times faster to build
+        if unicodedata.is_normalized("NFKD", char):  # most characters (docs/performance.md, "Tables made once")
             folding = "" if unicodedata.combining(char) else char.casefold()
         else:
             decomposed = unicodedata.normalize("NFKD", char)

@@ -32,10 +32,11 @@ from petportal.petstore import (
     LIMIT_MAX,
     LIMIT_MIN,
     Gone,
+    Outcome,
     Pet,
 )
 from petportal.petstore.active import serving
-from petportal.petstore.environments import Environment
+from petportal.petstore.environments import Store
 from petportal.telemetry import metrics
 from petportal.web import page_cache
 from petportal.web.downloads import csv_download
@@ -211,7 +212,7 @@ def add_animal() -> ResponseReturnValue:
         case adding.Unknown():
             metrics.SUBMISSIONS.labels("unknown").inc()
             return render_template("catalog/outcome_unknown.html", form=form, environment=environment), 502
-        case adding.NotSent(reason=adding.NotSentReason.KEY_REJECTED):
+        case adding.NotSent(reason=Outcome.KEY_REJECTED):
             metrics.SUBMISSIONS.labels("failed").inc()
             return key_rejected_page(environment.name)
         case adding.NotSent():
@@ -236,18 +237,18 @@ def _refused_query(form: AnimalFilterForm) -> str:
     return _("The animals cannot be downloaded for this query. %(problems)s", problems=problems)
 
 
-def _form_again(form: AddAnimalForm, environment: Environment, message: str | None, status: int) -> ErrorPage:
+def _form_again(form: AddAnimalForm, environment: Store, message: str | None, status: int) -> ErrorPage:
     if message:
         form.form_errors.append(message)
     return _add_page(form, environment), status
 
 
-def _add_page(form: AddAnimalForm, environment: Environment) -> str:
+def _add_page(form: AddAnimalForm, environment: Store) -> str:
     labelled = categories.all_labels(environment.name)
     return render_template("catalog/new.html", form=form, environment=environment, labelled=labelled)
 
 
-def _not_recorded(outcome: adding.Outcome, name: str) -> str:
+def _not_recorded(outcome: adding.AddOutcome, name: str) -> str:
     """What to say when the store answered and the portal's own database could not record it."""
     if isinstance(outcome, adding.Created):
         return _(

@@ -20,6 +20,7 @@ from sqlalchemy import (
     TypeDecorator,
     UniqueConstraint,
     literal,
+    type_coerce,
 )
 from sqlalchemy import false as sa_false
 from sqlalchemy import true as sa_true
@@ -29,12 +30,9 @@ from sqlalchemy.orm import Mapped, mapped_column
 from sqlalchemy.sql import ColumnElement
 
 from petportal.clock import now
+from petportal.config import EVERY_ENVIRONMENT, Environment
 from petportal.data import passwords
 from petportal.extensions import Model
-
-# The environments an account may work on, as `User.environments` keeps them: their names, space-separated, in
-# config.ENVIRONMENT_NAMES's order. Every account made before 0012, and every new one unless chosen, has both.
-EVERY_ENVIRONMENT = "production staging"
 
 
 class Role(StrEnum):
@@ -239,6 +237,28 @@ class StateColumn(TypeDecorator[StrEnum]):
         return None if value is None else self.states(value)
 
 
+class EnvironmentSet(TypeDecorator[frozenset[Environment]]):
+    """Environments stored as their names, sorted and space-separated (`names`), read back as a frozenset (`read`);
+    the audit log keeps them in the same form."""
+
+    impl = String(64)
+    cache_ok = True
+
+    @staticmethod
+    def names(environments: frozenset[Environment]) -> str:
+        return " ".join(sorted(environments))
+
+    @staticmethod
+    def read(names: str) -> frozenset[Environment]:
+        return frozenset(map(Environment, names.split()))
+
+    def process_bind_param(self, value: frozenset[Environment] | None, dialect: Dialect) -> str | None:
+        return None if value is None else self.names(value)
+
+    def process_result_value(self, value: str | None, dialect: Dialect) -> frozenset[Environment] | None:
+        return None if value is None else self.read(value)
+
+
 class User(UserMixin, Model):
     """A staff member or an admin; customers have no account."""
 
@@ -267,8 +287,10 @@ class User(UserMixin, Model):
     # account is found by these two alone, never by its user name.
     sso_issuer: Mapped[str | None] = mapped_column(String(255))
     sso_subject: Mapped[str | None] = mapped_column(String(255))
-    # The environments this account may work on (EVERY_ENVIRONMENT's form); read on every request it makes.
-    environments: Mapped[str] = mapped_column(String(64), default=EVERY_ENVIRONMENT, server_default=EVERY_ENVIRONMENT)
+    # The environments this account may work on (every one, for accounts made before 0012); read on every request.
+    environments: Mapped[frozenset[Environment]] = mapped_column(
+        EnvironmentSet, default=EVERY_ENVIRONMENT, server_default=EnvironmentSet.names(EVERY_ENVIRONMENT)
+    )
 
     __table_args__ = (UniqueConstraint("sso_issuer", "sso_subject", name="uq_users_sso"),)
 
@@ -289,23 +311,23 @@ class User(UserMixin, Model):
         return self.role == Role.ADMIN
 
     @property
-    def only_environment(self) -> str | None:
+    def only_environment(self) -> Environment | None:
         """The one environment this account is limited to, or None when it may work on every one."""
-        names = self.environments.split()
-        return names[0] if len(names) == 1 else None
+        return next(iter(self.environments)) if len(self.environments) == 1 else None
 
     @hybrid_method
-    def works_on(self, environment_name: str) -> bool:
-        """Whether this account may see and change `environment_name` (the one rule pages, imports and additions
-        ask)."""
-        return environment_name in self.environments.split()
+    def works_on(self, environment: str) -> bool:
+        """Whether this account may see and change `environment` (the one rule pages, imports and additions ask)."""
+        return environment in self.environments
 
     @works_on.expression
     @classmethod
-    def _works_on_expression(cls, environment_name: str) -> ColumnElement[bool]:
+    def _works_on_expression(cls, environment: str) -> ColumnElement[bool]:
         # The same rule in SQL, for a statement that decides it as it writes (an import's claim of a row): the
-        # name as a whole word of the space-separated column, alike on SQLite and PostgreSQL.
-        return (literal(" ") + cls.environments + " ").contains(f" {environment_name} ", autoescape=True)
+        # name as a whole word of the column's stored text, alike on SQLite and PostgreSQL.
+        return (literal(" ") + type_coerce(cls.environments, String) + " ").contains(
+            f" {environment} ", autoescape=True
+        )
 
     @property
     def mfa_enabled(self) -> bool:

@@ -25,6 +25,7 @@ from werkzeug.datastructures import LanguageAccept
 from werkzeug.http import parse_accept_header, parse_cookie
 from werkzeug.wrappers import Response
 
+from petportal.config import Environment
 from petportal.data.models import Role
 from petportal.i18n import template_text
 from petportal.i18n.lazy_text import LazyText, translations
@@ -53,7 +54,7 @@ def N_(message: str) -> str:
 # The store's statuses as a person reads them (an unknown one is shown as the store sent it).
 STATUS_LABELS = {"available": N_("available"), "pending": N_("pending"), "sold": N_("sold")}
 # The environments' names as people read them; the value (in URLs, forms and the database) stays the English word.
-ENVIRONMENT_LABELS = {"production": _l("production"), "staging": _l("staging")}
+ENVIRONMENT_LABELS: dict[str, LazyText] = {Environment.PRODUCTION: _l("production"), Environment.STAGING: _l("staging")}
 ROLE_LABELS: dict[str, LazyText] = {Role.STAFF: _l("staff"), Role.ADMIN: _l("admin")}
 
 
@@ -82,8 +83,7 @@ def _negotiated(environ: WSGIEnvironment) -> str:
     return _best_language(accepted) if len(accepted) <= 256 else _best_language.__wrapped__(accepted)
 
 
-# Issue 41's bench without this memo and the early return above: cached portal/floor rps at c=8 8-10% lower in three
-# runs (the header's parse was a fifth of a cached page's own work in the portal's process).
+# docs/performance.md, "Accept-Language" (this memo and the early return above).
 @functools.lru_cache(maxsize=1024)
 def _best_language(accepted: str) -> str:
     """The best of LANGUAGES for an Accept-Language header, remembered per process: browsers send a handful."""
@@ -129,10 +129,10 @@ def environment_label(name: str) -> str:
     return str(ENVIRONMENT_LABELS[name]) if name in ENVIRONMENT_LABELS else name
 
 
-def environments_label(environments: str) -> str:
+def environments_label(environments: frozenset[Environment]) -> str:
     """The environments an account works on (`User.environments`), in the visitor's language: "production and
     staging", or one of them."""
-    names = [environment_label(name) for name in environments.split()]
+    names = [environment_label(name) for name in sorted(environments)]
     if len(names) == 2:
         return str(_l("%(first)s and %(second)s", first=names[0], second=names[1]))
     return " ".join(names)
@@ -190,8 +190,7 @@ def _request_language() -> Locale:
     return _locale(language_of(request.environ) if has_request_context() else DEFAULT_LANGUAGE)
 
 
-# Issue 41's bench without the i18n caches (this, status_names, number's, lazy_text.translations): uncached portal/bare
-# rps at c=8 -27% and -47% in two runs (p50 +28% and +32%).
+# docs/performance.md, "the i18n caches" (this, status_names, number's, lazy_text.translations, measured together).
 @functools.cache
 def _locale(code: str) -> Locale:
     """The Babel locale of one of the portal's languages, made once: Flask-Babel would parse the code again for

@@ -30,8 +30,8 @@ class TemplateText:
     values are named, escaped, and put into the translated text; `ngettext` also offers its count as `num`.
 
     They are plain functions, not Jinja's context functions: Jinja copies a template's variables into a new
-    context for each call of one of those inside a block that sets variables, which made the list page's
-    render about twice as slow (bench/render.py). Each page gets them bound to its catalog (`page_text`);
+    context for each call of one of those inside a block that sets variables, many times on the list page
+    (docs/performance.md, "template_text"). Each page gets them bound to its catalog (`page_text`);
     a macro imported without the page's context reaches the globals, which look the catalog up per message."""
 
     __slots__ = ("catalog",)

@@ -104,7 +104,7 @@ def recent(user: User) -> list[BulkImport]:
     """This account's latest imports to the environments it works on, newest first."""
     query = (
         select(BulkImport)
-        .where(BulkImport.user_id == user.id, BulkImport.environment.in_(user.environments.split()))
+        .where(BulkImport.user_id == user.id, BulkImport.environment.in_(sorted(user.environments)))
         .order_by(BulkImport.created_at.desc())
     )
     return list(db.session.scalars(query.limit(RECENT)))

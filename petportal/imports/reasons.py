@@ -31,9 +31,8 @@ def row_reason(row: ImportRow) -> str | None:
             return " ".join(problems) or None
         case RowReason.REFUSED:
             # A row refused before reasons were codes keeps the store's words alone (`message`).
-            said = store_words(
-                reason.get("said", StoreReason.STORE_SAID), reason.get("message", ""), reason.get("status")
-            )
+            code = StoreReason(reason.get("said", StoreReason.STORE_SAID))
+            said = store_words(code, reason.get("message", ""), reason.get("status"))
             return _("The pet store refused it: %(message)s", message=said)
         case RowReason.NO_ANSWER:
             return _("The pet store gave no usable answer: it may or may not have added this animal.")
@@ -44,7 +43,7 @@ def row_reason(row: ImportRow) -> str | None:
         case RowReason.PROMOTED_BEFORE:
             return _("Promoted before, with an outcome not known yet or unknown. It is never sent twice.")
         case RowReason.GONE if reason.get("said"):
-            said = store_words(reason["said"], reason.get("message", ""), reason.get("status"))
+            said = store_words(StoreReason(reason["said"]), reason.get("message", ""), reason.get("status"))
             return _("Staging no longer has this animal: %(message)s", message=said)
         case RowReason.GONE:
             return _("Staging no longer has this animal.")
@@ -83,7 +82,7 @@ def import_reason(batch: BulkImport) -> str | None:
             )
         case StopReason.LIMITED:
             return _(
-                "%(owner)s no longer works on %(environment)s, so nothing more was sent.",
+                "%(owner)s may no longer add to %(environment)s (limited or disabled), so nothing more was sent.",
                 owner=batch.username,
                 environment=environment,
             )

@@ -27,7 +27,7 @@ from flask import Flask, current_app
 from sqlalchemy import update
 
 from petportal.catalog import adding
-from petportal.catalog.adding import NotSentReason, held_by
+from petportal.catalog.adding import held_by
 from petportal.clock import now
 from petportal.config import settings
 from petportal.data import audit
@@ -45,6 +45,7 @@ from petportal.data.models import (
 )
 from petportal.extensions import db
 from petportal.imports.batches import FAILED_STATES, RUNNABLE, change, counts
+from petportal.petstore import Outcome
 from petportal.petstore.environments import environments
 
 log = logging.getLogger(__name__)
@@ -101,7 +102,7 @@ def _send_rows(app: Flask, import_id: str, runner: str) -> None:
     concurrency = settings(app).import_concurrency
     # The places of this process's imports to this environment: never more calls than its import client has.
     places = _places(app, batch.environment)
-    in_flight: set[Future[adding.Outcome]] = set()
+    in_flight: set[Future[adding.AddOutcome]] = set()
     pause: StopReason | None = None
     stop: Reason | None = None
     all_claimed = False
@@ -190,7 +191,7 @@ def _finish(batch: BulkImport, runner: str, pause: StopReason | None, stop: Reas
     db.session.commit()  # the finishing step: the import's end and its audit entry together
 
 
-def _send_one(app: Flask, ticket: adding.RowTicket) -> adding.Outcome:
+def _send_one(app: Flask, ticket: adding.RowTicket) -> adding.AddOutcome:
     """Send one claimed row through the one way an animal is added, with the import's own client."""
     with app.app_context():
         try:
@@ -202,11 +203,11 @@ def _send_one(app: Flask, ticket: adding.RowTicket) -> adding.Outcome:
             db.session.remove()
 
 
-def _pause_for(outcome: adding.Outcome) -> StopReason | None:
+def _pause_for(outcome: adding.AddOutcome) -> StopReason | None:
     """Why a row's outcome stops the import (a key refused, a store not answering, an unknown outcome); None
     when the import goes on."""
     match outcome:
-        case adding.NotSent(reason=NotSentReason.KEY_REJECTED):
+        case adding.NotSent(reason=Outcome.KEY_REJECTED):
             return StopReason.KEY_REJECTED
         case adding.NotSent():
             return StopReason.UNAVAILABLE

@@ -7,6 +7,7 @@ from petportal.petstore.errors import (
     Gone,
     InvalidRequest,
     NotFound,
+    Operation,
     Outcome,
     OutcomeUnknown,
     PetStoreError,
@@ -22,7 +23,6 @@ from petportal.petstore.records import (
     LIMIT_MAX,
     LIMIT_MIN,
     PET_STATUSES,
-    Operation,
     Pet,
 )
 

@@ -14,7 +14,7 @@ from flask import g, session
 from flask_login import current_user
 
 from petportal.petstore import PetStoreClient
-from petportal.petstore.environments import Environment, Health, environments
+from petportal.petstore.environments import Health, Store, environments
 
 log = logging.getLogger(__name__)
 PREVIEW_SESSION_KEY = "preview_environment"
@@ -24,7 +24,7 @@ PREVIEW_SESSION_KEY = "preview_environment"
 class Serving:
     """The environment this request is served from, its client, and what the portal knows of it."""
 
-    environment: Environment
+    environment: Store
     client: PetStoreClient
     preview: bool
     health: Health
@@ -59,7 +59,7 @@ def previewed_name() -> str:
     return name if isinstance(name, str) else ""
 
 
-def set_preview(environment: Environment | None) -> None:
+def set_preview(environment: Store | None) -> None:
     """Serve `environment` to this session alone from its next request on; None ends the preview."""
     if environment is None:
         session.pop(PREVIEW_SESSION_KEY, None)

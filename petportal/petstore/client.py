@@ -25,6 +25,7 @@ from petportal.petstore.bulkhead import Bulkhead
 from petportal.petstore.errors import (
     RETRIED,
     Busy,
+    Operation,
     Outcome,
     PetStoreError,
     StoreReason,
@@ -38,8 +39,8 @@ from petportal.petstore.records import (
     LIMIT_MAX,
     LIMIT_MIN,
     PET_STATUSES,
+    DescribedOperation,
     Guard,
-    Operation,
     Pet,
     ShapeError,
     parse_operations,
@@ -132,9 +133,9 @@ class PetStoreClient:
         extra_headers: Callable[[], dict[str, str]] = dict,
         deadline: Callable[[], float | None] = lambda: None,
         gate: Bulkhead | None = None,
-        observe: Callable[[str, Outcome, float, int], None] = lambda *call: None,
-        on_answer: Callable[[str, Outcome, Mapping[str, str]], None] = lambda *answer: None,
-        trace: Callable[[str], AbstractContextManager[Mapping[str, str]]] | None = None,
+        observe: Callable[[Operation, Outcome, float, int], None] = lambda *call: None,
+        on_answer: Callable[[Operation, Outcome, Mapping[str, str]], None] = lambda *answer: None,
+        trace: Callable[[Operation], AbstractContextManager[Mapping[str, str]]] | None = None,
     ) -> None:
         """`deadline()` may give the `time.monotonic()` by which a call and its retries must end (else
         `timeout` from the call's start); `gate` is a `Bulkhead` bounding how many calls may wait at once;
@@ -178,7 +179,7 @@ class PetStoreClient:
         params: dict[str, Any] = {"limit": limit}
         if status is not None:
             params["status"] = status
-        return self._call("GET", "/pets?" + urlencode(params), "listPets", parse_pets, deadline)
+        return self._call("GET", "/pets?" + urlencode(params), Operation.LIST_PETS, parse_pets, deadline)
 
     def create_pet(self, name: str, category_id: int, status: str | None = None, deadline: float | None = None) -> Pet:
         """createPet: add one animal and return it with its new id. Sent at most once."""
@@ -189,22 +190,22 @@ class PetStoreClient:
         payload = {"name": name, "categoryId": category_id}
         if status is not None:
             payload["status"] = status
-        return self._call("POST", "/pets", "createPet", parse_pet, deadline, json=payload)
+        return self._call("POST", "/pets", Operation.CREATE_PET, parse_pet, deadline, json=payload)
 
     def get_pet(self, pet_id: int, deadline: float | None = None) -> Pet:
         """getPet (deprecated): one animal by id."""
         _check_int(pet_id, "pet_id", INT64_MIN, INT64_MAX)
-        return self._call("GET", f"/pets/{pet_id}", "getPet", parse_pet, deadline)
+        return self._call("GET", f"/pets/{pet_id}", Operation.GET_PET, parse_pet, deadline)
 
-    def describe(self, deadline: float | None = None) -> dict[str, Operation]:
+    def describe(self, deadline: float | None = None) -> dict[str, DescribedOperation]:
         """The operations the store's own OpenAPI description (`<base>/openapi.json`) lists."""
-        return self._call("GET", "/openapi.json", "describe", parse_operations, deadline)
+        return self._call("GET", "/openapi.json", Operation.DESCRIBE, parse_operations, deadline)
 
     def _call(
         self,
         method: str,
         path: str,
-        operation: str,
+        operation: Operation,
         parse: Callable[[Any, Guard], T],
         deadline: float | None,
         **kwargs: Any,
@@ -225,7 +226,7 @@ class PetStoreClient:
         self,
         method: str,
         path: str,
-        operation: str,
+        operation: Operation,
         parse: Callable[[Any, Guard], T],
         started: float,
         deadline: float | None,
@@ -276,7 +277,9 @@ class PetStoreClient:
                 operation, StoreReason.UNUSABLE, detail, status=status, method=method, url=url
             ) from exc
 
-    def _read_body(self, response: BaseHTTPResponse, operation: str, method: str, url: str, deadline: float) -> bytes:
+    def _read_body(
+        self, response: BaseHTTPResponse, operation: Operation, method: str, url: str, deadline: float
+    ) -> bytes:
         """The whole body, refusing one over MAX_BODY_BYTES or one still arriving at `deadline`; the connection then
         goes back to the pool, unless it still holds part of the answer."""
         answered = partial(PetStoreError.of, operation, status=response.status, method=method, url=url)
@@ -314,7 +317,7 @@ def _check_status(status: str | None) -> None:
         raise ValueError(f"status must be one of {', '.join(PET_STATUSES)}")
 
 
-def _transport_error(exc: Exception, operation: str, method: str, url: str) -> PetStoreError:
+def _transport_error(exc: Exception, operation: Operation, method: str, url: str) -> PetStoreError:
     """The typed error for a request that got no answer at all."""
     reason = exc.reason if isinstance(exc, MaxRetryError) else exc
     if isinstance(reason, ConnectTimeoutError | SSLError):

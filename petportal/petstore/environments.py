@@ -13,11 +13,11 @@ from typing import Any, cast
 
 from flask import Flask, current_app, g, has_app_context, has_request_context
 
-from petportal.config import ENVIRONMENT_NAMES, settings
+from petportal.config import Environment, settings
 from petportal.data.models import Setting
 from petportal.data.unit_of_work import after_commit
 from petportal.extensions import DATABASE_OUTAGES, db
-from petportal.petstore import Outcome, PetStoreClient
+from petportal.petstore import Operation, Outcome, PetStoreClient
 from petportal.petstore.bulkhead import Bulkhead
 from petportal.telemetry import metrics, tracing
 
@@ -28,10 +28,10 @@ ACTIVE_REFRESH_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
-class Environment:
-    """What may be shown about an environment: never its key."""
+class Store:
+    """What may be shown about an environment's pet store: never its key."""
 
-    name: str
+    name: Environment
     base_url: str | None
     key_configured: bool
 
@@ -41,7 +41,7 @@ class Environment:
 
     @property
     def is_production(self) -> bool:
-        return self.name == "production"
+        return self.name is Environment.PRODUCTION
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +60,7 @@ class Health:
     key_rejected: bool = False
     notices: dict[str, DeprecationNotice] = field(default_factory=dict)
 
-    def record(self, operation: str, outcome: Outcome, headers: Mapping[str, str]) -> None:
+    def record(self, operation: Operation, outcome: Outcome, headers: Mapping[str, str]) -> None:
         """Called by the client with every answer it receives, as `classify` reads it."""
         if "Deprecation" in headers or "Sunset" in headers:
             self.notices[operation] = DeprecationNotice(headers.get("Deprecation"), headers.get("Sunset"))
@@ -90,17 +90,17 @@ class Environments:
         self._lock = threading.Lock()
         self._active: tuple[str | None, float] = (None, 0.0)
 
-    def all(self) -> list[Environment]:
+    def all(self) -> list[Store]:
         """Every known environment, configured or not, production first."""
-        return [self._environment(name) for name in ENVIRONMENT_NAMES]
+        return [self._environment(name) for name in Environment]
 
-    def get(self, name: object) -> Environment | None:
+    def get(self, name: object) -> Store | None:
         """The environment called `name`, or None for anything that is not one."""
         return self._environment(name) if isinstance(name, str) and name in self._settings else None
 
-    def _environment(self, name: str) -> Environment:
+    def _environment(self, name: str) -> Store:
         store = self._settings[name]
-        return Environment(name, store["url"], bool(store["key"]))
+        return Store(Environment(name), store["url"], bool(store["key"]))
 
     def health(self, name: str) -> Health:
         """What this process has learnt of environment `name` from its answers."""
@@ -137,7 +137,7 @@ class Environments:
             g.upstream_deadline = time.monotonic() + self.timeout
         return cast(float, g.upstream_deadline)
 
-    def active(self) -> Environment:
+    def active(self) -> Store:
         """The environment every user is served from, as last chosen by an admin."""
         name, fetched_at = self._active
         if name is None or time.monotonic() - fetched_at > ACTIVE_REFRESH_SECONDS:
@@ -164,7 +164,7 @@ class Environments:
 
     def _now_active(self, name: str) -> None:
         self._active = (name, time.monotonic())
-        metrics.show_active(ENVIRONMENT_NAMES, name)
+        metrics.show_active(Environment, name)
 
     def close(self) -> None:
         """Close every client's connections."""
@@ -188,7 +188,7 @@ def _request_id_header() -> dict[str, str]:
     return {"X-Request-ID": g.request_id} if has_request_context() and "request_id" in g else {}
 
 
-def observe_upstream(environment: str, operation: str, outcome: Outcome, seconds: float, retries: int) -> None:
+def observe_upstream(environment: str, operation: Operation, outcome: Outcome, seconds: float, retries: int) -> None:
     """A client's observer (with `environment` bound): each call's time, retries and outcome, in the metrics."""
     metrics.UPSTREAM_SECONDS.labels(environment, operation, outcome).observe(seconds)
     if retries:

@@ -68,6 +68,15 @@ class StoreReason(StrEnum):
     TOO_BUSY = "too_busy"
 
 
+class Operation(StrEnum):
+    """A call to the pet store: an operationId of the API, or its description (`describe`)."""
+
+    LIST_PETS = "listPets"
+    GET_PET = "getPet"
+    CREATE_PET = "createPet"
+    DESCRIBE = "describe"
+
+
 class Outcome(StrEnum):
     """What a call's end means (`classify`): the error the client raises, what health and metrics count."""
 
@@ -87,7 +96,7 @@ RETRIED = frozenset({502, 503, 504})
 STATUS_OUTCOMES = {400: Outcome.REFUSED, 401: Outcome.KEY_REJECTED, 404: Outcome.NOT_FOUND, 410: Outcome.GONE}
 
 
-def classify(operation: str, status: int | None, *, usable: bool = True) -> Outcome:
+def classify(operation: Operation, status: int | None, *, usable: bool = True) -> Outcome:
     """What the end of a call to `operation` means: the one place that decides it. `status` is the answer's (None:
     none came once the request was sent), `usable` whether its body could be read as the interface defines.
 
@@ -95,13 +104,13 @@ def classify(operation: str, status: int | None, *, usable: bool = True) -> Outc
     nothing was added. Any other end (no answer, 5xx, 429, a 418 from a gateway, an unreadable 201) may come after
     the store acted, so its outcome is unknown. A read's outcome never matters: 429 and 5xx only say to try again.
     """
-    if operation == "createPet":
+    if operation == Operation.CREATE_PET:
         if status in (400, 401):
             return STATUS_OUTCOMES[status]
         return Outcome.OK if status == 201 and usable else Outcome.UNKNOWN
     if status is None:
         return Outcome.UNAVAILABLE
-    if not usable or (status == 404 and operation != "getPet"):
+    if not usable or (status == 404 and operation != Operation.GET_PET):
         return Outcome.UNUSABLE
     if 200 <= status < 300:
         return Outcome.OK
@@ -152,7 +161,7 @@ class PetStoreError(Exception):
         return f"{type(self).__name__}({self.reason!r}, {self.message!r}, status={self.status!r}, code={self.code!r})"
 
     @staticmethod
-    def of(operation: str, reason: StoreReason, message: str = "", **details: Any) -> "PetStoreError":
+    def of(operation: Operation, reason: StoreReason, message: str = "", **details: Any) -> "PetStoreError":
         """The typed error for a call to `operation` that ended for `reason` (with the answer's `status` if one
         came), as `classify` reads it."""
         usable = reason not in (StoreReason.UNUSABLE, StoreReason.TOO_LARGE, StoreReason.UNDECODABLE)
@@ -161,7 +170,7 @@ class PetStoreError(Exception):
 
     @staticmethod
     def from_status(
-        status: int, body: bytes, *, operation: str, method: str, url: str, secrets: Iterable[str] = ()
+        status: int, body: bytes, *, operation: Operation, method: str, url: str, secrets: Iterable[str] = ()
     ) -> "PetStoreError":
         """The typed error for an answer that is no success, with the API's own code and message when it sent
         an Error."""

@@ -9,7 +9,7 @@ from sqlalchemy import inspect
 from sqlalchemy.exc import OperationalError
 
 from petportal.auth import accounts
-from petportal.config import ENVIRONMENT_NAMES
+from petportal.config import Environment
 from petportal.data import audit
 from petportal.data.database import INIT_DB_HINT, DatabaseState, database_state
 from petportal.data.models import AuditAction, AuditDetail, Role
@@ -76,7 +76,7 @@ def user_commands() -> None:
 )
 @click.option(
     "--environments",
-    default=",".join(ENVIRONMENT_NAMES),
+    default=",".join(Environment),
     show_default=True,
     help="The environments the account may work on, comma-separated.",
 )
@@ -91,14 +91,14 @@ def create_user(name: str, role: str, environments: str, password_stdin: bool) -
         works_on = accounts.environments_of([each.strip() for each in environments.split(",")])
     except accounts.AccountError:
         raise click.ClickException(
-            f"--environments is {', '.join(ENVIRONMENT_NAMES)} or both, comma-separated; not {environments!r}."
+            f"--environments is {', '.join(Environment)} or both, comma-separated; not {environments!r}."
         ) from None
     if password_stdin:
         password = sys.stdin.readline().rstrip("\r\n")
     else:
         password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
     try:
-        user = accounts.create(name, role, password, must_change_password=False, environments=works_on)
+        user = accounts.create(name, Role(role), password, must_change_password=False, environments=works_on)
     except accounts.AccountError as error:
         raise click.ClickException(str(error)) from None
     audit.record(
@@ -109,7 +109,7 @@ def create_user(name: str, role: str, environments: str, password_stdin: bool) -
         role=role,
     )
     db.session.commit()  # the command is the unit of work: the account and its audit entry together
-    click.echo(f"Added {role} {user.username!r}, working on {' and '.join(works_on.split())}.")
+    click.echo(f"Added {role} {user.username!r}, working on {' and '.join(sorted(works_on))}.")
 
 
 @user_commands.command("reset-mfa")

@@ -21,7 +21,7 @@ from flask import Flask
 from werkzeug.serving import is_running_from_reloader
 
 from petportal.catalog import categories
-from petportal.config import DEMO_STARTED_VARIABLE, ENVIRONMENT_NAMES, INSTANCE_PATH, demo_wanted, settings
+from petportal.config import DEMO_STARTED_VARIABLE, INSTANCE_PATH, Environment, demo_wanted, settings
 from petportal.data import audit
 from petportal.data.models import Role, User
 from petportal.extensions import db
@@ -61,7 +61,7 @@ def portal(create_app: Callable[..., Flask], host: str, port: int) -> Flask:
     os.environ[DEMO_STARTED_VARIABLE] = json.dumps(demo)
     with app.app_context():
         upgrade_database()
-        for environment in ENVIRONMENT_NAMES:
+        for environment in Environment:
             for category_id, label in DEMO_LABELS.items():
                 categories.name(environment, category_id, label, actor=audit.DEMO)
         create_accounts(stores)
@@ -82,7 +82,7 @@ def start_stores(instance_path: str) -> dict[str, dict[str, str]]:
     stores: dict[str, dict[str, str]] = {}
     processes: list[subprocess.Popen[bytes]] = []
     ports: list[int] = []
-    for name in ENVIRONMENT_NAMES:
+    for name in Environment:
         database = folder / f"{name}.sqlite"
         env = {
             # Not the portal's own Flask settings: `--debug` would give each store a reloader too.

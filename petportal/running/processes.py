@@ -67,7 +67,7 @@ M_ARENA_MAX = -8
 
 def fewer_malloc_arenas(arenas: int = 2) -> None:
     """Let glibc keep at most `arenas` malloc arenas here and in forked workers: with one per thread, a worker's
-    RSS crept up ~10% over 10,000 requests while the Python heap stayed flat; two keep it under 5% (bench.memory)."""
+    RSS crept up over 10,000 requests while the Python heap stayed flat (docs/performance.md, "Two malloc arenas")."""
     try:
         mallopt = ctypes.CDLL(None).mallopt  # the C library this process already has
     except (OSError, AttributeError):

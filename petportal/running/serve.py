@@ -1,6 +1,7 @@
-"""Production serving: `flask --app app serve [--bind HOST:PORT] [--workers N]`, with granian (faster than gunicorn
-in `python -m bench`; gunicorn.conf.py still works). The command execs `python -m petportal.running.serve` (same
-pid, so signals reach the server), which builds the app once and forks the workers from it."""
+"""Production serving: `flask --app app serve [--bind HOST:PORT] [--workers N]`, with granian (docs/performance.md,
+"granian as the production server"; gunicorn.conf.py still works). The command execs `python -m
+petportal.running.serve` (same pid, so signals reach the server), which builds the app once and forks the workers
+from it."""
 
 from __future__ import annotations
 

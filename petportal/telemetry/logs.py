@@ -8,7 +8,7 @@ import collections
 import logging
 import multiprocessing.util
 import os
-import random
+import secrets
 import select
 import sys
 import threading
@@ -64,7 +64,7 @@ def not_a_development_server_request(record: logging.LogRecord) -> bool:
 
 class EachSecondOnce(logging.Formatter):
     """A line's time as `logging.Formatter` writes it, its date and clock time worked out once a second rather
-    than once a line: that was half of formatting an access line, and every request writes one."""
+    than once a line, as every request writes one (docs/performance.md, "access lines")."""
 
     _second: tuple[int, str] = (-1, "")
 
@@ -94,11 +94,6 @@ def configure(log_format: str) -> None:
     """Send the portal's logs to standard error, as text or as JSON (`PETPORTAL_LOG_FORMAT`). With JSON, the
     development server's lines (`flask run`, `python app.py`) go the same way."""
     egress.guard_every_record()
-    # No line shows the source file or the thread, so no record looks them up (the logging HOWTO's
-    # optimisations): an access line is written for every request, cached pages included. The process id
-    # stays: gunicorn's own text lines show it.
-    logging._srcfile = None  # documented in the logging HOWTO, "Optimization"
-    logging.logThreads = logging.logMultiprocessing = False
     # OpenTelemetry's and urllib3's warnings (a malformed incoming trace header, a retried call) are written as
     # the portal's lines are, never by Python's bare fallback handler.
     for name in ["petportal", *LIBRARY_LOGGERS] + (["werkzeug"] if log_format == "json" else []):
@@ -255,8 +250,8 @@ class AccessLines:
     def _log(self, event: AccessEvent) -> None:
         if not self.log.isEnabledFor(logging.INFO):
             return
-        # A record is a copy of one made once per process, with this event's fields: making each through LogRecord
-        # took a third of a line's time. It has the event's time, not the time it became a line.
+        # A record is a copy of one made once per process, with this event's fields (docs/performance.md,
+        # "access lines"). It has the event's time, not the time it became a line.
         if self._model is None or self._model[0] != os.getpid():
             record = self.log.makeRecord(
                 ACCESS_LOGGER, logging.INFO, "(unknown file)", 0, "%s %r %s %.2f ms", (), None, "(unknown function)"
@@ -324,14 +319,12 @@ FLUSH_SECONDS = 0.2
 MOST_PENDING = 8192
 
 
-# Issue 41's bench without this (the thread, the copied records, the batches): cached portal/floor rps at c=8 -32%;
-# -17% (0.24 -> 0.20) against one LogRecord a line, made by AccessLog directly and marked checked (second round).
+# docs/performance.md, "access lines" (the thread, the copied records, the batches, measured together).
 def batch_access_lines(log_format: str) -> None:
     """In a production server's worker: make the access lines in a thread of the worker's own (`AccessLines`) and
-    write them in batches (`LineBatches`) instead of one write a request. Every request has one: batching the
-    writes served 11% more cached pages a second under granian, and making the lines out of the requests' way
-    about 15% more again (docs/performance.md). A line waits at most `FLUSH_SECONDS`, and what is left is written
-    when the worker stops. Call it once in each worker, after the fork."""
+    write them in batches (`LineBatches`) instead of one write a request: every request has one, cached pages
+    included. A line waits at most `FLUSH_SECONDS`, and what is left is written when the worker stops. Call it
+    once in each worker, after the fork."""
     handler = LineBatches(2)  # standard error, as the portal's other lines
     handler.setFormatter(formatter(log_format))
     handler.addFilter(RequestContextFilter())
@@ -360,16 +353,12 @@ def batch_access_lines(log_format: str) -> None:
 
 def assigned_request_id(environ: WSGIEnvironment) -> str:
     """This request's id, made once and kept in the environ: the access line, the page cache and Flask's hook all
-    give the same. A proxy's own (X-Request-ID) when it looks like one, else a new one: arbitrary text is never
-    echoed into logs.
-
-    A new id is 128 random bits from `random`, which each worker reseeds at its fork: an id names a request in the
-    logs and guards nothing, and `os.urandom` would let go of the GIL on every request, a chance for each of the
-    worker's other threads to take it in between."""
+    give the same. A proxy's own (X-Request-ID) when it looks like one, else a new one of 128 random bits:
+    arbitrary text is never echoed into logs."""
     if REQUEST_ID not in environ:
         incoming = environ.get("HTTP_X_REQUEST_ID", "")
         looks_like_one = incoming.isascii() and incoming.isalnum() and 8 <= len(incoming) <= 64
-        environ[REQUEST_ID] = incoming if looks_like_one else f"{random.getrandbits(128):032x}"
+        environ[REQUEST_ID] = incoming if looks_like_one else secrets.token_hex(16)
     return cast(str, environ[REQUEST_ID])
 
 

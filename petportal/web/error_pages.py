@@ -149,10 +149,9 @@ def key_rejected_page(name: str) -> ErrorPage:
     return render_error(502, _("The pet store is temporarily unavailable. Try again later."), retry=True)
 
 
-def store_words(reason: str, message: str = "", status: int | None = None) -> str:
-    """Why a pet store call failed (a `StoreReason`, with its error's `message` and `status`), in the request's
-    language."""
-    return str(STORE_REASONS[StoreReason(reason)]) % {"message": message, "status": status}
+def store_words(reason: StoreReason, message: str = "", status: int | None = None) -> str:
+    """Why a pet store call failed (with its error's `message` and `status`), in the request's language."""
+    return str(STORE_REASONS[reason]) % {"message": message, "status": status}
 
 
 def handle_unexpected_error(error: Exception) -> ErrorPage:

@@ -2,11 +2,12 @@
 
 `cached_page` (in Flask) gives an anonymous page an ETag and 304s, and marks it shareable when it used nothing of the
 visitor's; `SharedPages` (WSGI, inside ProxyFix) stores such a page whole and replays it without Flask to visitors
-with no session or remember-me cookie, remaking only X-Request-ID and 304s. A page's key holds scheme, host,
-environment and its generation (bumped when an animal is added), language, encoding, path and the query as the page
-reads it (`cached_page`'s `query`: its known parameters, each written one way), so it is replayed only where Flask
-would answer exactly that page, and no junk in a URL makes a page that is not kept: Flask is handed that query too.
-Neither writes a Date: every server writes its own.
+with no session or remember-me cookie, remaking only X-Request-ID and 304s. A page's key holds scheme, environment
+and its generation (bumped when an animal is added), language, encoding, path and the query as the page reads it
+(`cached_page`'s `query`: its known parameters, each written one way), so it is replayed only where Flask would
+answer exactly that page, and no junk in a URL makes a page that is not kept: Flask is handed that query too. No
+host: a page names none, and a host the portal does not answer to goes to Flask for its 400 page. Neither writes a
+Date: every server writes its own.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from flask import Response as FlaskResponse
 from flask_login import current_user
 from werkzeug.datastructures import MultiDict
 from werkzeug.exceptions import HTTPException
+from werkzeug.sansio.utils import host_is_trusted
 from werkzeug.wrappers import Response
 
 from petportal.config import REMEMBER_COOKIE, settings
@@ -52,8 +54,8 @@ PER_RESPONSE = frozenset({"date", "x-request-id", "content-length"})
 CONDITIONS = ("HTTP_IF_NONE_MATCH", "HTTP_IF_MODIFIED_SINCE", "HTTP_IF_MATCH", "HTTP_IF_UNMODIFIED_SINCE", "HTTP_RANGE")
 # How many URLs a process remembers the sharing of before it starts again, each at most this long: at most
 # about 2 MB, whatever URLs a client makes up.
-# Issue 41's bench without these memos (this, the plain replay below, metrics._REQUEST_SERIES, encoding_for's cache,
-# front_door.PROCESS_ONLY), measured together: cached portal/floor rps at c=8 -56% (0.16 -> 0.07).
+# docs/performance.md, "the request path's memos" (this, the plain replay below, metrics._REQUEST_SERIES,
+# encoding_for's cache, front_door.PROCESS_ONLY, measured together).
 REMEMBERED_URLS = 4096
 REMEMBERED_URL_LENGTH = 512
 # Pages, an import's progress and its results: what a browser or a proxy must not keep unless a view says so.
@@ -93,6 +95,7 @@ class SharedPages:
         self.wsgi_app = wsgi_app
         self.seconds = math.ceil(settings(app).cache_seconds)
         self.cookies = (app.config["SESSION_COOKIE_NAME"], REMEMBER_COOKIE)
+        self.trusted_hosts = settings(app).trusted_hosts
         # (path, query) -> the endpoint whose page may be shared and the query it reads, or None; fixed while the
         # process runs.
         self.endpoints: dict[tuple[str, str], tuple[str, str] | None] = {}
@@ -134,6 +137,8 @@ class SharedPages:
         """The endpoint of a GET or HEAD that a shared page may answer and the query it reads, else None."""
         if environ["REQUEST_METHOD"] not in ("GET", "HEAD") or unreadable(environ) is not None:
             return None  # not a page to share, or one Flask answers with its 400 page
+        if self.trusted_hosts and not host_is_trusted(environ.get("HTTP_HOST", ""), self.trusted_hosts):
+            return None  # Flask's 400 page
         # A cookie header naming the session or remember-me goes to Flask (a false alarm costs a fresh page).
         cookie = environ.get("HTTP_COOKIE", "")
         if cookie and any(name in cookie for name in self.cookies):
@@ -227,9 +232,8 @@ def _generation_key(environment_name: str) -> str:
 
 def _page_key(app: Flask, backend: BaseCache, environment: str, environ: WSGIEnvironment) -> str:
     generation = _safely(app, backend.get, _generation_key(environment)) or 0
-    host = environ.get("HTTP_HOST") or f"{environ.get('SERVER_NAME', '')}:{environ.get('SERVER_PORT', '')}"
-    # Quoted (repr) part by part, so no Host header can pass itself off as part of a path.
-    where = (environ["wsgi.url_scheme"], host, environ.get("PATH_INFO", ""), environ.get("QUERY_STRING", ""))
+    # Quoted (repr) part by part, so no path can pass itself off as part of a query.
+    where = (environ["wsgi.url_scheme"], environ.get("PATH_INFO", ""), environ.get("QUERY_STRING", ""))
     encoding = encoding_for(environ.get("HTTP_ACCEPT_ENCODING", ""))
     return f"page:{environment}:{generation}:{language_of(environ)}:{encoding}:{where!r}"
 
