@@ -1,11 +1,8 @@
-"""A portal readied and driven from outside, as an operator and a browser do; the benches and the tests share it.
+"""A portal readied and driven from outside, as an operator and a browser do, for the benches.
 
-Its one home is here, in the `bench` package, because that is the side both can import plainly: `python -m bench`
-runs from the checkout's root, where `bench` is a package, and the tests' conftest.py puts the same root on
-their path, so both write `from bench.portal import ...`. The tests' own modules (helpers.py, servers.py) are
-top-level modules found only through tests/ on pytest's path, and they import pytest; the benches could not
-import them without a path of their own and the test tools.
-"""
+`python -m bench` runs from the checkout's root, where `bench` is a package. The tests keep the same few functions
+in tests/support/portal.py: they do not import `bench`, which is not installed (the wheel ships `petportal` alone),
+and `bench` does not import the tests."""
 
 import os
 import re

@@ -1,25 +1,20 @@
 """Fixtures: real reference stores on real ports, the portal over them (built and closed for each test,
 every response scanned for secrets), a fault server, and the optional real PostgreSQL.
 
-Helpers live in helpers.py, real servers in servers.py, the figures and the secret scan in scanning.py; what
-the benches use too (readying a portal with its commands, a form's CSRF token, a logged-in browser) in
-bench/portal.py.
+Helpers live in the `support` package beside this file (support/__init__.py lists its modules): helpers.py, real
+servers in servers.py, the figures and the secret scan in scanning.py, a portal readied and driven from outside in
+portal.py.
 """
 
 import logging
 import os
-import sys
-from pathlib import Path
 
 import pytest
 from hypothesis import settings
 
-# The checkout's root, where `python -m bench` finds the `bench` package: so that `from bench.portal import`
-# works here too (pytest itself puts only tests/ on the path).
-sys.path.append(str(Path(__file__).resolve().parent.parent))
-# Under pytest-xdist each worker flushes a Redis database of its own, read by helpers.py below: the base's number
-# minus the worker's (15, 14, 13, ... from CI's 15), wrapping round within Redis's 16 (0 to 15): distinct for up
-# to 16 workers.
+# Under pytest-xdist each worker flushes a Redis database of its own, read by support/helpers.py below: the base's
+# number minus the worker's (15, 14, 13, ... from CI's 15), wrapping round within Redis's 16 (0 to 15): distinct
+# for up to 16 workers.
 _worker = os.environ.get("PYTEST_XDIST_WORKER", "")
 if _worker.startswith("gw") and os.environ.get("PETPORTAL_TEST_REDIS_URL"):
     _base, _, _number = os.environ["PETPORTAL_TEST_REDIS_URL"].rpartition("/")
@@ -35,16 +30,15 @@ def pytest_xdist_auto_num_workers(config):
 
 
 # Before they are imported: their asserts then explain themselves as a test's own do.
-pytest.register_assert_rewrite("helpers", "scanning", "bench.portal")
-
-import openid_provider  # noqa: E402
+pytest.register_assert_rewrite("support")
 
 from petportal import create_app  # noqa: E402
 from petportal.data.models import User  # noqa: E402
 from petportal.extensions import db  # noqa: E402
 
-from browsers import chromium  # noqa: E402
-from helpers import (  # noqa: E402
+from support import openid_provider  # noqa: E402
+from support.browsers import chromium  # noqa: E402
+from support.helpers import (  # noqa: E402
     COMPILED_TEMPLATES,
     PASSWORD_HASHES,
     PRODUCTION_KEY,
@@ -60,10 +54,10 @@ from helpers import (  # noqa: E402
     postgres_schema_url,
     routed_store,
 )
-from scanning import SecretScanner, leaks  # noqa: E402
-from servers import FaultServer, StoreRouter, serve  # noqa: E402
+from support.scanning import SecretScanner, leaks  # noqa: E402
+from support.servers import FaultServer, StoreRouter, serve  # noqa: E402
 
-pytest_plugins = ["scanning"]
+pytest_plugins = ["support.scanning"]
 
 # Every property test's bounds unless it sets its own: 50 examples, and no deadline per example (a machine busy
 # with other tests makes an example slow, not wrong). HYPOTHESIS_PROFILE=thorough tries ten times as many.
@@ -221,7 +215,7 @@ def auth_for():
 
 @pytest.fixture(scope="module")
 def identity_provider(tmp_path_factory):
-    """A certified OpenID Provider on a real port (tests/openid_provider.py), or None where Node or the npm
+    """A certified OpenID Provider on a real port (tests/support/openid_provider.py), or None where Node or the npm
     package is missing: the single sign-on tests then skip, and the fuzz runs without a company sign-in."""
     if not openid_provider.available():
         yield None

@@ -5,12 +5,12 @@ import re
 
 import pytest
 
-from bench.portal import csrf_token
 from petportal.auth import accounts
 from petportal.data.models import AuditEntry, User
 from petportal.extensions import db
 
-from helpers import NEW_PASSWORDS, PASSWORDS, AuthActions, at_once, post_form
+from support.helpers import NEW_PASSWORDS, PASSWORDS, AuthActions, at_once, post_form
+from support.portal import csrf_token
 
 INITIAL, CHOSEN, LATER = NEW_PASSWORDS
 
@@ -243,7 +243,7 @@ def test_disabling_logs_the_account_out_and_keeps_it_out_until_enabled(portal_ap
     staff.delete_cookie("session")
     assert logged_out(staff), "the remember-me cookie still logs a disabled account in"
     refused = AuthActions(portal_app.test_client()).login("staff")
-    assert refused.status_code == 401, "answered as a wrong password is (test_lockout.py)"
+    assert refused.status_code == 401, "answered as a wrong password is (test_login_limits.py)"
     assert "disabled" in admin.get("/admin/users").text
     manage(admin, "staff", "enable")
     assert AuthActions(portal_app.test_client()).login("staff").status_code == 303

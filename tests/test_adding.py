@@ -8,10 +8,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
-from bench.portal import csrf_token
-
-from helpers import PASSWORDS, AuthActions, submission_token
-from servers import FaultServer, answer, delay, serve
+from support.helpers import PASSWORDS, AuthActions, submission_token
+from support.portal import csrf_token
+from support.servers import FaultServer, answer, delay, serve
 
 
 def open_form(client):

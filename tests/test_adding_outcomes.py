@@ -12,11 +12,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from bench.portal import csrf_token
 from petportal.data.models import AuditEntry, CategoryLabel, ImportRow, SubmissionToken, TicketState
 from petportal.extensions import db
 
-from helpers import (
+from support.helpers import (
     PASSWORDS,
     PRODUCTION_KEY,
     AuthActions,
@@ -27,7 +26,8 @@ from helpers import (
     submission_token,
     upload,
 )
-from servers import FaultServer, answer, free_port, serve
+from support.portal import csrf_token
+from support.servers import FaultServer, answer, free_port, serve
 
 PACKAGE = Path(__file__).resolve().parent.parent / "petportal"
 

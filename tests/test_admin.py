@@ -5,12 +5,12 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bench.portal import csrf_token
 from petportal.data.models import AuditEntry
 from petportal.extensions import db
 
-from helpers import PASSWORDS, PRODUCTION_KEY, STAGING_KEY, AuthActions, portal_config
-from servers import FaultServer, answer
+from support.helpers import PASSWORDS, PRODUCTION_KEY, STAGING_KEY, AuthActions, portal_config
+from support.portal import csrf_token
+from support.servers import FaultServer, answer
 
 
 def switch(client, environment, confirm=None):
@@ -198,7 +198,7 @@ def test_a_preview_serves_only_that_admins_session(portal_app, auth, client, pro
 def test_a_form_opened_during_a_preview_is_not_sent_elsewhere_after_it_ends(
     portal_app, auth, client, production_store, staging_store
 ):
-    from helpers import submission_token
+    from support.helpers import submission_token
 
     auth.login("admin")
     preview(client, "staging")

@@ -4,12 +4,12 @@ from urllib.parse import urljoin, urlsplit
 
 import pytest
 
-from bench.portal import csrf_token
 from petportal.data.models import AuditEntry
 from petportal.extensions import db
 
-from helpers import PASSWORDS
-from scanning import FIGURES
+from support.helpers import PASSWORDS
+from support.portal import csrf_token
+from support.scanning import FIGURES
 
 HOSTILE_NEXT = [
     "https://evil.example/",

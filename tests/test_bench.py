@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from bench.portal import PROJECT_ROOT, portal_environment
+from support.portal import PROJECT_ROOT, portal_environment
 
 pytestmark = pytest.mark.slow
 

@@ -4,10 +4,10 @@ import re
 
 import pytest
 
-import browsers
-from browsers import SCREENSHOTS, desktop_page, sideways_scroll
-from helpers import PASSWORDS, SlowStore, totp
-from servers import FaultServer, answer, serve
+from support import browsers
+from support.browsers import SCREENSHOTS, desktop_page, sideways_scroll
+from support.helpers import PASSWORDS, SlowStore, totp
+from support.servers import FaultServer, answer, serve
 
 pytestmark = pytest.mark.slow
 

@@ -7,11 +7,11 @@ import unicodedata
 
 import pytest
 
-from bench.portal import csrf_token
 from petportal.data.models import AuditEntry, CategoryLabel
 from petportal.extensions import db
 
-from helpers import at_once, post_form, submission_token
+from support.helpers import at_once, post_form, submission_token
+from support.portal import csrf_token
 
 HOSTILE = '<script>alert("x")</script> & <b>bold</b>'
 

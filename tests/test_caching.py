@@ -7,10 +7,9 @@ import time
 import brotli
 import pytest
 
-from bench.portal import csrf_token
-
-from helpers import AuthActions, submission_token
-from servers import serve
+from support.helpers import AuthActions, submission_token
+from support.portal import csrf_token
+from support.servers import serve
 
 
 @pytest.fixture

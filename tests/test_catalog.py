@@ -4,9 +4,9 @@ import re
 
 import pytest
 
-from helpers import PRODUCTION_KEY
-from scanning import FIGURES
-from servers import FaultServer, answer
+from support.helpers import PRODUCTION_KEY
+from support.scanning import FIGURES
+from support.servers import FaultServer, answer
 
 
 def upstream_targets(store):

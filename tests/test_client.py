@@ -22,8 +22,8 @@ from petportal.petstore import (
 from petportal.petstore.bulkhead import Bulkhead
 from petportal.petstore.environments import Health
 
-from helpers import STORE_KEY
-from servers import (
+from support.helpers import STORE_KEY
+from support.servers import (
     FaultServer,
     answer,
     delay,
@@ -38,7 +38,8 @@ REX = {"id": 1, "name": "Rex", "categoryId": 2, "status": "available"}
 
 
 @pytest.fixture
-def client(store_url):
+def store_client(store_url):
+    """A client of the real reference store (not conftest's `client`, the portal's Flask test client)."""
     client = PetStoreClient(store_url, STORE_KEY, timeout=5)
     yield client
     client.close()
@@ -64,31 +65,31 @@ def patient(fault_server):
 # --- against the real reference store -------------------------------------------------------------
 
 
-def test_create_then_get_and_list_return_typed_records(client):
-    created = client.create_pet("Rex", 3, "pending")
+def test_create_then_get_and_list_return_typed_records(store_client):
+    created = store_client.create_pet("Rex", 3, "pending")
     assert isinstance(created, Pet) and created.id > 0
     assert created == Pet(id=created.id, name="Rex", category_id=3, status="pending")
-    assert client.get_pet(created.id) == created
-    assert client.list_pets(limit=10) == [created]
+    assert store_client.get_pet(created.id) == created
+    assert store_client.list_pets(limit=10) == [created]
 
 
-def test_status_filter_and_limit_reach_the_store(client):
+def test_status_filter_and_limit_reach_the_store(store_client):
     for status in ("available", "sold", "sold", None):
-        client.create_pet("Pet", 1, status)
-    assert [pet.status for pet in client.list_pets(status="sold")] == ["sold", "sold"]
-    assert len(client.list_pets(limit=3)) == 3
-    assert client.list_pets()[-1].status is None
+        store_client.create_pet("Pet", 1, status)
+    assert [pet.status for pet in store_client.list_pets(status="sold")] == ["sold", "sold"]
+    assert len(store_client.list_pets(limit=3)) == 3
+    assert store_client.list_pets()[-1].status is None
 
 
-def test_int64_values_beyond_2_to_the_53_survive_intact(client):
-    created = client.create_pet("Big", 2**63 - 1)
+def test_int64_values_beyond_2_to_the_53_survive_intact(store_client):
+    created = store_client.create_pet("Big", 2**63 - 1)
     assert created.category_id == 2**63 - 1
-    assert client.get_pet(created.id).category_id == 2**63 - 1
+    assert store_client.get_pet(created.id).category_id == 2**63 - 1
 
 
-def test_store_400_becomes_invalid_request_with_the_apis_code_and_message(client):
+def test_store_400_becomes_invalid_request_with_the_apis_code_and_message(store_client):
     with pytest.raises(InvalidRequest) as raised:
-        client.create_pet("nul\u0000name", 1)
+        store_client.create_pet("nul\u0000name", 1)
     assert raised.value.status == 400
     assert raised.value.code == "invalid_body"
     assert "NUL" in raised.value.message
@@ -102,9 +103,9 @@ def test_wrong_key_becomes_unauthorized_on_every_operation(store_url):
     client.close()
 
 
-def test_unknown_id_becomes_not_found(client):
+def test_unknown_id_becomes_not_found(store_client):
     with pytest.raises(NotFound):
-        client.get_pet(123456)
+        store_client.get_pet(123456)
 
 
 def test_every_answer_reaches_the_health_record_with_its_notices_and_key_verdict(store_url):

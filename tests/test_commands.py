@@ -8,14 +8,14 @@ import sys
 import pytest
 from sqlalchemy import String, type_coerce
 
-from bench.portal import FLASK_PORTAL, PROJECT_ROOT, portal_environment
 from petportal import create_app
 from petportal.data.models import User
 from petportal.extensions import db
 from petportal.running import commands
 
-from helpers import portal_config
-from servers import free_port
+from support.helpers import portal_config
+from support.portal import FLASK_PORTAL, PROJECT_ROOT, portal_environment
+from support.servers import free_port
 
 
 def users(app):
@@ -246,3 +246,41 @@ def test_the_stores_command_line_lists_only_the_stores_commands():
         check=True,
     )
     assert "serve" in portal.stdout.split("Commands:")[1].split(), "the portal's own list still has it"
+
+
+# --- demo mode never touches a configured database -----------------------------------------------------------------
+
+
+def test_demo_mode_refuses_a_configured_database_and_changes_no_account(tmp_path):
+    database = f"sqlite:///{tmp_path / 'real.sqlite'}"
+    elsewhere = {"url": "http://127.0.0.1:9/v1", "key": "elsewhere-key-0123456789ab"}
+    app = create_app(
+        {
+            "TESTING": True,
+            "SECRET_KEY": "x" * 32,
+            "SQLALCHEMY_DATABASE_URI": database,
+            "PETSTORE_ENVIRONMENTS": {"production": elsewhere, "staging": elsewhere},
+        }
+    )
+    with app.app_context():
+        db.create_all()
+        admin = User(username="admin", role="admin")
+        admin.set_password("the real admin password")
+        db.session.add(admin)
+        db.session.commit()
+        db.engine.dispose()
+    app.extensions["petportal.petstore.environments"].close()
+    started = subprocess.run(
+        [sys.executable, "app.py"],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=portal_environment(PETPORTAL_DATABASE_URL=database),
+        check=False,
+    )
+    assert started.returncode != 0
+    assert "PETPORTAL_DATABASE_URL" in started.stderr
+    with app.app_context():
+        assert db.session.scalar(db.select(User).filter_by(username="admin")).check_password("the real admin password")
+        db.engine.dispose()

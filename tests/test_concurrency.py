@@ -14,11 +14,10 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
-from bench.portal import csrf_token
-
-from helpers import PASSWORDS, PRODUCTION_KEY, dispose_store, make_store, portal_config, submission_token
-from scanning import FIGURES
-from servers import serve
+from support.helpers import PASSWORDS, PRODUCTION_KEY, dispose_store, make_store, portal_config, submission_token
+from support.portal import csrf_token
+from support.scanning import FIGURES
+from support.servers import serve
 
 pytestmark = pytest.mark.slow
 

@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 import requests
 
-from bench.portal import PROJECT_ROOT, csrf_token, portal_environment
 from petportal.reference_store import SAMPLES
 from petportal.running import demo
 from petportal.running.processes import wait_for_port
 
-from servers import free_port
+from support.portal import PROJECT_ROOT, csrf_token, portal_environment
+from support.servers import free_port
 
 pytestmark = pytest.mark.slow
 

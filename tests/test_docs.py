@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from bench.portal import PROJECT_ROOT
+from support.portal import PROJECT_ROOT
 
 PAGES = [PROJECT_ROOT / "README.md", *sorted((PROJECT_ROOT / "docs").glob("*.md"))]
 # Markdown links and images, and HTML src/href attributes.

@@ -12,13 +12,13 @@ import traceback
 import pytest
 import requests
 
-from bench.portal import csrf_token, logged_in, prepare_portal
 from petportal import egress
 from petportal.secret_guard import SecretGuard
 from petportal.telemetry import logs, tracing
 
-from helpers import PASSWORDS, PRODUCTION_KEY, production_variables
-from servers import Receiver, running
+from support.helpers import PASSWORDS, PRODUCTION_KEY, production_variables
+from support.portal import csrf_token, logged_in, prepare_portal
+from support.servers import Receiver, running
 
 PETS = b'[{"id": 1, "name": "Rex", "categoryId": 1, "status": "available"}]'
 

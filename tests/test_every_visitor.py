@@ -17,9 +17,9 @@ from petportal.auth import accounts
 from petportal.catalog import categories
 from petportal.extensions import db
 
-from browsers import SCREENSHOTS, sideways_scroll
-from helpers import PASSWORDS
-from servers import serve
+from support.browsers import SCREENSHOTS, sideways_scroll
+from support.helpers import PASSWORDS
+from support.servers import serve
 
 pytestmark = pytest.mark.slow
 

@@ -22,8 +22,8 @@ from petportal.data.models import AuditEntry
 from petportal.extensions import db
 from petportal.web.downloads import spreadsheet_safe
 
-from helpers import AuthActions, creates, finished, post_form, press, upload
-from servers import free_port
+from support.helpers import AuthActions, creates, finished, post_form, press, upload
+from support.servers import free_port
 
 BOM = "\ufeff"
 ANIMALS_HEADER = ["id", "name", "categoryId", "category", "status"]

@@ -8,11 +8,10 @@ import time
 
 import pytest
 
-from bench.portal import csrf_token
-
-from helpers import AuthActions, submission_token
-from scanning import FIGURES
-from servers import FaultServer, answer, delay, drip, huge, lying_length, reset_mid_body
+from support.helpers import PRODUCTION_KEY, STAGING_KEY, AuthActions, submission_token
+from support.portal import csrf_token
+from support.scanning import FIGURES
+from support.servers import FaultServer, answer, delay, drip, huge, lying_length, reset_mid_body
 
 TIMEOUT = 0.5
 # Retries (two, with Retry-After capped at 2 s), three timeouts per attempt, and margin for a busy machine.
@@ -123,3 +122,79 @@ def test_every_fault_ends_on_a_friendly_page_in_time(make_portal, kind, op):
     assert re.search(r"Request id: <code>[0-9a-f]{32}</code>|Request id: [0-9a-f]{32}", page.text)
     if op == "create":
         assert len(store.received) <= 1, "a createPet was sent more than once"
+
+
+# --- one deadline per page, one bulkhead per environment -----------------------------------------------------------
+
+
+def test_a_page_has_one_deadline_for_all_its_upstream_calls_and_retries(make_portal, fault_server):
+    """A store answering 503 with Retry-After just before the timeout holds a page for the timeout, not 3 times it."""
+    environments = {
+        "production": {"url": fault_server.base_url, "key": PRODUCTION_KEY},
+        "staging": {"url": None, "key": None},
+    }
+    app = make_portal(PETSTORE_ENVIRONMENTS=environments, UPSTREAM_TIMEOUT=1.0)
+    fault_server.script(delay(0.8, answer(503, {}, {"Retry-After": "2"})))
+    started = time.monotonic()
+    page = app.test_client().get("/animals/7")
+    assert page.status_code == 503
+    assert time.monotonic() - started < 2.2  # a deadline per attempt would take 0.8 + 2 + 0.8 s
+    assert len(fault_server.received) == 1
+
+
+def test_the_status_page_has_one_deadline_for_all_its_probes(make_portal, fault_server):
+    environments = {
+        "production": {"url": fault_server.base_url, "key": PRODUCTION_KEY},
+        "staging": {"url": fault_server.base_url, "key": STAGING_KEY},
+    }
+    app = make_portal(PETSTORE_ENVIRONMENTS=environments, UPSTREAM_TIMEOUT=1.0)
+    admin = app.test_client()
+    AuthActions(admin).login("admin")
+    assert admin.get("/admin/status").status_code == 200  # templates compiled, connections made
+    # Each of a probe's three calls alone fits in the timeout; one after another, they take 2.7 s.
+    fault_server.script(delay(0.9, answer(200, [{"id": 1, "name": "Rex", "categoryId": 1}])))
+    started = time.monotonic()
+    assert admin.get("/admin/status").status_code == 200
+    assert time.monotonic() - started < 2.0
+
+
+def test_calls_beyond_the_bulkhead_get_a_fast_503_with_retry_after(make_portal):
+    app = make_portal(UPSTREAM_CONCURRENCY=1)
+    gate = app.extensions["petportal.petstore.environments"]._gates["production"]
+    gate.enter(time.monotonic() + 5)  # one page has been waiting on a hanging store for a while
+    time.sleep(0.6)
+    try:
+        page = app.test_client().get("/animals")
+    finally:
+        gate.leave()
+    assert page.status_code == 503
+    assert page.headers["Retry-After"] == "2"
+    assert "slow to answer" in page.text
+
+
+def test_a_hanging_environment_uses_up_only_its_own_bulkhead(make_portal, auth_for):
+    """An admin previewing a hanging staging store leaves production's customers served."""
+    app = make_portal(UPSTREAM_CONCURRENCY=1)
+    staging = app.extensions["petportal.petstore.environments"]._gates["staging"]
+    staging.enter(time.monotonic() + 5)  # an admin's preview page has been waiting on staging a while
+    time.sleep(0.6)
+    try:
+        customer = app.test_client().get("/animals")
+        admin = auth_for(app, "admin")
+        page = admin.get("/admin/environment").text
+        admin.post("/admin/environment/preview", data={"environment": "staging", "csrf_token": csrf_token(page)})
+        previewing = admin.get("/animals")
+    finally:
+        staging.leave()
+    assert customer.status_code == 200
+    assert previewing.status_code == 503 and "slow to answer" in previewing.text
+
+
+def test_an_answer_nested_too_deep_to_decode_is_a_502(make_portal, fault_server):
+    environments = {
+        "production": {"url": fault_server.base_url, "key": PRODUCTION_KEY},
+        "staging": {"url": None, "key": None},
+    }
+    app = make_portal(PETSTORE_ENVIRONMENTS=environments)
+    fault_server.script(answer(200, b"[" * 200_000 + b"]" * 200_000))
+    assert app.test_client().get("/animals").status_code == 502

@@ -12,10 +12,10 @@ import flask_bootstrap
 import pytest
 from test_caching import decoded
 
-from bench.portal import PROJECT_ROOT
 from petportal.web import static_files
 
-from helpers import PAGES_OF_EVERY_KIND, SECRET_PATTERN, AuthActions
+from support.helpers import PAGES_OF_EVERY_KIND, SECRET_PATTERN, AuthActions
+from support.portal import PROJECT_ROOT
 
 DESCRIPTION = re.compile(r'<meta name="description" content="([^"]*)">')
 # Pages beyond the list's kinds that have a description of their own too.

@@ -5,16 +5,16 @@ id (over a real socket, as curl sends them); a form field that is not UTF-8 is r
 nothing is sent upstream; HEAD answers as GET does; a 400 page repeats only a short prefix of a field.
 """
 
+import io
 import os
 import re
 import socket
 
 import pytest
 
-from bench.portal import csrf_token
-
-from helpers import AuthActions, production_variables, submission_token, upload
-from servers import running, serve
+from support.helpers import AuthActions, production_variables, submission_token, upload
+from support.portal import csrf_token
+from support.servers import running, serve
 
 UNREADABLE = {
     "query": b"GET /animals?q=%ff HTTP/1.1\r\nHost: 127.0.0.1\r\n",
@@ -209,3 +209,33 @@ def test_a_413_over_a_real_socket_says_connection_close_and_the_connection_ends(
             assert "connection: close" in head.lower().split("\r\n"), head
             assert ended, "the server ends the connection after the 413"
         assert raw_answer(port, b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n").startswith("HTTP/1.1 200")
+
+
+# --- a body over the limit -----------------------------------------------------------------------------------------
+
+
+class NeverEndingBody(io.RawIOBase):
+    """A request body that counts what is read of it, and would go on for ever."""
+
+    def __init__(self):
+        self.read_bytes = 0
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        self.read_bytes += len(buffer)
+        buffer[:] = b"a" * len(buffer)
+        return len(buffer)
+
+
+def test_a_body_over_the_limit_gets_413_before_it_is_read(client):
+    body = NeverEndingBody()
+    response = client.post(
+        "/login",
+        content_type="application/x-www-form-urlencoded",
+        environ_overrides={"wsgi.input": body, "CONTENT_LENGTH": str(200 * 1024 * 1024)},
+    )
+    assert response.status_code == 413
+    assert "larger than the portal accepts" in response.text
+    assert body.read_bytes == 0

@@ -28,16 +28,16 @@ from urllib.parse import parse_qsl, quote_from_bytes, unquote_to_bytes, urlsplit
 import pytest
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
-from openid_provider import PORTAL, sign_in_settings
 from werkzeug.exceptions import HTTPException
 from werkzeug.routing import IntegerConverter, RequestRedirect
 
-from bench.portal import CSRF_PATTERN, logged_in
 from petportal.catalog.forms import NAME_MAX_LENGTH
 from petportal.petstore import PET_STATUSES
 
-from helpers import PASSWORDS, at_once, finished, post_form, upload
-from servers import serve
+from support.helpers import PASSWORDS, at_once, finished, post_form, upload
+from support.openid_provider import PORTAL, sign_in_settings
+from support.portal import CSRF_PATTERN, logged_in
+from support.servers import serve
 
 HEALTH_CHECKS = [
     HealthCheck.function_scoped_fixture,  # on purpose: the examples of a test share its portal

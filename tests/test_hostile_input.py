@@ -1,14 +1,15 @@
 """Hostile input never breaks the portal: no 5xx page and no unescaped reflection, whatever is typed."""
 
+import io
 import re
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from bench.portal import csrf_token
-
-from helpers import submission_token
-from scanning import FIGURES
+from support.helpers import submission_token
+from support.portal import csrf_token
+from support.scanning import FIGURES
 
 NASTY = [
     "",
@@ -149,3 +150,14 @@ def test_every_query_parameter_survives_anything(client, auth, page_number, stat
     FIGURES["hostile_inputs"] += 1
     assert path.status_code in (200, 404)
     assert audit.status_code == 200 and detail.status_code == 200
+
+
+# --- a file where a text field belongs -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("field", ["username", "password"])
+def test_a_text_field_sent_as_a_file_is_an_error_on_the_form_not_a_500(client, field):
+    form = csrf_token(client.get("/login").text)
+    data = {"username": "staff", "password": "x", "csrf_token": form, field: (io.BytesIO(b"staff"), "name.txt")}
+    response = client.post("/login", data=data, content_type="multipart/form-data")
+    assert response.status_code == 400

@@ -18,11 +18,18 @@ import uuid
 import pytest
 import redis
 
-from bench.portal import FLASK_PORTAL, PROJECT_ROOT, csrf_token, logged_in, portal_environment, prepare_portal
 from petportal.running.processes import wait_for_port
 
-from helpers import PRODUCTION_KEY, SECRET_KEY, SlowStore, dispose_store, drop_postgres_schema, postgres_schema_url
-from servers import free_port, serve
+from support.helpers import (
+    PRODUCTION_KEY,
+    SECRET_KEY,
+    SlowStore,
+    dispose_store,
+    drop_postgres_schema,
+    postgres_schema_url,
+)
+from support.portal import FLASK_PORTAL, PROJECT_ROOT, csrf_token, logged_in, portal_environment, prepare_portal
+from support.servers import free_port, serve
 
 pytestmark = pytest.mark.slow
 

@@ -12,8 +12,8 @@ from petportal.auth import accounts
 from petportal.config import IMPORT_CONCURRENCY, Environment
 from petportal.extensions import db
 
-from helpers import STAGING_KEY, SlowStore, finished, press, routed_store, upload
-from servers import FaultServer, serve
+from support.helpers import STAGING_KEY, SlowStore, finished, press, routed_store, upload
+from support.servers import FaultServer, serve
 
 
 def limit_while_sending(app, store, owner, disable=False):

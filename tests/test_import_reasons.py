@@ -7,13 +7,13 @@ import io
 from babel.messages.catalog import Catalog
 from babel.messages.mofile import write_mo
 
-from bench.portal import csrf_token
 from petportal.admin import audit_log
 from petportal.data.models import AuditAction, ImportRow
 from petportal.extensions import db
 from petportal.imports import reasons
 
-from helpers import upload
+from support.helpers import upload
+from support.portal import csrf_token
 
 FILE = (
     "name,categoryId,status\r\n"

@@ -15,14 +15,14 @@ from datetime import timedelta
 
 import pytest
 
-from bench.portal import csrf_token
 from petportal.catalog import categories
 from petportal.data.models import AuditEntry, BulkImport, ImportRow
 from petportal.extensions import db
 from petportal.running import demo
 
-from helpers import PASSWORDS, REDIS_URL, AuthActions, SlowStore, at_once, creates, finished, press, upload
-from servers import FaultServer, answer, delay, serve
+from support.helpers import PASSWORDS, REDIS_URL, AuthActions, SlowStore, at_once, creates, finished, press, upload
+from support.portal import csrf_token
+from support.servers import FaultServer, answer, delay, serve
 
 BOM = "\ufeff"
 MIXED = (

@@ -14,9 +14,7 @@ import pytest
 import redis
 import requests
 
-from bench.portal import csrf_token, logged_in, portal_environment, prepare_portal
-
-from helpers import (
+from support.helpers import (
     NEW_PASSWORDS,
     PRODUCTION_KEY,
     SECRET_KEY,
@@ -28,7 +26,8 @@ from helpers import (
     postgres_schema_url,
     submission_token,
 )
-from servers import RecordingMiddleware, portal_processes, serve
+from support.portal import csrf_token, logged_in, portal_environment, prepare_portal
+from support.servers import RecordingMiddleware, portal_processes, serve
 
 pytestmark = pytest.mark.slow
 

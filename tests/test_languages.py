@@ -7,10 +7,10 @@ import sys
 
 import pytest
 
-from bench.portal import PROJECT_ROOT
 from petportal.i18n import template_text
 
-from helpers import PAGES_OF_EVERY_KIND
+from support.helpers import PAGES_OF_EVERY_KIND
+from support.portal import PROJECT_ROOT
 
 CATALOGS = PROJECT_ROOT / "petportal" / "translations"
 

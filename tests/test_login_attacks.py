@@ -1,31 +1,25 @@
-"""Logins under attack (issue 40): limits that hold for the whole instance without Redis, the same work for every
-kind of name, an audit log a flood cannot fill, and the audit log's own names kept from accounts."""
+"""Logins under attack (issue 40): the same work for every kind of name, an audit log a flood cannot fill, and the
+audit log's own names kept from accounts (the limits, for the whole instance too: test_login_limits.py)."""
 
 import random
 import statistics
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-import redis
-import requests
-import sqlalchemy
 
-from bench.portal import csrf_token
-from petportal.data.models import AuditEntry, LoginCounter, User
+from petportal.data.models import AuditEntry, User
 from petportal.extensions import db
 
-from helpers import (
+from support.helpers import (
     NEW_PASSWORDS,
     PASSWORDS,
-    REDIS_URL,
     AuthActions,
     portal_config,
     post_form,
-    production_variables,
+    wrong_password,
 )
-from servers import running
+from support.portal import csrf_token
 
 # Attempts enough for the timing test: no limit gets in its way.
 NO_LIMITS = {name: "1000 per minute" for name in ("ACCOUNT_ADDRESS", "ADDRESS", "ACCOUNT")}
@@ -35,99 +29,12 @@ def no_limits():
     return {f"LOGIN_LIMIT_PER_{name}": value for name, value in NO_LIMITS.items()}
 
 
-def wrong_password(client, username, address="127.0.0.1", token=None):
-    """One wrong password for `username` from `address`; its status."""
-    token = token or csrf_token(client.get("/login").text)
-    data = {"username": username, "password": "not the password", "csrf_token": token}
-    return client.post("/login", data=data, environ_base={"REMOTE_ADDR": address}).status_code
-
-
 def audit_rows(app, *actions):
     """(action, actor, remote address, count) of every entry of `actions`, oldest first."""
     with app.app_context():
         query = db.select(AuditEntry.action, AuditEntry.actor, AuditEntry.remote_addr, AuditEntry.count)
         query = query.where(AuditEntry.action.in_(actions)).order_by(AuditEntry.id)
         return [tuple(row) for row in db.session.execute(query)]
-
-
-# --- limits that hold for the instance -----------------------------------------------------------------------
-
-
-@pytest.mark.slow
-def test_twelve_wrong_passwords_under_two_workers_without_redis_get_at_most_five_checks(tmp_path, production_store):
-    env = production_variables(tmp_path, production_store.url)
-    assert "PETPORTAL_REDIS_URL" not in env
-    with running("flask serve", env, tmp_path / "out.log") as (origin, _process):
-        statuses = []
-        for _ in range(12):
-            # A new browser and connection each time, so the two workers share the attempts between them.
-            browser = requests.Session()
-            token = csrf_token(browser.get(f"{origin}/login", headers={"Connection": "close"}, timeout=10).text)
-            data = {"username": "kim", "password": "wrong", "csrf_token": token}
-            answer = browser.post(f"{origin}/login", data=data, headers={"Connection": "close"}, timeout=10)
-            statuses.append(answer.status_code)
-    assert statuses == [401] * 5 + [429] * 7
-    engine = sqlalchemy.create_engine(f"sqlite:///{tmp_path / 'portal.sqlite'}")
-    with engine.connect() as connection:
-        checked = connection.execute(
-            sqlalchemy.text("SELECT sum(count) FROM audit_log WHERE action = 'login_failed' AND actor = 'kim'")
-        ).scalar()
-    engine.dispose()
-    assert checked == 5
-
-
-@pytest.mark.parametrize("kind", ["login", "mfa"])
-def test_simultaneous_attempts_are_counted_once_each_on_either_database(make_portal, database_url, kind):
-    """Two limits of the same attempts (5 a minute): 16 threads at once get exactly 5 through, on SQLite and on
-    PostgreSQL (each counts on its own unit of work, with the row locked or the one writer)."""
-    from petportal.auth import throttle
-
-    app = make_portal(SQLALCHEMY_DATABASE_URI=database_url)
-    barrier = threading.Barrier(16)
-
-    def attempt(_number):
-        with app.test_request_context("/login", environ_base={"REMOTE_ADDR": "198.51.100.7"}):
-            barrier.wait()
-            limit = throttle.attempt("Kim", kind)
-            db.session.remove()
-            return limit
-
-    with ThreadPoolExecutor(16) as pool:
-        limits = list(pool.map(attempt, range(16)))
-    expected = throttle.Limit.ACCOUNT_ADDRESS if kind == "login" else throttle.Limit.CODES
-    assert limits.count(None) == 5 and limits.count(expected) == 11
-
-
-def test_a_limit_starts_again_with_its_next_window_and_ended_windows_are_deleted(make_portal, clock):
-    app = make_portal(CLOCK=clock)
-    client = app.test_client()
-    token = csrf_token(client.get("/login").text)
-    assert [wrong_password(client, "kim", token=token) for _ in range(6)] == [401] * 5 + [429]
-    clock.advance(seconds=61)
-    assert wrong_password(client, "kim", token=token) == 401, "a new minute"
-    with app.app_context():
-        assert db.session.scalar(db.select(db.func.count()).select_from(LoginCounter)) == 6  # 3 counters, 2 windows
-    clock.advance(hours=2)
-    assert wrong_password(client, "lee") == 401  # with a new form: the session idled out
-    with app.app_context():
-        keys = db.session.scalars(db.select(LoginCounter.key)).all()
-    assert len(keys) == 6 and all("lee" in key or "127.0.0.1" in key for key in keys), keys
-    assert not any("kim" in key for key in keys), "kim's ended windows are deleted"
-
-
-def test_with_redis_the_counters_stay_in_redis(make_portal):
-    if not REDIS_URL:
-        pytest.skip("PETPORTAL_TEST_REDIS_URL is not set: no Redis to count in")
-    with redis.Redis.from_url(REDIS_URL) as server:
-        server.flushdb()
-    app = make_portal(REDIS_URL=REDIS_URL)
-    client = app.test_client()
-    token = csrf_token(client.get("/login").text)
-    assert [wrong_password(client, "kim", token=token) for _ in range(6)] == [401] * 5 + [429]
-    with app.app_context():
-        assert db.session.scalar(db.select(db.func.count()).select_from(LoginCounter)) == 0
-    with redis.Redis.from_url(REDIS_URL) as server:
-        assert any(b"kim" in key for key in server.keys("*"))
 
 
 # --- the same work for every kind of name --------------------------------------------------------------------

@@ -3,12 +3,12 @@ or a recovery code, each usable once, guessing limited, and admins required to h
 
 import pytest
 
-from bench.portal import csrf_token
 from petportal.auth import mfa
 from petportal.data.models import AuditEntry, User
 from petportal.extensions import db
 
-from helpers import NEW_PASSWORDS, PASSWORDS, SECRET_PATTERN, AuthActions, at_once, enrol_mfa, post_form, totp
+from support.helpers import NEW_PASSWORDS, PASSWORDS, SECRET_PATTERN, AuthActions, at_once, enrol_mfa, post_form, totp
+from support.portal import csrf_token
 
 
 @pytest.fixture

@@ -6,14 +6,14 @@ import flask_migrate
 import sqlalchemy
 from werkzeug.security import generate_password_hash
 
-from bench.portal import FLASK_PORTAL, PROJECT_ROOT, portal_environment, prepare_portal
 from petportal import create_app
 from petportal.admin import audit_log
 from petportal.data.models import AuditEntry, BulkImport, ImportRow
 from petportal.extensions import db
 
-from helpers import PASSWORDS, AuthActions, portal_config
-from servers import run_init_db
+from support.helpers import PASSWORDS, AuthActions, portal_config
+from support.portal import FLASK_PORTAL, PROJECT_ROOT, portal_environment, prepare_portal
+from support.servers import run_init_db
 
 
 def make_0_1_0_database(app):

@@ -13,15 +13,15 @@ from datetime import UTC, date, datetime
 import pytest
 import requests
 
-from bench.portal import PROJECT_ROOT, portal_environment
 from petportal.admin.status import in_words, stability_in_words
 from petportal.petstore.environments import DeprecationNotice
 from petportal.reference_store import create_app as create_store
 from petportal.running.processes import stop, wait_for_port
 from petportal.telemetry.logs import RequestContextFilter
 
-from helpers import PRODUCTION_KEY, SECRET_KEY, AuthActions, metric, production_variables
-from servers import free_port, portal_processes
+from support.helpers import PRODUCTION_KEY, SECRET_KEY, AuthActions, metric, production_variables
+from support.portal import PROJECT_ROOT, portal_environment
+from support.servers import free_port, portal_processes
 
 FLASK = [sys.executable, "-m", "flask"]
 

@@ -1,14 +1,14 @@
-"""Passkey answers sent as a browser sends them, from a software authenticator (tests/authenticator.py), and
+"""Passkey answers sent as a browser sends them, from a software authenticator (tests/support/authenticator.py), and
 hostile ones: what the portal accepts, what it refuses, and that a refusal is a JSON answer, never a 500."""
 
 import cbor2
 import pytest
-from authenticator import Authenticator
 
 from petportal.data.models import AuditEntry, Passkey, User
 from petportal.extensions import db
 
-from helpers import AuthActions, csrf_token
+from support.authenticator import Authenticator
+from support.helpers import AuthActions, csrf_token
 
 ORIGIN = "http://localhost"
 

@@ -9,8 +9,8 @@ import pytest
 from petportal.data.models import AuditEntry, LoginSession, Passkey, User
 from petportal.extensions import db
 
-from browsers import desktop_page, log_in
-from servers import listening, serve
+from support.browsers import desktop_page, log_in
+from support.servers import listening, serve
 
 pytestmark = pytest.mark.slow
 

@@ -15,8 +15,8 @@ import requests
 
 from petportal.telemetry import logs
 
-from helpers import metric, production_variables
-from servers import running, serve
+from support.helpers import metric, production_variables
+from support.servers import running, serve
 
 pytestmark = pytest.mark.slow
 LIST_PAGES = {"endpoint": "catalog.list_animals", "method": "GET", "status": "200"}

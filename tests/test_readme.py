@@ -10,11 +10,11 @@ import pyotp
 import pytest
 import requests
 
-from bench.portal import PROJECT_ROOT, csrf_token, portal_environment
 from petportal.running.processes import wait_for_port
 
-from helpers import SECRET_PATTERN
-from servers import free_port
+from support.helpers import SECRET_PATTERN
+from support.portal import PROJECT_ROOT, csrf_token, portal_environment
+from support.servers import free_port
 
 pytestmark = pytest.mark.slow
 

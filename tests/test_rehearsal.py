@@ -12,13 +12,23 @@ import time
 
 import pytest
 
-from bench.portal import csrf_token
 from petportal.auth import accounts
 from petportal.data.models import AuditEntry, Promotion, User
 from petportal.extensions import db
 
-from helpers import NEW_PASSWORDS, AuthActions, SlowStore, creates, finished, post_form, press, submission_token, upload
-from servers import FaultServer, serve
+from support.helpers import (
+    NEW_PASSWORDS,
+    AuthActions,
+    SlowStore,
+    creates,
+    finished,
+    post_form,
+    press,
+    submission_token,
+    upload,
+)
+from support.portal import csrf_token
+from support.servers import FaultServer, serve
 
 BOM = "\ufeff"
 

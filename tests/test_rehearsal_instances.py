@@ -13,10 +13,9 @@ import uuid
 import pytest
 from test_import_crash import kill, start_portal, wait_for
 
-from bench.portal import csrf_token, logged_in, portal_environment, prepare_portal
 from petportal.running.processes import wait_for_port
 
-from helpers import (
+from support.helpers import (
     PRODUCTION_KEY,
     SECRET_KEY,
     STAGING_KEY,
@@ -27,7 +26,8 @@ from helpers import (
     make_store,
     postgres_schema_url,
 )
-from servers import RecordingMiddleware, free_port, portal_processes, serve
+from support.portal import csrf_token, logged_in, portal_environment, prepare_portal
+from support.servers import RecordingMiddleware, free_port, portal_processes, serve
 
 pytestmark = pytest.mark.slow
 

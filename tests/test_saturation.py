@@ -10,11 +10,11 @@ from collections import Counter
 
 import pytest
 
-from bench.portal import PROJECT_ROOT, portal_environment
 from petportal.running.processes import stop, wait_for_port
 
-from helpers import PRODUCTION_KEY, SECRET_KEY
-from servers import FaultServer, answer, delay, free_port, reset
+from support.helpers import PRODUCTION_KEY, SECRET_KEY
+from support.portal import PROJECT_ROOT, portal_environment
+from support.servers import FaultServer, answer, delay, free_port, reset
 
 # 15 s: the store cycles through its five faults many times over; longer soaks: set the variable.
 SOAK_SECONDS = float(os.environ.get("PETPORTAL_SOAK_SECONDS", "15"))

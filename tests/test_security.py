@@ -1,4 +1,5 @@
-"""Hardening: cookies and session limits, CSRF on every POST, headers, hosts, proxies, rate limits."""
+"""Hardening: cookies and session limits, CSRF on every POST, headers, hosts, proxies (login limits:
+test_login_limits.py; sessions: test_sessions.py)."""
 
 import re
 import subprocess
@@ -7,14 +8,14 @@ import sys
 import pytest
 from flask.testing import FlaskClient
 
-from bench.portal import csrf_token, portal_environment
 from petportal.config import from_environment
 from petportal.data.models import AuditEntry, BulkImport, CategoryLabel, User
 from petportal.extensions import db
 from petportal.imports import batches, files
 
-from helpers import NEW_PASSWORDS, PASSWORDS, AuthActions
-from servers import run_init_db
+from support.helpers import NEW_PASSWORDS, PASSWORDS, AuthActions
+from support.portal import csrf_token, portal_environment
+from support.servers import run_init_db
 
 POST_ROUTES = [
     "/login",
@@ -211,38 +212,16 @@ def test_get_on_a_post_only_route_is_405(client, path):
     assert client.get(path).status_code == 405
 
 
-# --- row 3: login rate limits ---------------------------------------------------------------------
+def test_a_request_refused_by_csrf_has_a_request_id(client):
+    response = client.post("/login", data={"username": "staff", "password": "x"})
+    assert response.status_code == 400
+    assert response.headers["X-Request-ID"] in response.text
 
 
-def test_failed_logins_are_limited_per_username_with_a_friendly_429(client):
-    for _ in range(5):
-        assert login(client, "staff", password="wrong").status_code == 401
-    limited = login(client, "staff", password="wrong")
-    assert limited.status_code == 429
-    assert "Too many attempts" in limited.text and "Request id" in limited.text
-    assert login(client, "staff").status_code == 429, "the right password must wait too"
-    assert login(client, "admin").status_code == 303, "another user name is not held up"
-
-
-def test_failed_logins_are_limited_per_address(make_portal):
-    client = make_portal(LOGIN_LIMIT_PER_ADDRESS="8 per minute").test_client()
-    for number in range(8):
-        assert login(client, f"user{number}", password="wrong").status_code == 401
-    assert login(client, "someone-new", password="wrong").status_code == 429
-
-
-def test_an_account_named_like_an_address_never_uses_up_that_address(make_portal):
-    """Each counter has its own name: failures for the user name "10.0.0.7" count against that name, not
-    against logins from the address 10.0.0.7."""
-    client = make_portal(LOGIN_LIMIT_PER_ADDRESS="3 per minute", LOGIN_LIMIT_PER_ACCOUNT="3 per minute").test_client()
-    for number in range(3):
-        assert login(client, "10.0.0.7", password="wrong", address=f"192.0.2.{number}").status_code == 401
-    assert login(client, "staff", address="10.0.0.7").status_code == 303
-
-
-def test_successful_logins_do_not_count(client):
-    for _ in range(8):
-        assert login(client, "staff").status_code == 303
+def test_a_405_names_the_methods_allowed(client):
+    response = client.get("/logout")
+    assert response.status_code == 405
+    assert response.headers["Allow"] == "OPTIONS, POST"
 
 
 # --- row 4: security headers everywhere -----------------------------------------------------------
@@ -348,6 +327,41 @@ def test_the_client_address_is_taken_from_trusted_proxies_only(make_portal, prox
     with app.app_context():
         entry = db.session.scalars(db.select(AuditEntry).filter_by(action="login_failed")).one()
     assert entry.remote_addr == recorded
+
+
+def test_health_checks_never_redirect_even_in_https_mode(make_portal):
+    client = make_portal(HTTPS=True, TRUSTED_HOSTS=["localhost"]).test_client()
+    assert client.get("/healthz").status_code == 200
+    assert client.get("/readyz").status_code == 200
+    assert client.get("/animals").status_code == 301
+
+
+@pytest.mark.parametrize("path", ["/animals", "/static//css/portal.css", "/animals/new", "/"])
+def test_a_forged_host_never_reaches_a_location_header(make_portal, path):
+    client = make_portal(HTTPS=True).test_client()
+    response = client.get(path, headers={"Host": "evil.example"})
+    assert "evil.example" not in response.headers.get("Location", "")
+    assert response.headers.get("Location", "/").startswith("/")
+    assert "max-age=" in response.headers["Strict-Transport-Security"]
+
+
+@pytest.mark.parametrize(
+    "host", ["localhost@evil.example", "evil.example/x", "a b", "evil.example:abc", "evil.example"]
+)
+def test_no_host_header_makes_an_absolute_location(make_portal, host):
+    client = make_portal().test_client()
+    for path in ("/static//css/portal.css", "/animals/new", "/"):
+        response = client.get(path, headers={"Host": host})
+        location = response.headers.get("Location", "")
+        assert "evil" not in location and "://" not in location
+        assert "evil.example" not in response.text
+
+
+@pytest.mark.parametrize("proxies, redirected", [(0, True), (1, False)])
+def test_a_forwarded_scheme_counts_only_from_trusted_proxies(make_portal, proxies, redirected):
+    client = make_portal(HTTPS=True, TRUSTED_HOSTS=["localhost"], TRUSTED_PROXIES=proxies).test_client()
+    response = client.get("/animals", headers={"X-Forwarded-Proto": "https", "X-Forwarded-For": "203.0.113.9"})
+    assert (response.status_code == 301) is redirected
 
 
 def test_an_unexpected_error_shows_a_generic_page_with_a_request_id(headers_portal, caplog):

@@ -11,18 +11,18 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import requests
-from authenticator import Authenticator
 from joserfc import jwt
 from joserfc.jwk import RSAKey
-from openid_provider import BACKCHANNEL_LOGOUT, CALLBACK, MISSING, PEOPLE, PORTAL, sign_in_settings
 
 from petportal.auth import sso
 from petportal.config import ConfigurationError, from_environment
 from petportal.data.models import AuditEntry, LoginSession, User
 from petportal.extensions import db
 
-from helpers import PASSWORDS, AuthActions, csrf_token, enrol_mfa, post_form, totp
-from servers import RecordingMiddleware, free_port, serve
+from support.authenticator import Authenticator
+from support.helpers import PASSWORDS, AuthActions, csrf_token, enrol_mfa, post_form, totp
+from support.openid_provider import BACKCHANNEL_LOGOUT, CALLBACK, MISSING, PEOPLE, PORTAL, sign_in_settings
+from support.servers import RecordingMiddleware, free_port, serve
 
 
 @pytest.fixture(scope="module")

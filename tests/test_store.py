@@ -16,8 +16,8 @@ from petportal.reference_store import create_app as create_store
 from petportal.reference_store.models import db
 from petportal.running.processes import stop, wait_for_port
 
-from helpers import STORE_KEY
-from servers import free_port, serve
+from support.helpers import STORE_KEY
+from support.servers import free_port, serve
 
 AUTH = {"Authorization": f"Bearer {STORE_KEY}"}
 

@@ -10,10 +10,9 @@ import time
 import pytest
 import requests
 
-from bench.portal import PROJECT_ROOT
-
-from helpers import production_variables
-from servers import Receiver, running
+from support.helpers import production_variables
+from support.portal import PROJECT_ROOT
+from support.servers import Receiver, running
 
 
 @pytest.fixture

@@ -5,11 +5,11 @@ replaced remember token) is."""
 import pytest
 from sqlalchemy import func, select
 
-from bench.portal import csrf_token
 from petportal.data.models import AuditEntry, LoginSession, RecoveryCode, User
 from petportal.extensions import db
 
-from helpers import NEW_PASSWORDS, PASSWORDS, SECRET_PATTERN, AuthActions, totp
+from support.helpers import NEW_PASSWORDS, PASSWORDS, SECRET_PATTERN, AuthActions, totp
+from support.portal import csrf_token
 
 
 def failing_once(app):

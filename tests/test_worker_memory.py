@@ -5,7 +5,7 @@ import json
 import subprocess
 import sys
 
-from bench.portal import PROJECT_ROOT
+from support.portal import PROJECT_ROOT
 
 # Each loaded by the feature that needs it, the first time it is used (or, for single sign-on and Redis, at
 # start-up when configured); together about 50 MB a process.

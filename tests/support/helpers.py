@@ -24,11 +24,11 @@ from werkzeug.datastructures import FileStorage, MultiDict
 from werkzeug.security import generate_password_hash
 from werkzeug.test import encode_multipart
 
-from bench.portal import csrf_token, portal_environment
 from petportal.reference_store import create_app as create_store
 from petportal.reference_store.models import db as store_db
 
-from servers import RecordingMiddleware
+from support.portal import csrf_token, portal_environment
+from support.servers import RecordingMiddleware
 
 # Fresh secrets every run, so that the secret scan cannot pass by luck. Under pytest-xdist every worker must
 # collect the same test ids, and some ids show these values: the workers then share one run's random seed.
@@ -263,6 +263,13 @@ def enrol_mfa(client, clock, page_path="/account/mfa"):
     codes = RECOVERY_PATTERN.findall(client.get("/account/mfa").text)
     assert len(codes) == 10
     return secret, codes
+
+
+def wrong_password(client, username, address="127.0.0.1", token=None):
+    """One wrong password for `username` from `address`; its status."""
+    token = token or csrf_token(client.get("/login").text)
+    data = {"username": username, "password": "not the password", "csrf_token": token}
+    return client.post("/login", data=data, environ_base={"REMOTE_ADDR": address}).status_code
 
 
 class AuthActions:

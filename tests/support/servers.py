@@ -23,9 +23,10 @@ from urllib.parse import quote
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from werkzeug.serving import make_server
 
-from bench.portal import FLASK_PORTAL, PROJECT_ROOT, prepare_portal
 from petportal.running import processes
 from petportal.running.processes import stop, wait_for_port
+
+from support.portal import FLASK_PORTAL, PROJECT_ROOT, prepare_portal
 
 # The ports the tests' servers listen on come from below the kernel's ephemeral ports (the first figure of
 # ip_local_port_range), a slice for each pytest-xdist worker. A port from bind(0) is free when chosen but may be
@@ -320,10 +321,11 @@ def run_init_db(env):
 # The commands that serve the portal, as an operator types them, on a given port.
 SERVERS = {
     "flask serve": lambda port: [*FLASK_PORTAL, "serve", "--bind", f"127.0.0.1:{port}", "--workers", "2"],
-    # The portal with a page showing its requests' WSGI environ (tests/environ_app.py), as `flask serve` serves it.
+    # The portal with a page showing its requests' WSGI environ (tests/support/environ_app.py), as `flask serve`
+    # serves it.
     "flask serve, environ page": lambda port: [
         *FLASK_PORTAL[:-1],
-        "tests.environ_app",
+        "tests.support.environ_app",
         "serve",
         "--bind",
         f"127.0.0.1:{port}",

@@ -17,7 +17,7 @@ CHROMIUM_FLAGS = [
     "--no-first-run",
 ]
 SCREENSHOTS = Path(
-    os.environ.get("PETPORTAL_SCREENSHOT_DIR", Path(__file__).parent.parent / "test-output" / "screenshots")
+    os.environ.get("PETPORTAL_SCREENSHOT_DIR", Path(__file__).parents[2] / "test-output" / "screenshots")
 )
 
 
@@ -50,7 +50,7 @@ def desktop_page(browser):
 
 def log_in(page, origin, username):
     """Log in through the login form, with the test account's password."""
-    from helpers import PASSWORDS
+    from support.helpers import PASSWORDS
 
     page.goto(f"{origin}/login")
     page.fill("#username", username)

@@ -9,10 +9,10 @@ from contextlib import contextmanager
 
 import requests
 
-from bench.portal import PROJECT_ROOT
 from petportal.running.processes import stop, wait_for_port
 
-from servers import free_port
+from support.portal import PROJECT_ROOT
+from support.servers import free_port
 
 PROVIDER_SCRIPT = PROJECT_ROOT / "tests" / "oidc_provider.mjs"
 PROVIDER_PACKAGE = PROJECT_ROOT / "tests" / "node_modules" / "oidc-provider"

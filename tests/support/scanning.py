@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import SECRETS
+from support.helpers import SECRETS
 
 FIGURES = {
     "responses_scanned": 0,
@@ -18,7 +18,7 @@ FIGURES = {
     "duplicates": 0,
     "lost": 0,
 }
-FIGURES_FILE = Path(__file__).parent.parent / "test-output" / "figures.json"
+FIGURES_FILE = Path(__file__).parents[2] / "test-output" / "figures.json"
 
 
 def pytest_sessionfinish(session):

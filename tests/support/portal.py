@@ -1,0 +1,56 @@
+"""A portal readied and driven from outside, as an operator and a browser do: init-db and accounts through the
+`flask` commands, a form's CSRF token, a logged-in browser.
+
+The benches keep the same few functions in bench/portal.py: the tests do not import `bench`, which is not
+installed (the wheel ships `petportal` alone), and `bench` does not import the tests."""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import requests
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+FLASK_PORTAL = [sys.executable, "-m", "flask", "--app", "app"]
+CSRF_PATTERN = re.compile(r'name="csrf_token" (?:type="hidden" )?value="([^"]+)"')
+
+
+def portal_environment(**variables):
+    """This process's environment without any PETSTORE_, PETPORTAL_ or PROMETHEUS_ variable, plus `variables`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PETSTORE_", "PETPORTAL_", "PROMETHEUS_"))}
+    env.update(variables)
+    return env
+
+
+def prepare_portal(env, accounts=()):
+    """`flask --app app init-db`, then `user create NAME --role ROLE --password-stdin` for each of `accounts`
+    ((name, role, password)...), as an operator readies a new portal."""
+    subprocess.run([*FLASK_PORTAL, "init-db"], cwd=PROJECT_ROOT, env=env, check=True, capture_output=True)
+    for name, role, password in accounts:
+        subprocess.run(
+            [*FLASK_PORTAL, "user", "create", name, "--role", role, "--password-stdin"],
+            cwd=PROJECT_ROOT,
+            env=env,
+            input=password + "\n",
+            text=True,
+            check=True,
+            capture_output=True,
+        )
+
+
+def csrf_token(page):
+    """The CSRF token of the first form on a portal page."""
+    match = CSRF_PATTERN.search(page)
+    assert match, "no CSRF token on the page"
+    return match.group(1)
+
+
+def logged_in(origin, username, password):
+    """A browser (a requests session) logged in to a portal running at `origin`."""
+    browser = requests.Session()
+    token = csrf_token(browser.get(f"{origin}/login").text)
+    response = browser.post(f"{origin}/login", data={"username": username, "password": password, "csrf_token": token})
+    assert response.status_code == 200, response.status_code
+    return browser
