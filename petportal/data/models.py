@@ -517,7 +517,8 @@ class BulkImport(Model):
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     # A promotion: the environment its animals are copied from (staging); None for a CSV file's import.
     source: Mapped[str | None] = mapped_column(String(32))
-    # Read only: rows are claimed and settled by conditional UPDATEs (catalog/adding.py), never through this list.
+    # Every row, in the file's order. Read only: rows are claimed and settled by conditional UPDATEs
+    # (catalog/adding.py), never through this list.
     rows: Mapped[list["ImportRow"]] = relationship(order_by="ImportRow.position", viewonly=True)
 
 
