@@ -30,17 +30,17 @@ NAMING_AN_ACCOUNT = {
 
 
 def upgrade() -> None:
-    bind = op.get_bind()
+    # Plain statements through op.execute, so `flask db upgrade --sql` writes them out too.
     users = sa.table("users", sa.column("id", sa.Integer))
     accounts = sa.select(users.c.id)
     # The rows of an import go before it: SQLite does not cascade them. A promotion's ledger entries stay.
     imports = sa.table("imports", sa.column("id", sa.String), sa.column("user_id", sa.Integer))
     rows = sa.table("import_rows", sa.column("import_id", sa.String))
     orphaned = sa.select(imports.c.id).where(imports.c.user_id.not_in(accounts))
-    bind.execute(rows.delete().where(rows.c.import_id.in_(orphaned)))
+    op.execute(rows.delete().where(rows.c.import_id.in_(orphaned)))
     for name in NAMING_AN_ACCOUNT:
         table = sa.table(name, sa.column("user_id", sa.Integer))
-        bind.execute(table.delete().where(table.c.user_id.not_in(accounts)))
+        op.execute(table.delete().where(table.c.user_id.not_in(accounts)))
     for name, constraint in NAMING_AN_ACCOUNT.items():
         with op.batch_alter_table(name, schema=None) as batch_op:
             batch_op.create_foreign_key(constraint, "users", ["user_id"], ["id"])
