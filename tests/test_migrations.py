@@ -41,6 +41,12 @@ def make_0_1_0_database(app):
         db.engine.dispose()
 
 
+OWNER = (
+    "INSERT INTO users (id, username, password_hash, role, created_at) "
+    "VALUES (1, 'staff', 'not a hash', 'staff', CURRENT_TIMESTAMP)"
+)
+
+
 def init_db(app):
     result = app.test_cli_runner().invoke(args=["init-db"])
     assert result.exit_code == 0, result.output
@@ -165,6 +171,7 @@ def test_the_import_messages_of_0006_become_reason_codes_and_come_back_on_downgr
     with app.app_context():
         flask_migrate.upgrade(revision="0006")
         with db.engine.begin() as connection:
+            connection.execute(sqlalchemy.text(OWNER))
             connection.execute(
                 sqlalchemy.text(
                     "INSERT INTO imports (id, user_id, username, environment, filename, digest, total, state, message, "
@@ -259,3 +266,60 @@ def test_the_audit_sentences_of_0010_become_detail_codes_and_come_back_on_downgr
     with app.test_request_context(headers={"Accept-Language": "de"}):
         entry = AuditEntry(environment="staging", details=details[0], count=1)
         assert audit_log.details(entry) == "von Produktion zu Staging"
+
+
+ACCOUNT_ROWS = [
+    "INSERT INTO login_sessions (id, user_id, started_at, last_seen_at) "
+    "VALUES ('login-{user}', {user}, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)",
+    "INSERT INTO submission_tokens (token, user_id, environment, state, created_at, updated_at) "
+    "VALUES ('token-{user}', {user}, 'production', 'issued', CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)",
+    "INSERT INTO additions (user_id, environment, pet_id, name, added_at) "
+    "VALUES ({user}, 'production', {user}, 'Rex', CURRENT_TIMESTAMP)",
+    "INSERT INTO imports (id, user_id, username, environment, filename, digest, total, state, created_at, source) "
+    "VALUES ('import-{user}', {user}, 'someone', 'production', 'a.csv', 'd', 1, 'done', CURRENT_TIMESTAMP, 'staging')",
+    "INSERT INTO import_rows (import_id, position, line, name, category, state, updated_at, source_id) "
+    "VALUES ('import-{user}', 1, 2, 'Rex', '1', 'created', CURRENT_TIMESTAMP, {user})",
+    "INSERT INTO promotions (staging_id, import_id, position, state, production_id, username, promoted_at) "
+    "VALUES ({user}, 'import-{user}', 1, 'created', {user}, 'someone', CURRENT_TIMESTAMP)",
+]
+NAMING_AN_ACCOUNT = ("login_sessions", "submission_tokens", "additions", "imports")
+
+
+def test_rows_of_a_gone_account_are_deleted_and_the_foreign_keys_added(tmp_path, database_url):
+    """A database of 0013 holding rows of an account that is gone (as the downgrade of 0008 leaves an account of
+    single sign-on's): the upgrade deletes them, keeps the promotions ledger whole, and every row that names an
+    account then has its foreign key; the downgrade takes the keys away again."""
+    app = create_app(
+        portal_config(tmp_path, "http://127.0.0.1:9/v1", "http://127.0.0.1:9/v1", SQLALCHEMY_DATABASE_URI=database_url)
+    )
+    with app.app_context():
+        flask_migrate.upgrade(revision="0013")
+        with db.engine.begin() as connection:
+            connection.execute(sqlalchemy.text(OWNER))
+            for user in (1, 2):  # account 2 is gone
+                for statement in ACCOUNT_ROWS:
+                    connection.execute(sqlalchemy.text(statement.format(user=user)))
+        flask_migrate.upgrade()
+        inspector = sqlalchemy.inspect(db.engine)
+        keys = {table: inspector.get_foreign_keys(table) for table in NAMING_AN_ACCOUNT}
+        with db.engine.connect() as connection:
+            owners = {
+                table: connection.execute(sqlalchemy.text(f"SELECT user_id FROM {table}")).scalars().all()
+                for table in NAMING_AN_ACCOUNT
+            }
+            rows = connection.execute(sqlalchemy.text("SELECT import_id FROM import_rows")).scalars().all()
+            ledger = connection.execute(sqlalchemy.text("SELECT staging_id FROM promotions ORDER BY 1")).scalars().all()
+        flask_migrate.downgrade(revision="0013")
+        left = {table: sqlalchemy.inspect(db.engine).get_foreign_keys(table) for table in NAMING_AN_ACCOUNT}
+        db.engine.dispose()
+    app.extensions["petportal.petstore.environments"].close()
+    for table in NAMING_AN_ACCOUNT:
+        assert [
+            (key["name"], key["constrained_columns"], key["referred_table"], key["referred_columns"])
+            for key in keys[table]
+        ] == [(f"{table}_user_id_fkey", ["user_id"], "users", ["id"])]
+        assert owners[table] == [1]
+        assert left[table] == []
+    assert rows == ["import-1"]
+    # The ledger is history: its entry still keeps the gone account's animal from being promoted again.
+    assert ledger == [1, 2]

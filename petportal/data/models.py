@@ -26,7 +26,7 @@ from sqlalchemy import false as sa_false
 from sqlalchemy import true as sa_true
 from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.hybrid import hybrid_method
-from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy.orm import Mapped, mapped_column, relationship
 from sqlalchemy.sql import ColumnElement
 
 from petportal.clock import now
@@ -260,7 +260,10 @@ class EnvironmentSet(TypeDecorator[frozenset[Environment]]):
 
 
 class User(UserMixin, Model):
-    """A staff member or an admin; customers have no account."""
+    """A staff member or an admin; customers have no account.
+
+    An account is disabled, never deleted: the rows that name it (its logins, tokens, additions, imports and second
+    factors) have foreign keys without ON DELETE, so deleting it while they exist is refused."""
 
     __tablename__ = "users"
 
@@ -396,6 +399,7 @@ class AuditEntry(Model):
 
     id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
     at: Mapped[datetime] = mapped_column(UTCDateTime, default=now, index=True)
+    # Accounts by their user names, not foreign keys, on purpose: the log is history and outlives what it names.
     actor: Mapped[str] = mapped_column(String(80))
     action: Mapped[AuditAction] = mapped_column(StateColumn(AuditAction, 32))
     # The account an admin's change was made to, when it was made to one.
@@ -441,7 +445,7 @@ class SubmissionToken(Model):
     __tablename__ = "submission_tokens"
 
     token: Mapped[str] = mapped_column(String(64), primary_key=True)
-    user_id: Mapped[int] = mapped_column(Integer, index=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", name="submission_tokens_user_id_fkey"), index=True)
     environment: Mapped[str] = mapped_column(String(32))
     state: Mapped[TicketState] = mapped_column(StateColumn(TicketState), default=TicketState.ISSUED)
     pet_id: Mapped[int | None] = mapped_column(BigInteger)
@@ -472,7 +476,7 @@ class Addition(Model):
     __tablename__ = "additions"
 
     id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
-    user_id: Mapped[int] = mapped_column(Integer)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", name="additions_user_id_fkey"))
     environment: Mapped[str] = mapped_column(String(32))
     pet_id: Mapped[int] = mapped_column(BigInteger)
     name: Mapped[str] = mapped_column(Text)
@@ -493,7 +497,8 @@ class BulkImport(Model):
     __tablename__ = "imports"
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True)
-    user_id: Mapped[int] = mapped_column(Integer, index=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", name="imports_user_id_fkey"), index=True)
+    # The owner's name when it was uploaded, as the audit log keeps names.
     username: Mapped[str] = mapped_column(String(80))
     environment: Mapped[str] = mapped_column(String(32))
     filename: Mapped[str] = mapped_column(String(255))
@@ -512,6 +517,9 @@ class BulkImport(Model):
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     # A promotion: the environment its animals are copied from (staging); None for a CSV file's import.
     source: Mapped[str | None] = mapped_column(String(32))
+    # Every row, in the file's order. Read only: rows are claimed and settled by conditional UPDATEs
+    # (catalog/adding.py), never through this list.
+    rows: Mapped[list["ImportRow"]] = relationship(order_by="ImportRow.position", viewonly=True)
 
 
 class ImportRow(Model):
@@ -551,6 +559,9 @@ class Promotion(Model):
     __tablename__ = "promotions"
 
     staging_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    # No foreign key, on purpose: the ledger is history that outlives its import. An entry is what keeps its animal
+    # from being promoted twice, so nothing that removes an import (or its row) may take the entry with it, and no
+    # missing import may make a migration drop it; `import_id` only narrows a claim to the import that holds it.
     import_id: Mapped[str] = mapped_column(String(32))
     position: Mapped[int] = mapped_column(Integer)
     state: Mapped[TicketState] = mapped_column(StateColumn(TicketState))
@@ -570,7 +581,7 @@ class LoginSession(Model):
     __tablename__ = "login_sessions"
 
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
-    user_id: Mapped[int] = mapped_column(Integer, index=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", name="login_sessions_user_id_fkey"), index=True)
     started_at: Mapped[datetime] = mapped_column(UTCDateTime)
     last_seen_at: Mapped[datetime] = mapped_column(UTCDateTime)
     ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

@@ -125,12 +125,6 @@ def earlier_import(batch: BulkImport) -> BulkImport | None:
     return db.session.scalars(query.order_by(BulkImport.created_at.desc()).limit(1)).first()
 
 
-def rows(batch: BulkImport) -> list[ImportRow]:
-    """Every row of the import, in the file's order."""
-    query = select(ImportRow).where(ImportRow.import_id == batch.id).order_by(ImportRow.position)
-    return list(db.session.scalars(query))
-
-
 def counts(import_id: str) -> Counter[str]:
     """How many rows are in each state."""
     query = select(ImportRow.state, func.count()).where(ImportRow.import_id == import_id).group_by(ImportRow.state)

@@ -98,7 +98,7 @@ def results(import_id: str) -> Response:
     """Every row with its outcome and, once created, its new id."""
     batch = _find(import_id)
     # Read now: the body is written once the request's session is gone.
-    found = batches.rows(batch)
+    found = batch.rows
     promotion = batch.source is not None
     rows = [
         (
@@ -240,7 +240,7 @@ def _page(batch: BulkImport, problem: str | None = None) -> str:
     return render_template(
         "imports/show.html",
         batch=batch,
-        rows=batches.rows(batch),
+        rows=batch.rows,
         counts=found,
         progress=batches.progress(batch, found),
         earlier=batches.earlier_import(batch) if batch.state == ImportState.PREVIEW else None,
