@@ -15,7 +15,7 @@ from joserfc import jwt
 from joserfc.jwk import RSAKey
 
 from petportal.auth import sso
-from petportal.config import ConfigurationError, from_environment
+from petportal.config import EVERY_ENVIRONMENT, ConfigurationError, Environment, from_environment
 from petportal.data.models import AuditEntry, LoginSession, User
 from petportal.extensions import db
 
@@ -160,7 +160,7 @@ def test_the_role_is_read_again_at_every_sign_in(sso_portal, provider):
 
 def test_without_an_environments_claim_an_account_made_by_sign_in_works_on_both(sso_portal):
     sign_in(sso_portal.test_client(), "kim-0001")
-    assert account(sso_portal, "kim-0001").environments == "production staging"
+    assert account(sso_portal, "kim-0001").environments == EVERY_ENVIRONMENT
 
 
 def test_the_environments_claim_sets_the_accounts_environments_at_every_sign_in(make_portal, provider):
@@ -169,11 +169,11 @@ def test_the_environments_claim_sets_the_accounts_environments_at_every_sign_in(
     provider.set_groups("kim-0001", ["pet-staff", "staging"])
     client = app.test_client()
     assert sign_in(client, "kim-0001").status_code == 303
-    assert account(app, "kim-0001").environments == "staging"
+    assert account(app, "kim-0001").environments == {Environment.STAGING}
     assert "You work on" in client.get("/animals").text
     provider.set_groups("kim-0001", ["pet-staff", "staging", "production"])
     assert sign_in(app.test_client(), "kim-0001").status_code == 303
-    assert account(app, "kim-0001").environments == "production staging"
+    assert account(app, "kim-0001").environments == EVERY_ENVIRONMENT
     assert ("environments_changed", "kim") in audit_actions(app)
     provider.set_groups("kim-0001", ["pet-staff"])
     refused = sign_in(app.test_client(), "kim-0001")
