@@ -27,7 +27,6 @@ from flask import Flask, current_app
 from sqlalchemy import update
 
 from petportal.catalog import adding
-from petportal.catalog.adding import held_by
 from petportal.clock import now
 from petportal.config import settings
 from petportal.data import audit
@@ -45,6 +44,7 @@ from petportal.data.models import (
 )
 from petportal.extensions import db
 from petportal.imports.batches import FAILED_STATES, RUNNABLE, change, counts
+from petportal.imports.claims import OwnerLimited, claim_next_row, held_by
 from petportal.petstore import Outcome
 from petportal.petstore.environments import environments
 
@@ -123,8 +123,8 @@ def _send_rows(app: Flask, import_id: str, runner: str) -> None:
                 if not places.acquire(timeout=0 if in_flight else RENEW_SECONDS):
                     break  # another import of this process has the places; wait for one
                 try:
-                    ticket = adding.claim_next_row(batch, runner)
-                except adding.OwnerLimited:
+                    ticket = claim_next_row(batch, runner)
+                except OwnerLimited:
                     places.release()
                     stop = {"code": StopReason.LIMITED}
                     break
