@@ -15,8 +15,8 @@ from petportal import create_app
 from petportal.data.models import AuditEntry, User
 from petportal.extensions import db
 from petportal.petstore import PetStoreError, StoreReason, Unauthorized
-from petportal.petstore.environments import Environments
 from petportal.petstore.errors import WITHHELD, clean
+from petportal.serving.choice import ActiveChoice as Environments
 
 from helpers import PRODUCTION_KEY, REDIS_URL, STAGING_KEY, AuthActions, portal_config, submission_token
 from servers import EchoingStore, answer, delay, serve

@@ -35,9 +35,9 @@ from petportal.petstore import (
     Outcome,
     Pet,
 )
-from petportal.petstore.active import serving
 from petportal.petstore.environments import Store
 from petportal.petstore.words import store_words
+from petportal.serving.request import serving
 from petportal.telemetry import metrics
 from petportal.web import page_cache
 from petportal.web.downloads import csv_download

@@ -47,6 +47,7 @@ from petportal.imports.batches import FAILED_STATES, RUNNABLE, change, counts
 from petportal.imports.claims import OwnerLimited, claim_next_row, held_by
 from petportal.petstore import Outcome
 from petportal.petstore.environments import environments
+from petportal.serving.choice import active_choice
 
 log = logging.getLogger(__name__)
 RENEW_SECONDS = 1.0
@@ -116,7 +117,7 @@ def _send_rows(app: Flask, import_id: str, runner: str) -> None:
                     log.warning("bulk import %s: runner %s lost its lease; another runner goes on", import_id, runner)
                     break
                 renewed_at = time.monotonic()
-            active = environments().active().name
+            active = active_choice().active().name
             if stop is None and batch.active_at_start is not None and active != batch.active_at_start:
                 stop = {"code": StopReason.SWITCHED, "previous": batch.active_at_start, "active": active}
             while not all_claimed and pause is None and stop is None and len(in_flight) < concurrency:

@@ -7,6 +7,7 @@ from flask import Blueprint
 from petportal.data.database import DatabaseState, database_state
 from petportal.petstore import PetStoreError
 from petportal.petstore.environments import environments
+from petportal.serving.choice import active_choice
 from petportal.telemetry import metrics
 
 bp = Blueprint("ops", __name__)
@@ -22,7 +23,7 @@ def healthz() -> dict[str, str]:
 def readyz() -> tuple[dict[str, str | dict[str, str]], int]:
     """200 when the database and the active environment's API answer; else 503 naming what does not (not why)."""
     checks = {"database": str(database_state()), "petstore": "ok"}
-    active = environments().active()  # the last known, or the default, while the database is down
+    active = active_choice().active()  # the last known, or the default, while the database is down
     try:
         environments().client(active.name).list_pets(limit=1)
     except PetStoreError:

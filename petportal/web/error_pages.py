@@ -22,7 +22,7 @@ from petportal.data.database import INIT_DB_HINT, tables_missing
 from petportal.extensions import DATABASE_OUTAGES, db
 from petportal.i18n.lazy_text import lazy_gettext as _l
 from petportal.petstore import Outcome, PetStoreError
-from petportal.petstore.active import serving
+from petportal.serving.request import serving
 from petportal.web.front_door import UnreadableRequest
 
 BARE_PAGE = (
