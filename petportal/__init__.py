@@ -20,8 +20,8 @@ from petportal.catalog.views import bp as catalog
 from petportal.i18n import template_text
 from petportal.imports.promote import bp as promote
 from petportal.imports.views import bp as imports
-from petportal.petstore.active import page_context
 from petportal.running import commands, ops
+from petportal.serving.request import page_context
 from petportal.web import language_switch, readers
 
 BLUEPRINTS = (catalog, imports, promote, auth, account, admin, users, categories, ops.bp, language_switch.bp)

@@ -19,6 +19,7 @@ from petportal.i18n import languages
 from petportal.imports import engines
 from petportal.petstore import environments
 from petportal.secret_guard import SecretGuard
+from petportal.serving import choice
 from petportal.telemetry import logs, metrics, tracing
 from petportal.web import compression, error_pages, front_door, page_cache, security, static_files
 
@@ -43,7 +44,8 @@ def build(app: Flask) -> None:
     page_cache.register(app)  # WSGI layer 1 (innermost): shared anonymous pages; its hook marks what may be kept
     static_files.register(app)
     languages.register(app)  # the reader's language
-    environments.register(app)  # the environment the request is served from
+    environments.register(app)  # each environment's clients and health
+    choice.register(app)  # the environment everyone is served from
     engines.register(app)  # bulk imports left by a stopped worker
     security.register(app)  # security headers; behind a proxy, WSGI layer 2: ProxyFix
     error_pages.register(app, (CSRFError, sessions.refuse_form))

@@ -294,9 +294,9 @@ def test_an_import_previewed_for_one_environment_is_not_started_in_another(porta
     path = upload(staff, "name,categoryId,status\nRex,1,\n").headers["Location"]
     token = csrf_token(staff.get(path).text)
     with portal_app.app_context():
-        from petportal.petstore.environments import environments
+        from petportal.serving.choice import active_choice
 
-        environments().set_active("staging")
+        active_choice().set_active("staging")
         db.session.commit()
     response = staff.post(f"{path}/start", data={"csrf_token": token})
     assert response.status_code == 409
@@ -315,16 +315,16 @@ def test_a_switch_while_it_runs_stops_it_and_it_resumes_where_it_stopped(make_po
         while staff.get(f"{path}.json").get_json()["created"] < 3:
             time.sleep(0.02)
         with app.app_context():
-            from petportal.petstore.environments import environments
+            from petportal.serving.choice import active_choice
 
-            environments().set_active("staging")
+            active_choice().set_active("staging")
             db.session.commit()
         stopped = finished(staff, path)
         assert stopped["state"] == "stopped" and stopped["created"] < 40
         page = html.unescape(staff.get(path).text)
         assert "The portal switched from production to staging while this import ran." in page
         with app.app_context():
-            environments().set_active("production")
+            active_choice().set_active("production")
             db.session.commit()
         time.sleep(1.1)  # every process reads the active environment at least once a second
         press(staff, path, "start")

@@ -5,7 +5,7 @@ import socket
 import time
 
 from petportal.extensions import db
-from petportal.petstore.environments import Environments
+from petportal.serving.choice import ActiveChoice
 
 from support.helpers import AuthActions
 from support.portal import csrf_token
@@ -54,7 +54,7 @@ def test_a_login_while_the_database_is_down_is_a_clear_503(make_portal, tmp_path
 
 def test_an_error_page_is_drawn_even_when_nothing_about_the_request_can_be_worked_out(make_portal, monkeypatch):
     app = make_portal()
-    monkeypatch.setattr(Environments, "active", lambda self: 1 / 0)
+    monkeypatch.setattr(ActiveChoice, "active", lambda self: 1 / 0)
     page = app.test_client().get("/animals")
     assert page.status_code == 500
     assert "Something went wrong" in page.text and page.headers["X-Request-ID"] in page.text

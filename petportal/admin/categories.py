@@ -11,7 +11,7 @@ from petportal.auth.access import role_required
 from petportal.catalog import categories
 from petportal.config import EVERY_ENVIRONMENT
 from petportal.data.models import Role
-from petportal.petstore.active import serving
+from petportal.serving.request import serving
 
 bp = Blueprint("categories", __name__, url_prefix="/admin/categories")
 

@@ -15,7 +15,7 @@ from flask_babel import ngettext
 
 from petportal.i18n.lazy_text import lazy_gettext as _l
 from petportal.petstore import PetStoreError, Unauthorized, Unavailable
-from petportal.web.error_pages import store_words
+from petportal.petstore.words import store_words
 
 if TYPE_CHECKING:
     from petportal.petstore.environments import DeprecationNotice, Environments, Store

@@ -25,8 +25,9 @@ from petportal.data.models import AuditAction, AuditDetail, Role
 from petportal.extensions import db
 from petportal.i18n.languages import role_label
 from petportal.petstore import GET_PET_REMOVAL
-from petportal.petstore.active import previewed_name, set_preview
 from petportal.petstore.environments import environments
+from petportal.serving.choice import active_choice
+from petportal.serving.request import previewed_name, set_preview
 from petportal.web.downloads import csv_download
 from petportal.web.error_pages import render_error
 from petportal.web.readers import whole_number
@@ -78,11 +79,11 @@ def switch_environment() -> ResponseReturnValue:
             _("%(environment)s is not configured and cannot be chosen.", environment=form.environment.data)
         )
         return _environment_page(form, _preview_form(), 400)
-    previous = registry.active()
+    previous = active_choice().active()
     if previous.name == target.name:
         flash(_("%(environment)s is already the active environment; nothing changed.", environment=target.name), "info")
         return redirect(url_for(".environment"), 303)
-    registry.set_active(target.name)
+    active_choice().set_active(target.name)
     audit.record(
         AuditAction.ENVIRONMENT_SWITCHED,
         environment=target.name,
@@ -104,7 +105,7 @@ def preview_environment() -> ResponseReturnValue:
     if chosen is None:
         set_preview(None)
         audit.record(AuditAction.PREVIEW_CHANGED, detail=AuditDetail.PREVIEW_CLEARED)
-        active = environments().active().name
+        active = active_choice().active().name
         flash(_("Preview cleared: you see the active environment, %(environment)s.", environment=active), "info")
     elif not chosen.configured:
         form.environment.errors.append(
@@ -117,7 +118,7 @@ def preview_environment() -> ResponseReturnValue:
         seen = _(
             "You alone now see %(environment)s. Everyone else still sees %(active)s.",
             environment=chosen.name,
-            active=environments().active().name,
+            active=active_choice().active().name,
         )
         flash(seen, "info")
     return redirect(url_for(".environment"), 303)
@@ -177,7 +178,7 @@ def _switch_form() -> SwitchEnvironmentForm:
     form.environment.choices = environment_choices()
     if not form.is_submitted():
         form.environment.data = next(
-            (e.name for e in environments().all() if e.configured and e.name != environments().active().name), None
+            (e.name for e in environments().all() if e.configured and e.name != active_choice().active().name), None
         )
     return form
 
@@ -197,7 +198,7 @@ def _environment_page(
     return render_template(
         "admin/environment.html",
         environments=registry.all(),
-        active=registry.active(),
+        active=active_choice().active(),
         switch_form=switch_form,
         preview_form=preview_form,
         fresh=login_fresh(),

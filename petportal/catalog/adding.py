@@ -23,10 +23,9 @@ import secrets
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
-from sqlalchemy import delete, exists, select, update
-from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy import delete, select, update
+from sqlalchemy.exc import SQLAlchemyError
 
 from petportal.catalog import additions
 from petportal.clock import now
@@ -34,14 +33,12 @@ from petportal.data import audit
 from petportal.data.models import (
     AuditAction,
     AuditDetail,
-    BulkImport,
     ImportRow,
     Promotion,
     Reason,
     RowReason,
     SubmissionToken,
     TicketState,
-    User,
 )
 from petportal.data.unit_of_work import after_commit, updated_one
 from petportal.extensions import db
@@ -305,7 +302,7 @@ def _oldest_valid() -> datetime:
 
 @dataclass(frozen=True)
 class RowTicket:
-    """One row of a bulk import, claimed by the runner holding the import's lease."""
+    """One row of a bulk import, claimed by the runner holding the import's lease (imports/claims.py)."""
 
     import_id: str
     position: int
@@ -357,109 +354,3 @@ class RowTicket:
 
 # One animal to add, already claimed (in `sending`) by its caller.
 Ticket = FormTicket | RowTicket
-
-
-class OwnerLimited(Exception):
-    """The import's owner is disabled, or no longer works on its environment (or a promotion's source): no row is
-    claimed."""
-
-
-def claim_next_row(batch: BulkImport, runner: str) -> RowTicket | None:
-    """Claim the import's first unsent row for `runner`, while its lease holds and its owner is enabled and works on
-    its environments (an admin may limit or disable the account at any time: the claim decides it, so no row is
-    claimed after that commits); None when no row is left or the lease is lost, OwnerLimited when the owner no longer
-    may."""
-    lease_holds = exists().where(BulkImport.id == batch.id, held_by(runner))
-    owner_works_on = exists().where(
-        User.id == batch.user_id,
-        User.enabled,
-        User.works_on(batch.environment),
-        User.works_on(batch.source or batch.environment),
-    )
-    while True:
-        row = db.session.execute(
-            select(
-                ImportRow.position,
-                ImportRow.line,
-                ImportRow.name,
-                ImportRow.category_id,
-                ImportRow.status,
-                ImportRow.source_id,
-            )
-            .where(ImportRow.import_id == batch.id, ImportRow.state == TicketState.ISSUED)
-            .order_by(ImportRow.position)
-            .limit(1)
-        ).one_or_none()
-        if row is None:
-            db.session.commit()
-            return None
-        claimed = updated_one(
-            update(ImportRow)
-            .where(
-                ImportRow.import_id == batch.id,
-                ImportRow.position == row.position,
-                ImportRow.state == TicketState.ISSUED,
-                lease_holds,
-                owner_works_on,
-            )
-            .values(state=TicketState.SENDING, updated_at=now())
-        )
-        promoted_before = (
-            claimed and row.source_id is not None and not _claim_promotion(batch, row.position, row.source_id)
-        )
-        try:
-            db.session.commit()  # the claim step: the row, and a promotion's staging id in the ledger
-        except IntegrityError:
-            db.session.rollback()  # another promotion claimed the same staging id meanwhile: read the row again
-            continue
-        if claimed and not promoted_before:
-            return RowTicket(
-                batch.id,
-                row.position,
-                row.line,
-                batch.user_id,
-                batch.username,
-                batch.environment,
-                NewAnimal(row.name, row.category_id, row.status),
-                row.source_id,
-            )
-        if promoted_before:
-            continue
-        held, works_on = db.session.execute(select(lease_holds, owner_works_on)).one()
-        if not held:
-            return None
-        if not works_on:
-            raise OwnerLimited
-
-
-def _claim_promotion(batch: BulkImport, position: int, staging_id: int) -> bool:
-    """Claim `staging_id` in the ledger for this row, in the claim's commit; False when it was promoted before
-    (the row is then settled as such, never sent). Two claims at once: the second's commit fails on the key."""
-    earlier = db.session.get(Promotion, staging_id)
-    if earlier is None:
-        db.session.add(
-            Promotion(
-                staging_id=staging_id,
-                import_id=batch.id,
-                position=position,
-                state=TicketState.SENDING,
-                username=batch.username,
-            )
-        )
-        return True
-    db.session.execute(
-        update(ImportRow)
-        .where(ImportRow.import_id == batch.id, ImportRow.position == position)
-        .values(
-            state=TicketState.INVALID,
-            reason={"code": RowReason.PROMOTED_BEFORE, "pet_id": earlier.production_id},
-            updated_at=now(),
-        ),
-        execution_options={"synchronize_session": False},
-    )
-    return False
-
-
-def held_by(runner: str) -> Any:
-    """The condition that `runner` still holds the import's lease."""
-    return (BulkImport.runner == runner) & (BulkImport.lease_until > now())

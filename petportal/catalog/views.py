@@ -35,12 +35,13 @@ from petportal.petstore import (
     Outcome,
     Pet,
 )
-from petportal.petstore.active import serving
 from petportal.petstore.environments import Store
+from petportal.petstore.words import store_words
+from petportal.serving.request import serving
 from petportal.telemetry import metrics
 from petportal.web import page_cache
 from petportal.web.downloads import csv_download
-from petportal.web.error_pages import ErrorPage, key_rejected_page, render_error, store_words
+from petportal.web.error_pages import ErrorPage, key_rejected_page, render_error
 
 bp = Blueprint("catalog", __name__)
 # The list's download: the API's own field names, and the category's label (or nothing).

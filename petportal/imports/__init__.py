@@ -1,2 +1,2 @@
-"""Bulk adding animals from a CSV file: read and checked (files), kept (batches), sent (runner), run outside
-the request (engines), and shown (views)."""
+"""Bulk adding animals from a CSV file: read and checked (files), kept (batches), each row claimed once (claims),
+sent (runner), run outside the request (engines), and shown (views)."""

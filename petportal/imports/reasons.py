@@ -17,8 +17,8 @@ from flask_babel import gettext as _
 from petportal.data.models import BulkImport, ImportRow, RowReason, StopReason
 from petportal.imports import files
 from petportal.petstore import StoreReason
+from petportal.petstore.words import store_words
 from petportal.web.downloads import FILE_LANGUAGE
-from petportal.web.error_pages import store_words
 
 
 def row_reason(row: ImportRow) -> str | None:

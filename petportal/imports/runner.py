@@ -27,7 +27,6 @@ from flask import Flask, current_app
 from sqlalchemy import update
 
 from petportal.catalog import adding
-from petportal.catalog.adding import held_by
 from petportal.clock import now
 from petportal.config import settings
 from petportal.data import audit
@@ -45,8 +44,10 @@ from petportal.data.models import (
 )
 from petportal.extensions import db
 from petportal.imports.batches import FAILED_STATES, RUNNABLE, change, counts
+from petportal.imports.claims import OwnerLimited, claim_next_row, held_by
 from petportal.petstore import Outcome
 from petportal.petstore.environments import environments
+from petportal.serving.choice import active_choice
 
 log = logging.getLogger(__name__)
 RENEW_SECONDS = 1.0
@@ -116,15 +117,15 @@ def _send_rows(app: Flask, import_id: str, runner: str) -> None:
                     log.warning("bulk import %s: runner %s lost its lease; another runner goes on", import_id, runner)
                     break
                 renewed_at = time.monotonic()
-            active = environments().active().name
+            active = active_choice().active().name
             if stop is None and batch.active_at_start is not None and active != batch.active_at_start:
                 stop = {"code": StopReason.SWITCHED, "previous": batch.active_at_start, "active": active}
             while not all_claimed and pause is None and stop is None and len(in_flight) < concurrency:
                 if not places.acquire(timeout=0 if in_flight else RENEW_SECONDS):
                     break  # another import of this process has the places; wait for one
                 try:
-                    ticket = adding.claim_next_row(batch, runner)
-                except adding.OwnerLimited:
+                    ticket = claim_next_row(batch, runner)
+                except OwnerLimited:
                     places.release()
                     stop = {"code": StopReason.LIMITED}
                     break

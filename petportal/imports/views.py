@@ -20,8 +20,8 @@ from petportal.data.models import AuditAction, AuditDetail, BulkImport, ImportRo
 from petportal.i18n.lazy_text import lazy_gettext as _l
 from petportal.imports import batches, engines, files, reasons
 from petportal.imports.forms import UploadForm
-from petportal.petstore.active import serving
-from petportal.petstore.environments import environments
+from petportal.serving.choice import active_choice
+from petportal.serving.request import serving
 from petportal.web.downloads import Cell, csv_download
 from petportal.web.error_pages import ErrorPage, render_error
 from petportal.web.forms import ECHO_CHARS, ButtonForm
@@ -194,7 +194,7 @@ def _send(
     if refused := _refuse_unbound(batch):
         return refused
     # A promotion goes to production whatever is active; an import stops when the active environment changes.
-    count = queue(batch, None if batch.source else environments().active().name)
+    count = queue(batch, None if batch.source else active_choice().active().name)
     if count:
         # Who pressed the button: the entries of the animals it adds name the import's owner.
         audit.record(

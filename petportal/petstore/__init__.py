@@ -1,5 +1,5 @@
-"""The pet store client (typed records, typed errors, the one module that talks HTTP to the store) and the
-environments it serves: production and staging, and the one the current request is served from (`active`)."""
+"""The pet store client (typed records, typed errors, the one module that talks HTTP to the store), its failures in
+words, and the environments it talks to: production and staging, each with its clients and health."""
 
 from petportal.petstore.client import PetStoreClient
 from petportal.petstore.errors import (

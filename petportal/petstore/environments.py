@@ -1,30 +1,21 @@
-"""The pet store environments (production, staging): their clients, their health, and the active choice."""
+"""The pet store environments (production, staging): their clients and their health. Which one serves whom is
+petportal/serving's."""
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections.abc import Mapping
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, cast
 
-from flask import Flask, current_app, g, has_app_context, has_request_context
+from flask import Flask, current_app, g, has_request_context
 
 from petportal.config import Environment, settings
-from petportal.data.models import Setting
-from petportal.data.unit_of_work import after_commit
-from petportal.extensions import DATABASE_OUTAGES, db
 from petportal.petstore import Operation, Outcome, PetStoreClient
 from petportal.petstore.bulkhead import Bulkhead
 from petportal.telemetry import metrics, tracing
-
-log = logging.getLogger(__name__)
-ACTIVE_SETTING = "active_environment"
-# Every process re-reads the shared choice at least this often, so a switch reaches all within 2 s.
-ACTIVE_REFRESH_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -69,13 +60,10 @@ class Health:
 
 
 class Environments:
-    """One app's configured environments, a pooled client and a health record for each, and the shared
-    active choice."""
+    """One app's configured environments, and a pooled client and a health record for each."""
 
     def __init__(self, app: Flask) -> None:
-        self._app = app
         self._settings: Mapping[str, Mapping[str, Any]] = settings(app).petstore_environments
-        self._default: str = settings(app).default_environment
         # Seconds a page may wait on the pet store, all its calls together.
         self.timeout: float = settings(app).upstream_timeout
         self._pool_size: int = settings(app).upstream_pool_size
@@ -88,7 +76,6 @@ class Environments:
         self._clients: dict[tuple[str, bool], PetStoreClient] = {}
         self._health = {name: Health() for name in self._settings}
         self._lock = threading.Lock()
-        self._active: tuple[str | None, float] = (None, 0.0)
 
     def all(self) -> list[Store]:
         """Every known environment, configured or not, production first."""
@@ -136,35 +123,6 @@ class Environments:
         if "upstream_deadline" not in g:
             g.upstream_deadline = time.monotonic() + self.timeout
         return cast(float, g.upstream_deadline)
-
-    def active(self) -> Store:
-        """The environment every user is served from, as last chosen by an admin."""
-        name, fetched_at = self._active
-        if name is None or time.monotonic() - fetched_at > ACTIVE_REFRESH_SECONDS:
-            with nullcontext() if has_app_context() else self._app.app_context():  # the page cache asks outside one
-                try:
-                    row = db.session.get(Setting, ACTIVE_SETTING)
-                    name = row.value if row is not None else self._default
-                except DATABASE_OUTAGES as error:
-                    # Customers keep browsing the last known (or default) environment while the database is down.
-                    db.session.rollback()
-                    log.error("the portal's database is unavailable: %s", type(error).__name__)
-                    name = name or self._default
-                self._now_active(name)
-        environment = self.get(name)
-        if environment is None or not environment.configured:
-            return self._environment(self._default)
-        return environment
-
-    def set_active(self, name: str) -> None:
-        """Make `name` the active environment for every user and every process, once the caller's unit of work
-        commits."""
-        db.session.merge(Setting(key=ACTIVE_SETTING, value=name))
-        after_commit(lambda: self._now_active(name))
-
-    def _now_active(self, name: str) -> None:
-        self._active = (name, time.monotonic())
-        metrics.show_active(Environment, name)
 
     def close(self) -> None:
         """Close every client's connections."""

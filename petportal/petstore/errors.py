@@ -51,7 +51,7 @@ def clean(text: str, secrets: Iterable[str] = ()) -> str:
 
 class StoreReason(StrEnum):
     """Why a pet store call gave no usable answer: a code with its values (`PetStoreError.message`, `.status`), put
-    into words only where a page shows it (petportal.web.error_pages.store_words)."""
+    into words only where a page shows it (petportal.petstore.words.store_words)."""
 
     STORE_SAID = "store_said"  # the store's own message (`message`, cleaned)
     WITHHELD = "withheld"  # the store's message quoted a credential

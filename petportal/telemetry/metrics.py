@@ -5,13 +5,15 @@ Labels are few and bounded: endpoints, statuses, environments, operations and ou
 
 from __future__ import annotations
 
+import hmac
+import ipaddress
 import os
 import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from flask import Flask, Response, g, request
+from flask import Flask, Response, abort, g, request
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     REGISTRY,
@@ -22,6 +24,8 @@ from prometheus_client import (
     generate_latest,
     multiprocess,
 )
+
+from petportal.config import settings
 
 KNOWN_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 REQUESTS = Counter(
@@ -61,6 +65,23 @@ ACTIVE_ENVIRONMENT = Gauge(
 def show_active(names: Iterable[str], active: str) -> None:
     for name in names:
         ACTIVE_ENVIRONMENT.labels(name).set(1 if name == active else 0)
+
+
+def metrics_page() -> tuple[bytes, dict[str, str]]:
+    """Prometheus metrics: with `PETPORTAL_METRICS_TOKEN`, for its bearer only; without it, for loopback only."""
+    token = settings().metrics_token
+    if token:
+        sent = request.headers.get("Authorization", "")
+        if not hmac.compare_digest(sent.encode(), f"Bearer {token}".encode()):
+            abort(401)
+    else:
+        try:
+            loopback = ipaddress.ip_address(request.remote_addr or "").is_loopback
+        except ValueError:  # a trusted proxy may have given any text
+            loopback = False
+        if not loopback:
+            abort(403)
+    return exposition()
 
 
 def exposition() -> tuple[bytes, dict[str, str]]:

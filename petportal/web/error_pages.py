@@ -21,8 +21,8 @@ from werkzeug.exceptions import (
 from petportal.data.database import INIT_DB_HINT, tables_missing
 from petportal.extensions import DATABASE_OUTAGES, db
 from petportal.i18n.lazy_text import lazy_gettext as _l
-from petportal.petstore import Outcome, PetStoreError, StoreReason
-from petportal.petstore.active import serving
+from petportal.petstore import Outcome, PetStoreError
+from petportal.serving.request import serving
 from petportal.web.front_door import UnreadableRequest
 
 BARE_PAGE = (
@@ -40,23 +40,6 @@ MESSAGES = {
     500: (_l("Something went wrong"), _l("The portal failed to show this page. It has been logged.")),
     502: (_l("Temporarily unavailable"), _l("The pet store gave an answer the portal could not use.")),
     503: (_l("The pet store is not answering"), _l("The pet store did not answer in time. Try again in a moment.")),
-}
-# Why a pet store call failed, as a page says it (`store_words`): the store's own words are shown as it said them.
-STORE_REASONS = {
-    StoreReason.STORE_SAID: "%(message)s",
-    StoreReason.WITHHELD: _l("The pet store's message was withheld: it quoted a credential."),
-    StoreReason.STATUS: _l("The store answered with status %(status)s."),
-    # The detail is the client's technical one (which field of the answer was wrong): kept as it is.
-    StoreReason.UNUSABLE: _l("The store's answer is unusable: %(message)s."),
-    StoreReason.TOO_LARGE: _l("The store's answer is larger than the portal accepts."),
-    StoreReason.TOO_SLOW: _l("The store's answer arrived too slowly."),
-    StoreReason.UNDECODABLE: _l("The store's answer could not be decoded."),
-    StoreReason.CONNECTION_BROKE: _l("The connection broke while the store was answering."),
-    StoreReason.NO_ANSWER_IN_TIME: _l("The pet store did not answer in time."),
-    StoreReason.CONNECTION_FAILED: _l("The connection to the pet store failed."),
-    StoreReason.NOT_REACHED: _l("The pet store could not be reached."),
-    StoreReason.NO_TIME_LEFT: _l("No time was left to ask the pet store."),
-    StoreReason.TOO_BUSY: _l("Too many pages are waiting on the pet store already."),
 }
 # An error page and its status.
 ErrorPage = tuple[str, int]
@@ -147,11 +130,6 @@ def key_rejected_page(name: str) -> ErrorPage:
             _("The %(environment)s API key was rejected by the pet store. Check its configuration.", environment=name),
         )
     return render_error(502, _("The pet store is temporarily unavailable. Try again later."), retry=True)
-
-
-def store_words(reason: StoreReason, message: str = "", status: int | None = None) -> str:
-    """Why a pet store call failed (with its error's `message` and `status`), in the request's language."""
-    return str(STORE_REASONS[reason]) % {"message": message, "status": status}
 
 
 def handle_unexpected_error(error: Exception) -> ErrorPage:

@@ -30,7 +30,7 @@ from werkzeug.wrappers import Response
 from petportal.config import REMEMBER_COOKIE, settings
 from petportal.extensions import cache
 from petportal.i18n.languages import language_of
-from petportal.petstore.active import serving
+from petportal.serving.request import serving
 from petportal.telemetry import logs, metrics, tracing
 from petportal.web.compression import encoding_for
 from petportal.web.front_door import unreadable
@@ -109,7 +109,7 @@ class SharedPages:
         environ = {**environ, "QUERY_STRING": query}  # what the page reads, for the key and for Flask alike
         # No app context: the cache's backend and the environments are the app's own objects, read directly.
         backend = self.app.extensions["cache"][cache]
-        environment = self.app.extensions["petportal.petstore.environments"].active().name
+        environment = self.app.extensions["petportal.serving.choice"].active().name
         key = _page_key(self.app, backend, environment, environ)
         stored = _safely(self.app, backend.get, key)
         if stored is None:

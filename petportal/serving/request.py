@@ -15,6 +15,7 @@ from flask_login import current_user
 
 from petportal.petstore import PetStoreClient
 from petportal.petstore.environments import Health, Store, environments
+from petportal.serving.choice import active_choice
 
 log = logging.getLogger(__name__)
 PREVIEW_SESSION_KEY = "preview_environment"
@@ -41,7 +42,7 @@ def serving() -> Serving:
 
 def _resolve() -> Serving:
     registry = environments()
-    environment = registry.active()
+    environment = active_choice().active()
     only = registry.get(current_user.only_environment if current_user.is_authenticated else None)
     if only is not None:
         # An account limited to one environment sees and changes that one alone: no preview, no switch moves it.
