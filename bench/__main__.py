@@ -41,7 +41,7 @@ from typing import NamedTuple
 from bench.portal import PROJECT_ROOT, csrf_token, logged_in, portal_environment, prepare_portal
 from petportal.running.processes import free_port, stop, wait_for_port
 
-KEY = secrets.token_urlsafe(16)
+KEY = secrets.token_urlsafe(24)
 ADMIN_PASSWORD = secrets.token_urlsafe(12)
 PORTAL_WORKERS, PORTAL_THREADS = 2, 8
 STORE_WORKERS, STORE_THREADS = 2, 8

@@ -67,10 +67,11 @@ _DIRECTION_MARKS = str.maketrans("", "", "\u200e\u200f")
 _ALPHABETS = (string.digits, "abcdef", "ghijklmnopqrstuvwxyz", "ABCDEF", "GHIJKLMNOPQRSTUVWXYZ")
 # What a letter of any other script counts as.
 _OTHER_ALPHABET = 64
-# A key's label, public by its nature: words of letters, each followed by "_" or "-", at its start ("sk_live_",
-# "PROD-"). A run that held part of one would be a run of fewer unknown characters: an attacker who knows the label
-# could learn the key a character at a time from what is withheld. So the runs are taken from what follows it.
-_LABEL = re.compile(r"(?:[A-Za-z]+[_-])+")
+# A key's label, public by its nature: one or two short words of letters, each followed by "_" or "-", at its start
+# ("sk_live_", "petstore_live_", "PROD-"). A run that held part of one would be a run of fewer unknown characters: an
+# attacker who knows the label could learn the key a character at a time from what is withheld. So the runs are taken
+# from what follows it. (Short words: a random key that starts with letters and a "-" loses no more than them.)
+_LABEL = re.compile(r"(?:[A-Za-z]{1,8}[_-]){1,2}")
 
 
 def unread(char: str) -> bool:
