@@ -379,10 +379,17 @@ def named(disguise):
 
 
 def token_key():
-    """A key as `secrets.token_urlsafe(24)` makes it (the demo's), with a run of 14 letters and digits."""
-    while unlabelled(key := secrets.token_urlsafe(24)) != key or not any(key[i : i + 14].isalnum() for i in range(19)):
-        pass
-    return key
+    """A key as `secrets.token_urlsafe(24)` makes it (the demo's), with no label, a run of 14 letters and digits, and
+    small and capital letters and digits among them (one in 250 has no digit: its runs are 13)."""
+    while True:
+        key = secrets.token_urlsafe(24)
+        kinds = (str.islower, str.isupper, str.isdigit)
+        if (
+            unlabelled(key) == key
+            and any(key[i : i + 14].isalnum() for i in range(19))
+            and all(any(map(kind, key)) for kind in kinds)
+        ):
+            return key
 
 
 @pytest.mark.parametrize("form", list(FORMS))
