@@ -63,9 +63,9 @@ _BEYOND = re.compile("[\U00020000-\U0010ffff]")
 _TAG_LETTERS = {_TAG_OFFSET + code: chr(code) for code in range(0x80)}
 # How confusables.json keeps right-to-left glyphs: between left-to-right marks, which are no part of them.
 _DIRECTION_MARKS = str.maketrans("", "", "\u200e\u200f")
-# The alphabets a secret's letters and digits may come from, to size its run: digits, hex letters, the other letters.
-_ALPHABETS = (string.digits, "abcdef", "ghijklmnopqrstuvwxyz", "ABCDEF", "GHIJKLMNOPQRSTUVWXYZ")
-# What a letter of any other script counts as.
+# The alphabets a secret's letters and digits may come from, to size its run: digits, and the letters of each case,
+# all 26 unless the secret uses only hex's (a-f), 64 for any other script.
+_ALPHABETS = ((string.digits, string.digits), (string.ascii_lowercase, "abcdef"), (string.ascii_uppercase, "ABCDEF"))
 _OTHER_ALPHABET = 64
 # A key's label, public by its nature: one or two short words of letters, each followed by "_" or "-", at its start
 # ("sk_live_", "petstore_live_", "PROD-"). A run that held part of one would be a run of fewer unknown characters: an
@@ -120,8 +120,10 @@ def run(secret: str) -> int:
     rest): SECRET_RUN, more where they come from a smaller alphabet (a hex key's runs are 18, a UUID's too), so that a
     run takes about GUESSING_BITS to guess; all of a shorter secret."""
     read = reading(unlabelled(secret))
-    alphabet = sum(len(letters) for letters in _ALPHABETS if any(char in letters for char in read))
-    alphabet += _OTHER_ALPHABET if not read.isascii() else 0
+    alphabet = _OTHER_ALPHABET if not read.isascii() else 0
+    for letters, fewest in _ALPHABETS:
+        used = {char for char in read if char in letters}
+        alphabet += 0 if not used else len(fewest) if used <= set(fewest) else len(letters)
     return min(len(read), max(SECRET_RUN, round(GUESSING_BITS / math.log2(max(alphabet, 2)))))
 
 
