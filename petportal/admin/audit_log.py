@@ -9,12 +9,28 @@ as the results of an import are.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from dataclasses import asdict
 from typing import Any
 
 from flask_babel import force_locale, ngettext
 from flask_babel import gettext as _
 
-from petportal.data.models import AuditAction, AuditDetail, EnvironmentSet
+from petportal.data.models import AuditAction, Role
+from petportal.data.models import AuditDetail as D
+from petportal.data.payloads import (
+    AnimalDetails,
+    AuditDetails,
+    Count,
+    EnvironmentsChange,
+    ImportDetails,
+    ImportTally,
+    LabelChange,
+    PasskeyDetails,
+    RecordedDetails,
+    RoleDetails,
+    SwitchedFrom,
+    decode,
+)
 from petportal.i18n.languages import environment_label, environments_label, number, role_label
 from petportal.i18n.lazy_text import lazy_gettext as _l
 from petportal.web.downloads import FILE_LANGUAGE, Cell
@@ -78,132 +94,124 @@ def details(entry: Any) -> str:
 
 def _described(entry: Any) -> str:
     """What an entry's `details` say, in words: its code chooses them, its values fill them in."""
-    found: dict[str, Any] = entry.details or {}
-    match found.get("code"):
-        case AuditDetail.CATEGORY_LABELLED:
-            return _("category %(category)s labelled “%(label)s”", **found)
-        case AuditDetail.CATEGORY_RENAMED:
-            return _("category %(category)s renamed from “%(previous)s” to “%(label)s”", **found)
-        case AuditDetail.CATEGORY_UNLABELLED:
-            return _("category %(category)s was “%(label)s”", **found)
-        case AuditDetail.ANIMAL_ADDED:
-            return _("id %(id)s: %(name)s", id=found["pet_id"], **found)
-        case AuditDetail.ANIMAL_ADDED_BY_IMPORT:
-            return _("id %(id)s: %(name)s (bulk import %(import_id)s, line %(line)s)", id=found["pet_id"], **found)
-        case AuditDetail.OUTCOME_UNKNOWN:
-            return _("%(name)s: the pet store may or may not have added it", **found)
-        case AuditDetail.OUTCOME_UNKNOWN_IN_IMPORT:
+    found = decode(AuditDetails, entry.details)
+    values = asdict(found) if found else {}
+    match found:
+        case LabelChange(code=D.CATEGORY_LABELLED):
+            return _("category %(category)s labelled “%(label)s”", **values)
+        case LabelChange(code=D.CATEGORY_RENAMED):
+            return _("category %(category)s renamed from “%(previous)s” to “%(label)s”", **values)
+        case LabelChange(code=D.CATEGORY_UNLABELLED):
+            return _("category %(category)s was “%(label)s”", **values)
+        case AnimalDetails(code=D.ANIMAL_ADDED, pet_id=pet_id):
+            return _("id %(id)s: %(name)s", id=pet_id, **values)
+        case AnimalDetails(code=D.ANIMAL_ADDED_BY_IMPORT, pet_id=pet_id):
+            return _("id %(id)s: %(name)s (bulk import %(import_id)s, line %(line)s)", id=pet_id, **values)
+        case AnimalDetails(code=D.OUTCOME_UNKNOWN):
+            return _("%(name)s: the pet store may or may not have added it", **values)
+        case AnimalDetails(code=D.OUTCOME_UNKNOWN_IN_IMPORT):
             return _(
                 "%(name)s (bulk import %(import_id)s, line %(line)s): the pet store may or may not have added it",
-                **found,
+                **values,
             )
-        case AuditDetail.IMPORT_STARTED:
-            return _("import %(import_id)s of “%(filename)s” (uploaded by %(owner)s): started", **found)
-        case AuditDetail.IMPORT_RETRIED:
+        case ImportDetails(code=D.IMPORT_STARTED):
+            return _("import %(import_id)s of “%(filename)s” (uploaded by %(owner)s): started", **values)
+        case ImportDetails(code=D.IMPORT_RETRIED):
             return _(
-                "import %(import_id)s of “%(filename)s” (uploaded by %(owner)s): its refused rows sent again", **found
+                "import %(import_id)s of “%(filename)s” (uploaded by %(owner)s): its refused rows sent again", **values
             )
-        case AuditDetail.IMPORT_DISCARDED:
+        case ImportDetails(code=D.IMPORT_DISCARDED):
             return _(
                 "import %(import_id)s of “%(filename)s” (uploaded by %(owner)s): preview discarded, nothing sent",
-                **found,
+                **values,
             )
-        case AuditDetail.ANIMALS_IMPORTED:
+        case ImportTally(code=D.ANIMALS_IMPORTED):
             return _(
                 "import %(import_id)s of “%(filename)s”: %(created)s created, %(refused)s refused, %(unknown)s "
                 "unknown, of %(total)s rows",
-                **_with_numbers(found),
+                **(values | _numbers(found)),
             )
-        case AuditDetail.CREATED_BY_ADMIN:
-            return _("role %(role)s; must change the password", role=role_label(found["role"]))
-        case AuditDetail.CREATED_FROM_COMMAND_LINE:
-            return _("role %(role)s; from the command line", role=role_label(found["role"]))
-        case AuditDetail.CREATED_BY_SIGN_ON:
-            return _("role %(role)s; by single sign-on", role=role_label(found["role"]))
-        case AuditDetail.ROLE_CHANGED:
+        case RoleDetails(code=D.CREATED_BY_ADMIN, role=role):
+            return _("role %(role)s; must change the password", role=role_label(role))
+        case RoleDetails(code=D.CREATED_FROM_COMMAND_LINE, role=role):
+            return _("role %(role)s; from the command line", role=role_label(role))
+        case RoleDetails(code=D.CREATED_BY_SIGN_ON, role=role):
+            return _("role %(role)s; by single sign-on", role=role_label(role))
+        case RoleDetails(code=D.ROLE_CHANGED, role=role, previous=Role() as previous):
+            return _("from %(previous)s to %(role)s", previous=role_label(previous), role=role_label(role))
+        case RoleDetails(code=D.ROLE_CHANGED_BY_SIGN_ON, role=role, previous=Role() as previous):
             return _(
-                "from %(previous)s to %(role)s", previous=role_label(found["previous"]), role=role_label(found["role"])
+                "single sign-on: from %(previous)s to %(role)s", previous=role_label(previous), role=role_label(role)
             )
-        case AuditDetail.ROLE_CHANGED_BY_SIGN_ON:
-            return _(
-                "single sign-on: from %(previous)s to %(role)s",
-                previous=role_label(found["previous"]),
-                role=role_label(found["role"]),
-            )
-        case AuditDetail.SESSIONS_ENDED:
-            return ngettext("%(num)d was open", "%(num)d were open", found["count"])
-        case AuditDetail.SIGN_ON_LOGOUT:
+        case Count(code=D.SESSIONS_ENDED, count=count):
+            return ngettext("%(num)d was open", "%(num)d were open", count)
+        case Count(code=D.SIGN_ON_LOGOUT, count=count):
             return ngettext(
                 "single sign-on: the provider's back-channel logout, %(num)d was open",
                 "single sign-on: the provider's back-channel logout, %(num)d were open",
-                found["count"],
+                count,
             )
-        case AuditDetail.EVERY_SESSION_ENDED:
-            return _("every session ended")
-        case AuditDetail.PASSWORD_RESET:
-            return _("every session ended; must change it at next login")
-        case AuditDetail.WRONG_PASSWORD:
-            return _("wrong current password")
-        case AuditDetail.OTHER_SESSIONS_ENDED:
-            return _("other sessions ended")
-        case AuditDetail.NEW_DEVICE:
-            return _("new device")
-        case AuditDetail.ACCOUNT_DISABLED:
-            return _("the account is disabled")
-        case AuditDetail.NO_ROLE_CLAIM:
-            return _("single sign-on: no admin or staff value in the role claim")
-        case AuditDetail.FROM_COMMAND_LINE:
-            return _("from the command line")
-        case AuditDetail.CODES_LEFT:
-            return ngettext("%(num)d recovery code left", "%(num)d recovery codes left", found["count"])
-        case AuditDetail.PASSKEY:
-            return _("passkey “%(name)s”", **found)
-        case AuditDetail.SWITCHED_FROM:
+        case Count(code=D.CODES_LEFT, count=count):
+            return ngettext("%(num)d recovery code left", "%(num)d recovery codes left", count)
+        case PasskeyDetails(name=name):
+            return _("passkey “%(name)s”", name=name)
+        case SwitchedFrom(previous=previous):
             return _(
                 "from %(previous)s to %(environment)s",
-                previous=environment_label(found["previous"]),
+                previous=environment_label(previous),
                 environment=environment_label(entry.environment) if entry.environment else "",
             )
-        case AuditDetail.ENVIRONMENTS:
+        case EnvironmentsChange(code=D.ENVIRONMENTS, environments=environments, previous=previous):
             return _(
                 "works on %(environments)s, before on %(previous)s",
-                environments=environments_label(EnvironmentSet.read(found["environments"])),
-                previous=environments_label(EnvironmentSet.read(found["previous"])),
+                environments=environments_label(environments),
+                previous=environments_label(previous),
             )
-        case AuditDetail.ENVIRONMENTS_BY_SIGN_ON:
+        case EnvironmentsChange(code=D.ENVIRONMENTS_BY_SIGN_ON, environments=environments, previous=previous):
             return _(
                 "single sign-on: works on %(environments)s, before on %(previous)s",
-                environments=environments_label(EnvironmentSet.read(found["environments"])),
-                previous=environments_label(EnvironmentSet.read(found["previous"])),
+                environments=environments_label(environments),
+                previous=environments_label(previous),
             )
-        case AuditDetail.NO_ENVIRONMENT_CLAIM:
-            return _("single sign-on: no environment in the environments claim")
-        case AuditDetail.ANIMAL_PROMOTED:
-            return _(
-                "id %(id)s: %(name)s (staging id %(staging_id)s, promotion %(import_id)s)", id=found["pet_id"], **found
-            )
-        case AuditDetail.OUTCOME_UNKNOWN_IN_PROMOTION:
+        case AnimalDetails(code=D.ANIMAL_PROMOTED, pet_id=pet_id):
+            return _("id %(id)s: %(name)s (staging id %(staging_id)s, promotion %(import_id)s)", id=pet_id, **values)
+        case AnimalDetails(code=D.OUTCOME_UNKNOWN_IN_PROMOTION):
             return _(
                 "%(name)s (staging id %(staging_id)s, promotion %(import_id)s): "
                 "the pet store may or may not have added it",
-                **found,
+                **values,
             )
-        case AuditDetail.ANIMALS_PROMOTED:
+        case ImportTally(code=D.ANIMALS_PROMOTED):
             return _(
                 "promotion %(import_id)s from staging: %(created)s created, %(refused)s refused, %(unknown)s "
                 "unknown, of %(total)s animals",
-                **_with_numbers(found),
+                **(values | _numbers(found)),
             )
-        case AuditDetail.PREVIEW_CLEARED:
-            return _("cleared")
-        case AuditDetail.RECORDED:
-            return str(found.get("text", ""))
+        case RecordedDetails(text=text):
+            return text
+        case AuditDetails(code=code):
+            return str(WORDS.get(code, ""))
     return ""
 
 
-def _with_numbers(found: dict[str, Any]) -> dict[str, Any]:
-    """`found` with its counts written as numbers are in the reader's language."""
-    return found | {key: number(found[key]) for key in ("created", "refused", "unknown", "total")}
+# What a code without values says.
+WORDS = {
+    D.EVERY_SESSION_ENDED: _l("every session ended"),
+    D.PASSWORD_RESET: _l("every session ended; must change it at next login"),
+    D.WRONG_PASSWORD: _l("wrong current password"),
+    D.OTHER_SESSIONS_ENDED: _l("other sessions ended"),
+    D.NEW_DEVICE: _l("new device"),
+    D.ACCOUNT_DISABLED: _l("the account is disabled"),
+    D.NO_ROLE_CLAIM: _l("single sign-on: no admin or staff value in the role claim"),
+    D.FROM_COMMAND_LINE: _l("from the command line"),
+    D.NO_ENVIRONMENT_CLAIM: _l("single sign-on: no environment in the environments claim"),
+    D.PREVIEW_CLEARED: _l("cleared"),
+}
+
+
+def _numbers(tally: ImportTally) -> dict[str, str]:
+    """A tally's counts written as numbers are in the reader's language."""
+    return {key: number(getattr(tally, key)) for key in ("created", "refused", "unknown", "total")}
 
 
 def file_cells(entries: Iterable[Any]) -> Iterator[tuple[Cell, ...]]:

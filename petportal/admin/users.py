@@ -17,6 +17,7 @@ from petportal.auth import accounts, logins, passkeys
 from petportal.auth.access import log_in_again, role_required
 from petportal.data import audit
 from petportal.data.models import AuditAction, AuditDetail, Role, User
+from petportal.data.payloads import AuditDetails, Count, EnvironmentsChange, RoleDetails
 from petportal.extensions import db
 from petportal.i18n.languages import environments_label, role_label
 from petportal.web.forms import ButtonForm
@@ -58,7 +59,11 @@ def new_user() -> ResponseReturnValue:
     except accounts.AccountError as error:
         form.username.errors.append(str(error))
         return render_template("admin/users/new.html", form=form), 400
-    audit.record(AuditAction.USER_CREATED, target=user.username, detail=AuditDetail.CREATED_BY_ADMIN, role=user.role)
+    audit.record(
+        AuditAction.USER_CREATED,
+        target=user.username,
+        detail=RoleDetails(code=AuditDetail.CREATED_BY_ADMIN, role=user.role),
+    )
     added = (
         _("Added staff %(username)s. They choose their own password when they first log in.", username=user.username)
         if user.role == Role.STAFF
@@ -113,7 +118,9 @@ def change_role(user: User) -> ResponseReturnValue:
         return _("%(username)s is already %(role)s; nothing changed.", username=user.username, role=role_label(before))
     accounts.change_role(current_user, user, Role(form.role.data))
     audit.record(
-        AuditAction.ROLE_CHANGED, target=user.username, detail=AuditDetail.ROLE_CHANGED, previous=before, role=user.role
+        AuditAction.ROLE_CHANGED,
+        target=user.username,
+        detail=RoleDetails(code=AuditDetail.ROLE_CHANGED, previous=before, role=user.role),
     )
     return _(
         "%(username)s is now %(role)s, from their next request on.", username=user.username, role=role_label(user.role)
@@ -135,9 +142,7 @@ def change_environments(user: User) -> ResponseReturnValue:
     audit.record(
         AuditAction.ENVIRONMENTS_CHANGED,
         target=user.username,
-        detail=AuditDetail.ENVIRONMENTS,
-        previous=before,
-        environments=user.environments,
+        detail=EnvironmentsChange(code=AuditDetail.ENVIRONMENTS, previous=before, environments=user.environments),
     )
     return _("%(username)s works on %(environments)s from their next request on.", **_works_on(user))
 
@@ -152,7 +157,9 @@ def _works_on(user: User) -> dict[str, str]:
 def disable(user: User) -> ResponseReturnValue:
     """Disable the account: it cannot log in, and its sessions end."""
     accounts.set_enabled(current_user, user, enabled=False)
-    audit.record(AuditAction.USER_DISABLED, target=user.username, detail=AuditDetail.EVERY_SESSION_ENDED)
+    audit.record(
+        AuditAction.USER_DISABLED, target=user.username, detail=AuditDetails(code=AuditDetail.EVERY_SESSION_ENDED)
+    )
     return _("%(username)s is disabled and logged out everywhere.", username=user.username)
 
 
@@ -173,7 +180,9 @@ def end_sessions(user: User) -> ResponseReturnValue:
     """End every session of the account: each browser is logged out on its next request."""
     ended = len(logins.open_logins(user.id))
     logins.end_all(user.id)
-    audit.record(AuditAction.SESSIONS_ENDED, target=user.username, detail=AuditDetail.SESSIONS_ENDED, count=ended)
+    audit.record(
+        AuditAction.SESSIONS_ENDED, target=user.username, detail=Count(code=AuditDetail.SESSIONS_ENDED, count=ended)
+    )
     if user.id == current_user.id:
         return redirect(url_for("auth.login"), 303)
     return ngettext(
@@ -194,7 +203,7 @@ def reset_password(user: User) -> ResponseReturnValue:
     if not form.validate_on_submit():
         return _manage_page(user, password_form=form, status=400)
     accounts.reset_password(user, form.password.data)
-    audit.record(AuditAction.PASSWORD_RESET, target=user.username, detail=AuditDetail.PASSWORD_RESET)
+    audit.record(AuditAction.PASSWORD_RESET, target=user.username, detail=AuditDetails(code=AuditDetail.PASSWORD_RESET))
     return _(
         "%(username)s's password is reset. Tell them the new one; they must change it when they log in.",
         username=user.username,

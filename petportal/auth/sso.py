@@ -28,6 +28,7 @@ from petportal.clock import now
 from petportal.config import EVERY_ENVIRONMENT, Environment, settings
 from petportal.data import audit
 from petportal.data.models import AuditAction, AuditDetail, Role, UsedLogoutToken, User
+from petportal.data.payloads import AuditDetails, Count, EnvironmentsChange, RoleDetails
 from petportal.extensions import db
 from petportal.web import security
 
@@ -235,8 +236,7 @@ def logged_out(logout_token: str) -> None:
         AuditAction.SESSIONS_ENDED,
         actor=user.username,
         target=user.username,
-        detail=AuditDetail.SIGN_ON_LOGOUT,
-        count=ended,
+        detail=Count(code=AuditDetail.SIGN_ON_LOGOUT, count=ended),
     )
 
 
@@ -327,12 +327,12 @@ def _account(claims: Any, role: Role | None, environments: frozenset[Environment
     user = db.session.scalar(select(User).filter_by(sso_issuer=issuer, sso_subject=subject))
     name = user.username if user is not None else _username(claims)
     if role is None:
-        audit.record(AuditAction.LOGIN_REFUSED, actor=name, detail=AuditDetail.NO_ROLE_CLAIM)
+        audit.record(AuditAction.LOGIN_REFUSED, actor=name, detail=AuditDetails(code=AuditDetail.NO_ROLE_CLAIM))
         raise SignInRefused(
             _("Your account at the company's sign-in gives you no access to this portal. Ask an admin.")
         )
     if environments is None:
-        audit.record(AuditAction.LOGIN_REFUSED, actor=name, detail=AuditDetail.NO_ENVIRONMENT_CLAIM)
+        audit.record(AuditAction.LOGIN_REFUSED, actor=name, detail=AuditDetails(code=AuditDetail.NO_ENVIRONMENT_CLAIM))
         raise SignInRefused(
             _("Your account at the company's sign-in gives you no environment of this portal. Ask an admin.")
         )
@@ -348,22 +348,25 @@ def _account(claims: Any, role: Role | None, environments: frozenset[Environment
         db.session.add(user)
         db.session.flush()
         audit.record(
-            AuditAction.USER_CREATED, actor=name, target=name, detail=AuditDetail.CREATED_BY_SIGN_ON, role=role
+            AuditAction.USER_CREATED,
+            actor=name,
+            target=name,
+            detail=RoleDetails(code=AuditDetail.CREATED_BY_SIGN_ON, role=role),
         )
         return user
     if not user.enabled:
-        audit.record(AuditAction.LOGIN_REFUSED, actor=name, detail=AuditDetail.ACCOUNT_DISABLED)
+        audit.record(AuditAction.LOGIN_REFUSED, actor=name, detail=AuditDetails(code=AuditDetail.ACCOUNT_DISABLED))
         raise SignInRefused(_("This account is disabled. Ask an admin to enable it."))
     # What the claims say now wins, audited: the role, and the environments.
     if user.role != role:
-        detail, action = AuditDetail.ROLE_CHANGED_BY_SIGN_ON, AuditAction.ROLE_CHANGED
-        audit.record(action, actor=name, target=name, detail=detail, previous=user.role, role=role)
+        changed = RoleDetails(code=AuditDetail.ROLE_CHANGED_BY_SIGN_ON, previous=user.role, role=role)
+        audit.record(AuditAction.ROLE_CHANGED, actor=name, target=name, detail=changed)
         user.role = role
     if user.environments != environments:
-        detail, action = AuditDetail.ENVIRONMENTS_BY_SIGN_ON, AuditAction.ENVIRONMENTS_CHANGED
-        audit.record(
-            action, actor=name, target=name, detail=detail, previous=user.environments, environments=environments
+        moved = EnvironmentsChange(
+            code=AuditDetail.ENVIRONMENTS_BY_SIGN_ON, previous=user.environments, environments=environments
         )
+        audit.record(AuditAction.ENVIRONMENTS_CHANGED, actor=name, target=name, detail=moved)
         user.environments = environments
     return user
 

@@ -14,6 +14,7 @@ from petportal.auth.forms import CodeForm, LoginForm
 from petportal.config import settings
 from petportal.data import audit, passwords
 from petportal.data.models import AuditAction, AuditDetail, SecondFactor, User
+from petportal.data.payloads import AuditDetails, Count, PasskeyDetails
 from petportal.extensions import csrf, db
 from petportal.telemetry import metrics
 from petportal.web.error_pages import render_error
@@ -47,7 +48,9 @@ def login() -> ResponseReturnValue:
     if user is None or not matched or not user.enabled:
         metrics.LOGINS.labels("failure").inc()
         if user is not None and matched:
-            audit.record(AuditAction.LOGIN_REFUSED, actor=user.username, detail=AuditDetail.ACCOUNT_DISABLED)
+            audit.record(
+                AuditAction.LOGIN_REFUSED, actor=user.username, detail=AuditDetails(code=AuditDetail.ACCOUNT_DISABLED)
+            )
         else:
             audit.record(AuditAction.LOGIN_FAILED, actor=form.username.data)
         form.form_errors.append(_("Unknown user name or wrong password."))
@@ -97,7 +100,9 @@ def second_factor() -> ResponseReturnValue:
         audit.record(AuditAction.MFA_SUCCEEDED, actor=user.username)
         return _logged_in(user, waiting.remember, waiting.destination, second_factor=SecondFactor.TOTP)
     left = mfa.recovery_codes_left(user)
-    audit.record(AuditAction.RECOVERY_CODE_USED, actor=user.username, detail=AuditDetail.CODES_LEFT, count=left)
+    audit.record(
+        AuditAction.RECOVERY_CODE_USED, actor=user.username, detail=Count(code=AuditDetail.CODES_LEFT, count=left)
+    )
     response = _logged_in(user, waiting.remember, waiting.destination, second_factor=SecondFactor.RECOVERY)
     used = ngettext(
         "You used a recovery code; %(num)d is left. Set up your app again under Your account.",
@@ -183,7 +188,7 @@ def passkey_login() -> ResponseReturnValue:
         if account is not None:  # an answer that names no account is not audited: anyone could send thousands
             audit.record(AuditAction.PASSKEY_REFUSED, actor=account)
         return jsonify(error=str(error)), 401
-    audit.record(AuditAction.PASSKEY_USED, actor=user.username, detail=AuditDetail.PASSKEY, name=passkey.name)
+    audit.record(AuditAction.PASSKEY_USED, actor=user.username, detail=PasskeyDetails(name=passkey.name))
     if waiting:
         destination, remember = waiting.destination, waiting.remember
     else:

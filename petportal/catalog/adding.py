@@ -35,11 +35,11 @@ from petportal.data.models import (
     AuditDetail,
     ImportRow,
     Promotion,
-    Reason,
     RowReason,
     SubmissionToken,
     TicketState,
 )
+from petportal.data.payloads import AnimalDetails, RowReasonPayload, StoreRefusal, encode
 from petportal.data.unit_of_work import after_commit, updated_one
 from petportal.extensions import db
 from petportal.petstore import (
@@ -122,7 +122,7 @@ def send(ticket: Ticket, client: PetStoreClient) -> AddOutcome:
     except BaseException:
         # Whatever failed, the call may have gone out: never send it again.
         db.session.rollback()
-        ticket.settle(TicketState.UNKNOWN, None, {"code": RowReason.NO_ANSWER})
+        ticket.settle(TicketState.UNKNOWN, None, RowReasonPayload(code=RowReason.NO_ANSWER))
         db.session.commit()
         raise
     try:
@@ -149,13 +149,13 @@ def _settle(ticket: Ticket, outcome: AddOutcome) -> None:
         case Created(pet_id=pet_id):
             ticket.settle(TicketState.CREATED, pet_id, None)
             additions.record(ticket.user_id, ticket.environment, pet_id, ticket.animal.name)
-            _audit(ticket, AuditAction.ANIMAL_ADDED, ADDED_DETAILS, pet_id=pet_id)
+            _audit(ticket, AuditAction.ANIMAL_ADDED, ADDED_DETAILS, pet_id)
             after_commit(lambda: page_cache.invalidate(ticket.environment))
         case Refused(said=said, message=message, status=status):
-            reason = {"code": RowReason.REFUSED, "said": said, "message": message, "status": status}
+            reason = StoreRefusal(code=RowReason.REFUSED, said=said, message=message, status=status)
             ticket.settle(TicketState.REFUSED, None, reason)
         case Unknown(reason=reason):
-            ticket.settle(TicketState.UNKNOWN, None, {"code": reason})
+            ticket.settle(TicketState.UNKNOWN, None, RowReasonPayload(code=reason))
             _audit(ticket, AuditAction.ANIMAL_OUTCOME_UNKNOWN, UNKNOWN_DETAILS)
         case NotSent():
             ticket.settle(TicketState.ISSUED, None, None)
@@ -170,21 +170,18 @@ UNKNOWN_DETAILS = (
 )
 
 
-def _audit(ticket: Ticket, action: AuditAction, details: tuple[AuditDetail, ...], **values: audit.Value) -> None:
-    """Audit the ticket's outcome, with the detail code for its `source`: a promotion's row names its staging id,
-    an import's its line."""
-    form, row, promotion = details
-    detail = promotion if "staging_id" in ticket.source else row if ticket.source else form
-    audit.record(
-        action,
-        actor=ticket.username,
-        target=None,
-        environment=ticket.environment,
-        detail=detail,
-        **values,
-        name=ticket.animal.name,
-        **ticket.source,
-    )
+def _audit(ticket: Ticket, action: AuditAction, codes: tuple[AuditDetail, ...], pet_id: int | None = None) -> None:
+    """Audit the ticket's outcome, with the detail code for where it came from (`codes`: the form's, an import
+    row's, a promotion row's): a promotion's row names its staging id, an import's its line."""
+    form, row, promotion = codes
+    name, detail = ticket.animal.name, AnimalDetails(code=form, name=ticket.animal.name, pet_id=pet_id)
+    if isinstance(ticket, RowTicket) and ticket.staging_id is not None:
+        detail = AnimalDetails(
+            code=promotion, name=name, pet_id=pet_id, import_id=ticket.import_id, staging_id=ticket.staging_id
+        )
+    elif isinstance(ticket, RowTicket):
+        detail = AnimalDetails(code=row, name=name, pet_id=pet_id, import_id=ticket.import_id, line=ticket.line)
+    audit.record(action, actor=ticket.username, target=None, environment=ticket.environment, detail=detail)
 
 
 # --- the add form's ticket --------------------------------------------------------------------------
@@ -223,11 +220,7 @@ class FormTicket:
     environment: str
     animal: NewAnimal
 
-    @property
-    def source(self) -> dict[str, audit.Value]:
-        return {}
-
-    def settle(self, state: TicketState, pet_id: int | None, reason: Reason | None) -> None:
+    def settle(self, state: TicketState, pet_id: int | None, reason: RowReasonPayload | None) -> None:
         """The token's outcome (a form has no reason to keep: the page shows it)."""
         db.session.execute(
             update(SubmissionToken)
@@ -314,13 +307,7 @@ class RowTicket:
     # A promotion's row: the animal's id on staging, claimed in the ledger (`Promotion`) with the row.
     staging_id: int | None = None
 
-    @property
-    def source(self) -> dict[str, audit.Value]:
-        if self.staging_id is not None:
-            return {"import_id": self.import_id, "staging_id": self.staging_id}
-        return {"import_id": self.import_id, "line": self.line}
-
-    def settle(self, state: TicketState, pet_id: int | None, reason: Reason | None) -> None:
+    def settle(self, state: TicketState, pet_id: int | None, reason: RowReasonPayload | None) -> None:
         """The row's outcome, and its promotion's in the ledger. A row marked unknown by a runner that took over
         may still learn it was created."""
         settled_from = (
@@ -333,7 +320,7 @@ class RowTicket:
                 ImportRow.position == self.position,
                 ImportRow.state.in_(settled_from),
             )
-            .values(state=state, pet_id=pet_id, reason=reason, updated_at=now()),
+            .values(state=state, pet_id=pet_id, reason=reason and encode(reason), updated_at=now()),
             execution_options={"synchronize_session": False},
         )
         if self.staging_id is None:

@@ -15,6 +15,7 @@ from sqlalchemy import select
 from petportal.catalog.browse import folded
 from petportal.data import audit
 from petportal.data.models import AuditAction, AuditDetail, CategoryLabel
+from petportal.data.payloads import AuditDetails, LabelChange
 from petportal.data.unit_of_work import after_commit
 from petportal.extensions import DATABASE_OUTAGES, db
 from petportal.web import page_cache
@@ -68,17 +69,16 @@ def name(environment_name: str, category_id: int, label: str, actor: str | None 
     key = folded(label)
     if row is None:
         db.session.add(CategoryLabel(environment=environment_name, category_id=category_id, label=label, label_key=key))
-        detail, previous = AuditDetail.CATEGORY_LABELLED, {}
+        detail, previous = AuditDetail.CATEGORY_LABELLED, None
     elif row.label == label:
         return
     else:
-        detail, previous = AuditDetail.CATEGORY_RENAMED, {"previous": row.label}
+        detail, previous = AuditDetail.CATEGORY_RENAMED, row.label
         row.label, row.label_key = label, key
     # A second admin giving another category the same label at this moment fails here, on the unique key: 409.
     db.session.flush()
-    _changed(
-        environment_name, AuditAction.CATEGORY_LABELLED, actor, detail, category=category_id, label=label, **previous
-    )
+    labelled = LabelChange(code=detail, category=category_id, label=label, previous=previous)
+    _changed(environment_name, AuditAction.CATEGORY_LABELLED, actor, labelled)
 
 
 def remove(environment_name: str, category_id: int) -> bool:
@@ -91,9 +91,7 @@ def remove(environment_name: str, category_id: int) -> bool:
     _changed(
         environment_name,
         AuditAction.CATEGORY_UNLABELLED,
-        detail=AuditDetail.CATEGORY_UNLABELLED,
-        category=category_id,
-        label=row.label,
+        detail=LabelChange(code=AuditDetail.CATEGORY_UNLABELLED, category=category_id, label=row.label),
     )
     return True
 
@@ -102,12 +100,11 @@ def _changed(
     environment_name: str,
     action: AuditAction,
     actor: str | None = None,
-    detail: AuditDetail | None = None,
-    **values: audit.Value,
+    detail: AuditDetails | None = None,
 ) -> None:
     """Audit a label change (see audit.record); once it is committed, forget this process's labels and the cached
     pages."""
-    audit.record(action, actor=actor, target=None, environment=environment_name, detail=detail, **values)
+    audit.record(action, actor=actor, target=None, environment=environment_name, detail=detail)
     known: LabelsRead = current_app.extensions.get(_READ, {})
 
     def forget() -> None:

@@ -18,8 +18,8 @@ from flask_login import current_user
 from sqlalchemy import Row, Select, func, select, update
 
 from petportal.clock import now
-from petportal.config import Environment
-from petportal.data.models import AuditAction, AuditDetail, AuditEntry, EnvironmentSet
+from petportal.data.models import AuditAction, AuditEntry
+from petportal.data.payloads import AuditDetails, encode
 from petportal.data.unit_of_work import updated_one
 from petportal.extensions import db
 
@@ -37,7 +37,6 @@ COUNTED = frozenset(
     {AuditAction.LOGIN_FAILED, AuditAction.LOGIN_LIMITED, AuditAction.MFA_FAILED, AuditAction.MFA_LIMITED}
 )
 COUNT_WINDOW = timedelta(minutes=15)
-Value = str | int | frozenset[Environment]
 
 
 @dataclass(frozen=True)
@@ -57,8 +56,7 @@ def record(
     actor: str | None = None,
     target: str | None = None,
     environment: str | None = None,
-    detail: AuditDetail | None = None,
-    **values: Value,
+    detail: AuditDetails | None = None,
 ) -> None:
     """Add one audit entry (`target`: the account changed), or count a `COUNTED` action on its window's entry."""
     if actor is None:
@@ -67,15 +65,13 @@ def record(
     remote_addr = request.remote_addr[:64] if request and request.remote_addr else None
     if action in COUNTED and _counted(action, actor, remote_addr):
         return
-    # A set of environments is kept as `User.environments` stores it.
-    kept = {name: EnvironmentSet.names(v) if isinstance(v, frozenset) else v for name, v in values.items()}
     db.session.add(
         AuditEntry(
             actor=actor,
             action=action,
             target=target,
             environment=environment,
-            details={"code": detail.value, **kept} if detail is not None else None,
+            details=encode(detail) if detail is not None else None,
             remote_addr=remote_addr,
         )
     )

@@ -3,7 +3,6 @@ submission tokens, category labels, each account's additions, and bulk imports w
 
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any
 
 from flask_login import UserMixin
 from sqlalchemy import (
@@ -116,8 +115,9 @@ class StopReason(StrEnum):
     RECORDED = "recorded"
 
 
-# A stored reason: its code, and the values its words need (plain JSON, never words).
-Reason = dict[str, Any]
+# JSON as a column keeps it: a stored reason or detail is its code and the values its words need (data/payloads.py).
+JsonValue = str | int | float | bool | None | list["JsonValue"] | dict[str, "JsonValue"]
+Json = dict[str, JsonValue]
 
 
 class AuditAction(StrEnum):
@@ -406,7 +406,7 @@ class AuditEntry(Model):
     target: Mapped[str | None] = mapped_column(String(80))
     environment: Mapped[str | None] = mapped_column(String(32))
     # What more it says: a code and its values (`AuditDetail`), put into words when shown; None when nothing more.
-    details: Mapped[Reason | None] = mapped_column(JSON)
+    details: Mapped[Json | None] = mapped_column(JSON)
     remote_addr: Mapped[str | None] = mapped_column(String(64))
     # How many attempts this entry stands for: failed and refused logins are counted on one entry per account,
     # address and window (audit.COUNTED), not written an entry each.
@@ -507,7 +507,7 @@ class BulkImport(Model):
     total: Mapped[int] = mapped_column(Integer)
     state: Mapped[ImportState] = mapped_column(StateColumn(ImportState), default=ImportState.PREVIEW)
     # Why it paused or stopped (`StopReason`), while it is paused or stopped.
-    reason: Mapped[Reason | None] = mapped_column(JSON(none_as_null=True))
+    reason: Mapped[Json | None] = mapped_column(JSON(none_as_null=True))
     # The active environment when the import was (re)started: a switch away from it stops the import.
     active_at_start: Mapped[str | None] = mapped_column(String(32))
     runner: Mapped[str | None] = mapped_column(String(64))
@@ -538,7 +538,7 @@ class ImportRow(Model):
     status: Mapped[str | None] = mapped_column(Text)
     state: Mapped[TicketState] = mapped_column(StateColumn(TicketState))
     # Why it was refused, or why its outcome is unknown (`RowReason`).
-    reason: Mapped[Reason | None] = mapped_column(JSON(none_as_null=True))
+    reason: Mapped[Json | None] = mapped_column(JSON(none_as_null=True))
     pet_id: Mapped[int | None] = mapped_column(BigInteger)
     # A promotion's row: the animal's id in the environment it is promoted from.
     source_id: Mapped[int | None] = mapped_column(BigInteger)

@@ -16,7 +16,8 @@ from typing import Any
 from sqlalchemy import CursorResult, delete, exists, func, insert, select, update
 
 from petportal.clock import now
-from petportal.data.models import BulkImport, ImportRow, ImportState, RowReason, TicketState, User
+from petportal.data.models import BulkImport, ImportRow, ImportState, TicketState, User
+from petportal.data.payloads import InvalidRow, encode
 from petportal.data.unit_of_work import updated_one
 from petportal.extensions import db
 from petportal.imports.files import Row
@@ -74,10 +75,11 @@ def create(
                 "state": TicketState.INVALID if row.problems or row.left_out else TicketState.ISSUED,
                 # Its reasons are worked out again when shown (imports/reasons.py): only what the row does not
                 # keep is kept here.
-                "reason": row.left_out
-                or (
-                    {"code": RowReason.INVALID, "values": row.values, "columns": row.columns} if row.problems else None
-                ),
+                "reason": encode(row.left_out)
+                if row.left_out
+                else encode(InvalidRow(values=row.values, columns=row.columns))
+                if row.problems
+                else None,
                 "source_id": row.source_id,
                 "updated_at": updated_at,
             }

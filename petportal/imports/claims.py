@@ -11,7 +11,8 @@ from sqlalchemy.exc import IntegrityError
 
 from petportal.catalog import adding
 from petportal.clock import now
-from petportal.data.models import BulkImport, ImportRow, Promotion, RowReason, TicketState, User
+from petportal.data.models import BulkImport, ImportRow, Promotion, TicketState, User
+from petportal.data.payloads import PromotedBefore, encode
 from petportal.data.unit_of_work import updated_one
 from petportal.extensions import db
 
@@ -109,7 +110,7 @@ def _claim_promotion(batch: BulkImport, position: int, staging_id: int) -> bool:
         .where(ImportRow.import_id == batch.id, ImportRow.position == position)
         .values(
             state=TicketState.INVALID,
-            reason={"code": RowReason.PROMOTED_BEFORE, "pet_id": earlier.production_id},
+            reason=encode(PromotedBefore(pet_id=earlier.production_id)),
             updated_at=now(),
         ),
         execution_options={"synchronize_session": False},

@@ -18,7 +18,7 @@ from werkzeug.datastructures import MultiDict
 
 from petportal.catalog.browse import folded
 from petportal.catalog.forms import AnimalForm
-from petportal.data.models import Reason
+from petportal.data.payloads import RowReasonPayload
 from petportal.petstore import PET_STATUSES
 from petportal.web.readers import ASCII_SPACE, WHOLE_NUMBER
 
@@ -51,7 +51,7 @@ class Row:
     problems: tuple[str, ...]
     # A promotion's row: the animal's id on staging, and why it is left out before any check (`RowReason`).
     source_id: int | None = None
-    left_out: Reason | None = None
+    left_out: RowReasonPayload | None = None
 
 
 def read(raw: bytes, labels: dict[str, int]) -> list[Row]:

@@ -24,6 +24,7 @@ from petportal.auth.access import role_required
 from petportal.catalog import browse, categories
 from petportal.catalog.forms import AnimalFilterForm
 from petportal.data.models import Promotion, Role, RowReason
+from petportal.data.payloads import PromotedBefore, RowReasonPayload, StoreRefusal
 from petportal.extensions import db
 from petportal.i18n.lazy_text import lazy_gettext as _l
 from petportal.imports import batches, files
@@ -106,12 +107,12 @@ def _preview(ids: list[int], client: PetStoreClient) -> Any:
         else:
             row = files.Row(line, "", "", None, None, len(files.HEADER), len(files.HEADER), ())
         if staging_id in promoted:
-            row = replace(
-                row, left_out={"code": RowReason.PROMOTED_BEFORE, "pet_id": promoted[staging_id].production_id}
-            )
-        elif not isinstance(animal, Pet):
-            said = {"said": animal.reason, "message": animal.message, "status": animal.status} if animal else {}
-            row = replace(row, left_out={"code": RowReason.GONE, **said})
+            row = replace(row, left_out=PromotedBefore(pet_id=promoted[staging_id].production_id))
+        elif animal is not None and not isinstance(animal, Pet):
+            gone = StoreRefusal(code=RowReason.GONE, said=animal.reason, message=animal.message, status=animal.status)
+            row = replace(row, left_out=gone)
+        elif animal is None:
+            row = replace(row, left_out=RowReasonPayload(code=RowReason.GONE))
         rows.append(replace(row, source_id=staging_id))
     digest = hashlib.sha256(",".join(map(str, ids)).encode()).digest()
     return batches.create(current_user, TARGET, SOURCE, digest, rows, source=SOURCE)

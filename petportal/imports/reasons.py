@@ -15,6 +15,17 @@ from flask_babel import force_locale
 from flask_babel import gettext as _
 
 from petportal.data.models import BulkImport, ImportRow, RowReason, StopReason
+from petportal.data.payloads import (
+    InvalidRow,
+    PromotedBefore,
+    RecordedRow,
+    RecordedStop,
+    RowReasonPayload,
+    StopReasonPayload,
+    StoreRefusal,
+    Switched,
+    decode,
+)
 from petportal.imports import files
 from petportal.petstore import StoreReason
 from petportal.petstore.words import store_words
@@ -23,71 +34,68 @@ from petportal.web.downloads import FILE_LANGUAGE
 
 def row_reason(row: ImportRow) -> str | None:
     """Why the row was refused, or why its outcome is unknown; None when there is nothing to say."""
-    reason = row.reason or {}
-    match reason.get("code"):
-        case RowReason.INVALID:
-            values, columns = reason.get("values", len(files.HEADER)), reason.get("columns", len(files.HEADER))
+    match decode(RowReasonPayload, row.reason):
+        case InvalidRow(values=values, columns=columns):
+            values, columns = (len(files.HEADER) if n is None else n for n in (values, columns))
             problems = files.refusals(row.name, row.category, row.category_id, row.status, values, columns)
             return " ".join(problems) or None
-        case RowReason.REFUSED:
+        case StoreRefusal(code=RowReason.REFUSED, said=said, message=message, status=status):
             # A row refused before reasons were codes keeps the store's words alone (`message`).
-            code = StoreReason(reason.get("said", StoreReason.STORE_SAID))
-            said = store_words(code, reason.get("message", ""), reason.get("status"))
-            return _("The pet store refused it: %(message)s", message=said)
-        case RowReason.NO_ANSWER:
+            words = store_words(StoreReason(said or StoreReason.STORE_SAID), message, status)
+            return _("The pet store refused it: %(message)s", message=words)
+        case RowReasonPayload(code=RowReason.NO_ANSWER):
             return _("The pet store gave no usable answer: it may or may not have added this animal.")
-        case RowReason.PORTAL_STOPPED:
+        case RowReasonPayload(code=RowReason.PORTAL_STOPPED):
             return _("The portal stopped while this animal was being sent: the pet store may or may not have added it.")
-        case RowReason.PROMOTED_BEFORE if reason.get("pet_id") is not None:
-            return _("Promoted before: production has it as id %(id)s. It is never sent twice.", id=reason["pet_id"])
-        case RowReason.PROMOTED_BEFORE:
+        case PromotedBefore(pet_id=int() as pet_id):
+            return _("Promoted before: production has it as id %(id)s. It is never sent twice.", id=pet_id)
+        case PromotedBefore():
             return _("Promoted before, with an outcome not known yet or unknown. It is never sent twice.")
-        case RowReason.GONE if reason.get("said"):
-            said = store_words(StoreReason(reason["said"]), reason.get("message", ""), reason.get("status"))
-            return _("Staging no longer has this animal: %(message)s", message=said)
-        case RowReason.GONE:
+        case StoreRefusal(code=RowReason.GONE, said=str() as said, message=message, status=status):
+            words = store_words(StoreReason(said), message, status)
+            return _("Staging no longer has this animal: %(message)s", message=words)
+        case RowReasonPayload(code=RowReason.GONE):
             return _("Staging no longer has this animal.")
-        case RowReason.RECORDED:
-            return str(reason.get("text", "")) or None
+        case RecordedRow(text=text):
+            return text or None
     return None
 
 
 def import_reason(batch: BulkImport) -> str | None:
     """Why the import stopped sending (paused or stopped); None while it is not stopped."""
-    reason = batch.reason or {}
     environment = batch.environment
-    match reason.get("code"):
-        case StopReason.KEY_REJECTED:
+    match decode(StopReasonPayload, batch.reason):
+        case StopReasonPayload(code=StopReason.KEY_REJECTED):
             return _(
                 "The pet store refused the portal's key for %(environment)s. Nothing more was sent.",
                 environment=environment,
             )
-        case StopReason.UNAVAILABLE:
+        case StopReasonPayload(code=StopReason.UNAVAILABLE):
             return _(
                 "The pet store of %(environment)s stopped answering. Nothing more was sent.", environment=environment
             )
-        case StopReason.ROW_UNKNOWN:
+        case StopReasonPayload(code=StopReason.ROW_UNKNOWN):
             return _(
                 "The pet store of %(environment)s gave no usable answer for a row, so nothing more was sent. Check the "
                 "rows listed under “Outcome unknown” first.",
                 environment=environment,
             )
-        case StopReason.SWITCHED:
+        case Switched(previous=previous, active=active):
             return _(
                 "The portal switched from %(previous)s to %(active)s while this import ran. Nothing more was sent to "
                 "%(environment)s.",
-                previous=reason.get("previous"),
-                active=reason.get("active"),
+                previous=previous,
+                active=active,
                 environment=environment,
             )
-        case StopReason.LIMITED:
+        case StopReasonPayload(code=StopReason.LIMITED):
             return _(
                 "%(owner)s may no longer add to %(environment)s (limited or disabled), so nothing more was sent.",
                 owner=batch.username,
                 environment=environment,
             )
-        case StopReason.RECORDED:
-            return str(reason.get("text", "")) or None
+        case RecordedStop(text=text):
+            return text or None
     return None
 
 

@@ -28,7 +28,7 @@ from sqlalchemy import update
 
 from petportal.catalog import adding
 from petportal.clock import now
-from petportal.config import settings
+from petportal.config import Environment, settings
 from petportal.data import audit
 from petportal.data.models import (
     AuditAction,
@@ -37,11 +37,11 @@ from petportal.data.models import (
     ImportRow,
     ImportState,
     Promotion,
-    Reason,
     RowReason,
     StopReason,
     TicketState,
 )
+from petportal.data.payloads import ImportTally, RowReasonPayload, StopReasonPayload, Switched, encode
 from petportal.extensions import db
 from petportal.imports.batches import FAILED_STATES, RUNNABLE, change, counts
 from petportal.imports.claims import OwnerLimited, claim_next_row, held_by
@@ -81,7 +81,11 @@ def _take_over(import_id: str, runner: str, lease: float) -> bool:
         db.session.execute(
             update(ImportRow)
             .where(ImportRow.import_id == import_id, ImportRow.state == TicketState.SENDING)
-            .values(state=TicketState.UNKNOWN, reason={"code": RowReason.PORTAL_STOPPED}, updated_at=now()),
+            .values(
+                state=TicketState.UNKNOWN,
+                reason=encode(RowReasonPayload(code=RowReason.PORTAL_STOPPED)),
+                updated_at=now(),
+            ),
             execution_options={"synchronize_session": False},
         )
         db.session.execute(
@@ -105,7 +109,7 @@ def _send_rows(app: Flask, import_id: str, runner: str) -> None:
     places = _places(app, batch.environment)
     in_flight: set[Future[adding.AddOutcome]] = set()
     pause: StopReason | None = None
-    stop: Reason | None = None
+    stop: StopReasonPayload | None = None
     all_claimed = False
     renewed_at = time.monotonic()  # _take_over has just set the lease
     with ThreadPoolExecutor(concurrency, thread_name_prefix="import") as pool:
@@ -119,7 +123,7 @@ def _send_rows(app: Flask, import_id: str, runner: str) -> None:
                 renewed_at = time.monotonic()
             active = active_choice().active().name
             if stop is None and batch.active_at_start is not None and active != batch.active_at_start:
-                stop = {"code": StopReason.SWITCHED, "previous": batch.active_at_start, "active": active}
+                stop = Switched(previous=Environment(batch.active_at_start), active=active)
             while not all_claimed and pause is None and stop is None and len(in_flight) < concurrency:
                 if not places.acquire(timeout=0 if in_flight else RENEW_SECONDS):
                     break  # another import of this process has the places; wait for one
@@ -127,7 +131,7 @@ def _send_rows(app: Flask, import_id: str, runner: str) -> None:
                     ticket = claim_next_row(batch, runner)
                 except OwnerLimited:
                     places.release()
-                    stop = {"code": StopReason.LIMITED}
+                    stop = StopReasonPayload(code=StopReason.LIMITED)
                     break
                 if ticket is None:
                     places.release()
@@ -155,14 +159,14 @@ def _places(app: Flask, environment: str) -> threading.BoundedSemaphore:
         return places.setdefault(environment, threading.BoundedSemaphore(settings(app).import_concurrency))
 
 
-def _finish(batch: BulkImport, runner: str, pause: StopReason | None, stop: Reason | None) -> None:
+def _finish(batch: BulkImport, runner: str, pause: StopReason | None, stop: StopReasonPayload | None) -> None:
     if (pause is not None or stop is not None) and not counts(batch.id)[TicketState.ISSUED]:
         pause = stop = None  # nothing is left to send: the import is done, its unknown rows listed
     state, reason = ImportState.DONE, None
     if pause is not None:
-        state, reason = ImportState.PAUSED, {"code": pause}
+        state, reason = ImportState.PAUSED, encode(StopReasonPayload(code=pause))
     elif stop is not None:
-        state, reason = ImportState.STOPPED, stop
+        state, reason = ImportState.STOPPED, encode(stop)
     ended = change(
         batch.id,
         held_by(runner),
@@ -181,13 +185,15 @@ def _finish(batch: BulkImport, runner: str, pause: StopReason | None, stop: Reas
             AuditAction.ANIMALS_PROMOTED if promotion else AuditAction.ANIMALS_IMPORTED,
             actor=batch.username,
             environment=batch.environment,
-            detail=AuditDetail.ANIMALS_PROMOTED if promotion else AuditDetail.ANIMALS_IMPORTED,
-            import_id=batch.id,
-            **({} if promotion else {"filename": batch.filename}),
-            created=found["created"],
-            refused=sum(found[name] for name in FAILED_STATES),
-            unknown=found["unknown"],
-            total=batch.total,
+            detail=ImportTally(
+                code=AuditDetail.ANIMALS_PROMOTED if promotion else AuditDetail.ANIMALS_IMPORTED,
+                import_id=batch.id,
+                filename=None if promotion else batch.filename,
+                created=found["created"],
+                refused=sum(found[name] for name in FAILED_STATES),
+                unknown=found["unknown"],
+                total=batch.total,
+            ),
         )
     db.session.commit()  # the finishing step: the import's end and its audit entry together
 

@@ -17,6 +17,7 @@ from petportal.catalog.browse import folded
 from petportal.catalog.forms import BIDI_CONTROLS
 from petportal.data import audit
 from petportal.data.models import AuditAction, AuditDetail, BulkImport, ImportRow, ImportState, Role, TicketState
+from petportal.data.payloads import ImportDetails
 from petportal.i18n.lazy_text import lazy_gettext as _l
 from petportal.imports import batches, engines, files, reasons
 from petportal.imports.forms import UploadForm
@@ -162,10 +163,7 @@ def discard(import_id: str) -> ResponseReturnValue:
     audit.record(
         AuditAction.IMPORT_DISCARDED,
         environment=environment,
-        detail=AuditDetail.IMPORT_DISCARDED,
-        import_id=import_id,
-        filename=filename,
-        owner=owner,
+        detail=ImportDetails(code=AuditDetail.IMPORT_DISCARDED, import_id=import_id, filename=filename, owner=owner),
     )
     flash(_("Discarded the preview of %(filename)s. Nothing was sent.", filename=filename), "success")
     return redirect(url_for(".upload"), 303)
@@ -200,10 +198,7 @@ def _send(
         audit.record(
             AuditAction.IMPORT_STARTED,
             environment=batch.environment,
-            detail=pressed,
-            import_id=batch.id,
-            filename=batch.filename,
-            owner=batch.username,
+            detail=ImportDetails(code=pressed, import_id=batch.id, filename=batch.filename, owner=batch.username),
         )
         engines.dispatch(batch.id)
         flash(sending(batch, count), "success")

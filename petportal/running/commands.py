@@ -13,6 +13,7 @@ from petportal.config import Environment
 from petportal.data import audit
 from petportal.data.database import INIT_DB_HINT, DatabaseState, database_state
 from petportal.data.models import AuditAction, AuditDetail, Role
+from petportal.data.payloads import AuditDetails, RoleDetails
 from petportal.extensions import db
 
 
@@ -105,8 +106,7 @@ def create_user(name: str, role: str, environments: str, password_stdin: bool) -
         AuditAction.USER_CREATED,
         actor=audit.COMMAND_LINE,
         target=user.username,
-        detail=AuditDetail.CREATED_FROM_COMMAND_LINE,
-        role=role,
+        detail=RoleDetails(code=AuditDetail.CREATED_FROM_COMMAND_LINE, role=Role(role)),
     )
     db.session.commit()  # the command is the unit of work: the account and its audit entry together
     click.echo(f"Added {role} {user.username!r}, working on {' and '.join(sorted(works_on))}.")
@@ -124,7 +124,10 @@ def reset_mfa(name: str) -> None:
     except accounts.AccountError as error:
         raise click.ClickException(str(error)) from None
     audit.record(
-        AuditAction.MFA_RESET, actor=audit.COMMAND_LINE, target=user.username, detail=AuditDetail.FROM_COMMAND_LINE
+        AuditAction.MFA_RESET,
+        actor=audit.COMMAND_LINE,
+        target=user.username,
+        detail=AuditDetails(code=AuditDetail.FROM_COMMAND_LINE),
     )
     db.session.commit()
     click.echo(f"Removed {user.username!r}'s second factor; they set up a new one at their next admin page.")
