@@ -1,6 +1,7 @@
 """The README and the pages under docs/ as a fresh clone has them: every relative link and image resolves."""
 
 import ast
+import itertools
 import re
 
 import pytest
@@ -115,3 +116,89 @@ def test_every_row_the_code_points_to_is_on_its_page():
         (page, row) for page, row in pointers if words(row) not in words((PROJECT_ROOT / "docs" / page).read_text())
     ]
     assert pointers and missing == []
+
+
+# The import graph against the map: docs/architecture.md's table of layers, top to bottom, and docs/layout.md's
+# table of every file.
+PACKAGE = PROJECT_ROOT / "petportal"
+APART = {"migrations", "translations", "reference_store"}  # not rooms: the schema, the catalogs, the other app
+
+
+def table(page, heading):
+    """The first cells and the rows of the table under `heading` in docs/`page`."""
+    lines = (PROJECT_ROOT / "docs" / page).read_text().split(f"\n{heading}\n", 1)[1].splitlines()
+    start = next(number for number, line in enumerate(lines) if line.startswith("| "))
+    rows = itertools.takewhile(lambda line: line.startswith("| "), lines[start + 2 :])
+    return [row.split(" | ") for row in rows]
+
+
+def layers():
+    """Each room of petportal (a folder, or a module at its top) with its layer's place in the table, top first."""
+    found = {"petportal": 0}
+    for place, (_layer, where, *_) in enumerate(table("architecture.md", "## The layers")):
+        for name in re.findall(r"`([\w.]+)/?`", where.split(":")[0] if "`:" in where else where):
+            room = name.removesuffix(".py")
+            if (PACKAGE / room).is_dir() or (PACKAGE / f"{room}.py").is_file():
+                found[room] = place
+    return found
+
+
+def room_of(module):
+    parts = module.relative_to(PACKAGE).with_suffix("").parts
+    return "petportal" if parts == ("__init__",) else parts[0]
+
+
+def imported_rooms(module):
+    """The rooms of petportal that `module` imports, wherever the import stands (at the top or in a function)."""
+    for node in ast.walk(ast.parse(module.read_text())):
+        names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module + "." + alias.name for alias in node.names]
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "petportal" and len(parts) > 1:
+                yield parts[1]
+
+
+def import_graph():
+    """Which rooms each room imports, its own left out."""
+    graph = {}
+    for module in PACKAGE.rglob("*.py"):
+        room = room_of(module)
+        if room not in APART:
+            imported = set(imported_rooms(module)) - {room}
+            graph.setdefault(room, set()).update(imported)
+    return graph
+
+
+def test_every_room_has_its_layer_and_imports_run_down():
+    graph, place = import_graph(), layers()
+    assert len(place) > 10 and sorted(set(graph) - set(place)) == [], "rooms docs/architecture.md's layers do not name"
+    upward = sorted(
+        (room, other) for room, imported in graph.items() for other in imported if place[other] < place[room]
+    )
+    assert upward == [], "imports running back up a layer"
+
+
+def test_no_import_circles_between_rooms():
+    graph = import_graph()
+
+    def reaches(start, goal, seen):
+        return any(
+            nxt == goal or (nxt not in seen and reaches(nxt, goal, seen | {nxt})) for nxt in graph.get(start, ())
+        )
+
+    circles = sorted(room for room in graph if reaches(room, room, {room}))
+    assert circles == [], "rooms that import themselves through others"
+
+
+def test_every_file_the_layout_names_exists_and_every_room_is_named():
+    named = {
+        path.rstrip("/")
+        for first, *_ in table("layout.md", "## Every file")
+        for path in re.findall(r"`([^`]+)`", first)
+    }
+    assert sorted(path for path in named if not (PROJECT_ROOT / path).exists()) == []
+    rooms = {room for room in import_graph() if room != "petportal"}
+    mentioned = {path.split("/")[1].removesuffix(".py") for path in named if path.startswith("petportal/")}
+    assert sorted(rooms - mentioned) == [], "rooms docs/layout.md does not name"
