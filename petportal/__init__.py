@@ -42,9 +42,9 @@ def create_app(test_config: dict[str, Any] | None = None, *, demo: Mapping[str, 
     app.url_map.merge_slashes = False
     # Ids in paths are ASCII digits, read as the forms read them (an Arabic-Indic 1 names no animal).
     app.url_map.converters["int"] = readers.WholeNumberConverter
-    loaded = config.load(app.instance_path, test_config, demo)
-    app.config.from_mapping(loaded)
-    app.extensions[config.SETTINGS] = config.Settings.of(loaded)
+    settings = config.load(app.instance_path, test_config, demo)
+    app.extensions[config.SETTINGS] = settings
+    app.config.from_mapping(settings.flask_config())
     Path(app.instance_path).mkdir(parents=True, exist_ok=True)
 
     pipeline.build(app)

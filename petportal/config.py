@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Literal, cast, get_args
 from urllib.parse import urlsplit
 
 from dotenv import find_dotenv, load_dotenv
@@ -68,43 +68,165 @@ class Environment(StrEnum):
 
 
 EVERY_ENVIRONMENT = frozenset(Environment)
+# How log lines are written (PETPORTAL_LOG_FORMAT), and where bulk imports run: RQ workers, or threads of the portal.
+LogFormat = Literal["text", "json"]
+ImportRunner = Literal["rq", "embedded"]
+
+
+@dataclass(frozen=True)
+class PetStore:
+    """One environment's pet store: `PETSTORE_<NAME>_URL` and `PETSTORE_<NAME>_KEY`, None when unset."""
+
+    url: str | None = None
+    key: str | None = None
+
+
+@dataclass(frozen=True)
+class SingleSignOn:
+    """The company's OpenID Connect provider: the `PETPORTAL_OIDC_*` variables."""
+
+    issuer: str
+    client_id: str
+    client_secret: str | None = None
+    name: str = "single sign-on"
+    role_claim: str = "groups"
+    # A claim whose values (production, staging) set the environments an account may work on; None: both.
+    environments_claim: str | None = None
+    admin_values: frozenset[str] = frozenset()
+    staff_values: frozenset[str] = frozenset()
+    # How long a login made through the provider lasts at most (None: the 12 hours every login has).
+    session_max_age: timedelta | None = None
+
+
+@dataclass(frozen=True)
+class Logging:
+    """What the portal tells operators: its log lines' format, and traces (sent; continued from a caller's)."""
+
+    format: LogFormat = "text"
+    tracing: bool = False
+    trust_trace_headers: bool = False
 
 
 @dataclass(frozen=True)
 class Settings:
-    """The portal's own settings, each the setting of the same name in capitals that `load` gave. Flask's and the
-    extensions' own (SECRET_KEY, SQLALCHEMY_*, SESSION_*, CACHE_*...) are read by them from `app.config`."""
+    """Every setting of one app, typed: built once by `load`, before the app's `config`, which is filled from it
+    (`flask_config`). Each is the setting of the same name in capitals (a test's overrides use those names); the
+    sections are `PETSTORE_ENVIRONMENTS` (`stores`), `OIDC` (`single_sign_on`) and `LOG_FORMAT`, `TRACING` and
+    `TRUST_TRACE_HEADERS` (`logging`)."""
 
-    petstore_environments: Mapping[str, Mapping[str, str | None]]
+    stores: Mapping[Environment, PetStore]
     default_environment: Environment
     upstream_timeout: float
     upstream_pool_size: int
     upstream_concurrency: int
     https: bool
-    trusted_hosts: list[str] | None
+    trusted_hosts: Sequence[str] | None
     trusted_proxies: int
     cache_seconds: float
     redis_url: str | None
     require_admin_mfa: bool
     metrics_token: str | None
-    log_format: str
-    tracing: bool
-    trust_trace_headers: bool
+    logging: Logging
     public_url: str | None
-    oidc: Mapping[str, Any] | None
+    single_sign_on: SingleSignOn | None
     clock: Callable[[], datetime] | None
     password_hash: str
     import_concurrency: int
     import_lease_seconds: float
     import_watch_seconds: float
-    import_runner: str
+    import_runner: ImportRunner
     throttle_storage_uri: str | None
-    throttle_storage_options: Mapping[str, Any]
+    throttle_storage_options: Mapping[str, float]
+    demo: bool
+    secret_key: str | None
+    # Flask's and the extensions' own settings (SQLALCHEMY_*, MAX_CONTENT_LENGTH, LOGIN_LIMIT_*...), as given.
+    flask: Mapping[str, object]
+
+    def flask_config(self) -> dict[str, object]:
+        """What Flask and the extensions read from `app.config`: their own settings, and those that follow from the
+        portal's (cookies, the cache's back end, the database engine). A value given outright wins."""
+        redis_url, cache = self.redis_url, self.cache_seconds
+        # A failed statement's values (a password hash, a token) never reach a log line or a traceback; writers on
+        # SQLite wait for each other instead of failing with "database is locked" (less than a worker's timeout).
+        engine: dict[str, object] = {"hide_parameters": True}
+        if str(self.flask["SQLALCHEMY_DATABASE_URI"]).startswith("sqlite"):
+            engine["connect_args"] = {"timeout": 20}
+        derived: dict[str, object] = {
+            "SECRET_KEY": self.secret_key,
+            "TRUSTED_HOSTS": self.trusted_hosts,  # Flask answers another Host with 400
+            # Session and remember-me cookies: HttpOnly, SameSite=Lax, Secure whenever users come over HTTPS.
+            "SESSION_COOKIE_HTTPONLY": True,
+            "SESSION_COOKIE_SAMESITE": "Lax",
+            "SESSION_COOKIE_SECURE": self.https,
+            # The server-side session lives as long as it is used within the idle limit.
+            "PERMANENT_SESSION_LIFETIME": SESSION_IDLE_LIMIT,
+            # The micro-cache: off at 0 seconds, shared through Redis when there is one.
+            "CACHE_TYPE": "NullCache" if not cache else "RedisCache" if redis_url else "SimpleCache",
+            "CACHE_REDIS_URL": redis_url,
+            "CACHE_KEY_PREFIX": "petportal:",
+            "CACHE_NO_NULL_WARNING": True,  # PETPORTAL_CACHE_SECONDS=0 means off, on purpose
+            # Pages carry their own timeout; a generation counter is kept 30 days after its last change. (Not 0,
+            # "never": the in-process cache prunes those entries first when it is full, and pages would come back.)
+            "CACHE_DEFAULT_TIMEOUT": 30 * 24 * 3600,
+            "SQLALCHEMY_ENGINE_OPTIONS": engine,
+        }
+        if redis_url:  # a Redis that hangs must cost a page a moment, not a worker thread
+            derived["CACHE_OPTIONS"] = {"socket_timeout": 0.25, "socket_connect_timeout": 0.25}
+        return derived | dict(self.flask)
 
     @classmethod
-    def of(cls, config: Mapping[str, Any]) -> Settings:
-        """The settings among `config` (what `load` gave)."""
-        return cls(**{field.name: config[field.name.upper()] for field in fields(cls)})
+    def of(cls, values: Mapping[str, Any]) -> Settings:
+        """The settings `values` give by name in capitals (what `load` gathered), typed; raises `ConfigurationError`
+        for a closed choice that is none of its values."""
+        name, log_format, redis_url = values["DEFAULT_ENVIRONMENT"], values["LOG_FORMAT"], values["REDIS_URL"]
+        if name not in EVERY_ENVIRONMENT:
+            raise ConfigurationError(
+                f"PETPORTAL_DEFAULT_ENVIRONMENT must be one of {', '.join(Environment)}, not {name!r}."
+            )
+        if log_format not in get_args(LogFormat):
+            raise ConfigurationError(f"PETPORTAL_LOG_FORMAT must be text or json, not {log_format!r}.")
+        oidc = values["OIDC"]
+        given = {field.name: values[field.name.upper()] for field in fields(cls) if field.name.upper() in values}
+        return cls(
+            **given
+            | {
+                "stores": stores(values["PETSTORE_ENVIRONMENTS"]),
+                "default_environment": Environment(name),
+                "logging": Logging(log_format, values["TRACING"], values["TRUST_TRACE_HEADERS"]),
+                "single_sign_on": SingleSignOn(**oidc) if isinstance(oidc, Mapping) else oidc,
+                "secret_key": values.get("SECRET_KEY"),
+                # Two threads of each worker never wait on the pet store, so health checks, cached pages and
+                # static files are served even while the store hangs.
+                "upstream_concurrency": values.get("UPSTREAM_CONCURRENCY", max(1, values["UPSTREAM_POOL_SIZE"] - 2)),
+                # Bulk imports run on RQ workers where there is a Redis, else on threads of the portal's own process.
+                "import_runner": values.get("IMPORT_RUNNER", "rq" if redis_url else "embedded"),
+                # The login counters: in Redis when there is one, else (None) in the portal's database (throttle.py).
+                "throttle_storage_uri": values.get("THROTTLE_STORAGE_URI", redis_url),
+                # A Redis that hangs must cost a login a moment, not a worker thread.
+                "throttle_storage_options": values.get(
+                    "THROTTLE_STORAGE_OPTIONS", {"socket_timeout": 1, "socket_connect_timeout": 1} if redis_url else {}
+                ),
+                "flask": {key: value for key, value in values.items() if key.lower() not in PORTAL_SETTINGS},
+            }
+        )
+
+
+# The portal's own settings by name, and the names of its sections' settings: none of them goes to `app.config`.
+PORTAL_SETTINGS = {field.name for field in fields(Settings)} | {
+    "petstore_environments",
+    "oidc",
+    "log_format",
+    "tracing",
+    "trust_trace_headers",
+}
+
+
+def stores(given: Mapping[str, PetStore | Mapping[str, str | None]]) -> dict[Environment, PetStore]:
+    """Each environment's pet store, from what `load` was given (a test may give mappings of `url` and `key`)."""
+    found = {
+        Environment(name): PetStore(**store) if isinstance(store, Mapping) else store for name, store in given.items()
+    }
+    return {name: found.get(name, PetStore()) for name in Environment}
 
 
 def settings(app: Flask | None = None) -> Settings:
@@ -152,64 +274,32 @@ def load(
     instance_path: str,
     overrides: Mapping[str, Any] | None = None,
     demo: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
+) -> Settings:
     """Every setting of one app, from the process environment, checked: raises `ConfigurationError` naming the
     variable to fix. `demo` is the settings of a demo an entry point started (its stores, database and address;
     demo.py), else None."""
-    settings = defaults(instance_path)
-    settings.update(from_environment(os.environ))
-    settings["DEMO"] = demo is not None
+    values = defaults(instance_path)
+    values.update(from_environment(os.environ))
+    values["DEMO"] = demo is not None
     if demo is not None:  # the demo's stores, its own database and where it is reached; PETPORTAL_PUBLIC_URL still wins
-        settings.update(demo, PUBLIC_URL=settings["PUBLIC_URL"] or demo["PUBLIC_URL"])
-    settings.update(overrides or {})
-    if settings["DEMO"] and not settings.get("SECRET_KEY"):
-        settings["SECRET_KEY"] = secrets.token_urlsafe(32)  # demo sessions last as long as the process
+        values.update(demo, PUBLIC_URL=values["PUBLIC_URL"] or demo["PUBLIC_URL"])
+    values.update(overrides or {})
+    if values["DEMO"] and not values.get("SECRET_KEY"):
+        values["SECRET_KEY"] = secrets.token_urlsafe(32)  # demo sessions last as long as the process
     for name in ("HTTPS", "REQUIRE_ADMIN_MFA"):  # on, but off in the demo: plain http://localhost, no phone needed
-        if settings[name] is None:
-            settings[name] = not settings["DEMO"]
+        if values[name] is None:
+            values[name] = not values["DEMO"]
+    if not values["DEMO"] and no_pet_store(stores(values["PETSTORE_ENVIRONMENTS"])):
+        # Production never falls into the demo: only `python app.py` and `flask --app app run` start it.
+        raise ConfigurationError(
+            "no pet store is configured: set PETSTORE_PRODUCTION_URL and PETSTORE_PRODUCTION_KEY "
+            "(to try the portal without one, run the demo: python app.py)."
+        )
+    for name, store in stores(values["PETSTORE_ENVIRONMENTS"]).items():
+        _check_pet_store(name, store.url, store.key)
+    settings = Settings.of(values)
     check(settings)
-    settings["DEFAULT_ENVIRONMENT"] = Environment(settings["DEFAULT_ENVIRONMENT"])
-    for name, value in derived(settings).items():
-        settings.setdefault(name, value)
     return settings
-
-
-def derived(settings: Mapping[str, Any]) -> dict[str, Any]:
-    """Settings that follow from the others: cookies, the database engine, the login counters' and cache back ends."""
-    redis_url = settings["REDIS_URL"]
-    values: dict[str, Any] = {
-        # Two threads of each worker never wait on the pet store, so health checks, cached pages and
-        # static files are served even while the store hangs.
-        "UPSTREAM_CONCURRENCY": max(1, settings["UPSTREAM_POOL_SIZE"] - 2),
-        # Session and remember-me cookies: HttpOnly, SameSite=Lax, Secure whenever users come over HTTPS.
-        "SESSION_COOKIE_HTTPONLY": True,
-        "SESSION_COOKIE_SAMESITE": "Lax",
-        "SESSION_COOKIE_SECURE": settings["HTTPS"],
-        # The server-side session lives as long as it is used within the idle limit.
-        "PERMANENT_SESSION_LIFETIME": SESSION_IDLE_LIMIT,
-        # The login counters: in Redis when there is one, else (None) in the portal's database (auth/throttle.py).
-        "THROTTLE_STORAGE_URI": redis_url,
-        # Bulk imports run on RQ workers where there is a Redis, else on threads of the portal's own process.
-        "IMPORT_RUNNER": "rq" if redis_url else "embedded",
-        # The micro-cache: off at 0 seconds, shared through Redis when there is one.
-        "CACHE_TYPE": "NullCache" if not settings["CACHE_SECONDS"] else "RedisCache" if redis_url else "SimpleCache",
-        "CACHE_REDIS_URL": redis_url,
-        "CACHE_KEY_PREFIX": "petportal:",
-        "CACHE_NO_NULL_WARNING": True,  # PETPORTAL_CACHE_SECONDS=0 means off, on purpose
-        # Pages carry their own timeout; a generation counter is kept 30 days after its last change. (Not 0, "never":
-        # the in-process cache prunes those entries first when it is full, and pages would come back.)
-        "CACHE_DEFAULT_TIMEOUT": 30 * 24 * 3600,
-    }
-    # A Redis that hangs must cost a page a moment, not a worker thread.
-    values["THROTTLE_STORAGE_OPTIONS"] = {"socket_timeout": 1, "socket_connect_timeout": 1} if redis_url else {}
-    if redis_url:
-        values["CACHE_OPTIONS"] = {"socket_timeout": 0.25, "socket_connect_timeout": 0.25}
-    # A failed statement's values (a password hash, a token) never reach a log line or a traceback.
-    values["SQLALCHEMY_ENGINE_OPTIONS"] = {"hide_parameters": True}
-    if settings["SQLALCHEMY_DATABASE_URI"].startswith("sqlite"):
-        # Writers wait for each other instead of failing with "database is locked" (less than a worker's timeout).
-        values["SQLALCHEMY_ENGINE_OPTIONS"]["connect_args"] = {"timeout": 20}
-    return values
 
 
 class ConfigurationError(SystemExit):
@@ -250,17 +340,17 @@ def _read_dotenv() -> None:
     load_dotenv(find_dotenv(usecwd=True), override=False)
 
 
-def pet_stores(environ: Mapping[str, str]) -> dict[str, dict[str, str | None]]:
+def pet_stores(environ: Mapping[str, str]) -> dict[Environment, PetStore]:
     """Each environment's URL and key, from `PETSTORE_<NAME>_URL` and `PETSTORE_<NAME>_KEY` (None when unset)."""
     return {
-        name: {part: environ.get(f"PETSTORE_{name}_{part}".upper(), "").strip() or None for part in ("url", "key")}
+        name: PetStore(*(environ.get(f"PETSTORE_{name}_{part}".upper(), "").strip() or None for part in ("url", "key")))
         for name in Environment
     }
 
 
-def no_pet_store(environments: Mapping[str, Mapping[str, str | None]]) -> bool:
+def no_pet_store(environments: Mapping[Environment, PetStore]) -> bool:
     """Whether no pet store is configured at all: no URL and no key of any environment."""
-    return not any(settings["url"] or settings["key"] for settings in environments.values())
+    return not any(store.url or store.key for store in environments.values())
 
 
 def demo_wanted(environ: Mapping[str, str]) -> bool:
@@ -312,7 +402,7 @@ def from_environment(environ: Mapping[str, str], read_dotenv: bool = True) -> di
     return settings
 
 
-def _single_sign_on(environ: Mapping[str, str]) -> dict[str, Any] | None:
+def _single_sign_on(environ: Mapping[str, str]) -> SingleSignOn | None:
     """The identity provider's settings, or None when PETPORTAL_OIDC_ISSUER is not set (no single sign-on)."""
     issuer = environ.get("PETPORTAL_OIDC_ISSUER", "").strip()
     if not issuer:
@@ -322,19 +412,17 @@ def _single_sign_on(environ: Mapping[str, str]) -> dict[str, Any] | None:
         return frozenset(value.strip() for value in environ.get(name, "").split(",") if value.strip())
 
     max_age = _number(environ, "PETPORTAL_OIDC_SESSION_MAX_AGE", None, int, minimum=60)
-    return {
-        "issuer": issuer,
-        "client_id": environ.get("PETPORTAL_OIDC_CLIENT_ID", "").strip(),
-        "client_secret": environ.get("PETPORTAL_OIDC_CLIENT_SECRET", "").strip() or None,
-        "name": environ.get("PETPORTAL_OIDC_NAME", "").strip() or "single sign-on",
-        "role_claim": environ.get("PETPORTAL_OIDC_ROLE_CLAIM", "").strip() or "groups",
-        # A claim whose values (production, staging) set the environments an account may work on; None: both.
-        "environments_claim": environ.get("PETPORTAL_OIDC_ENVIRONMENTS_CLAIM", "").strip() or None,
-        "admin_values": values("PETPORTAL_OIDC_ADMIN_VALUES"),
-        "staff_values": values("PETPORTAL_OIDC_STAFF_VALUES"),
-        # How long a login made through the provider lasts at most (None: the 12 hours every login has).
-        "session_max_age": None if max_age is None else timedelta(seconds=max_age),
-    }
+    return SingleSignOn(
+        issuer=issuer,
+        client_id=environ.get("PETPORTAL_OIDC_CLIENT_ID", "").strip(),
+        client_secret=environ.get("PETPORTAL_OIDC_CLIENT_SECRET", "").strip() or None,
+        name=environ.get("PETPORTAL_OIDC_NAME", "").strip() or "single sign-on",
+        role_claim=environ.get("PETPORTAL_OIDC_ROLE_CLAIM", "").strip() or "groups",
+        environments_claim=environ.get("PETPORTAL_OIDC_ENVIRONMENTS_CLAIM", "").strip() or None,
+        admin_values=values("PETPORTAL_OIDC_ADMIN_VALUES"),
+        staff_values=values("PETPORTAL_OIDC_STAFF_VALUES"),
+        session_max_age=None if max_age is None else timedelta(seconds=max_age),
+    )
 
 
 def secret_variables(environ: Mapping[str, str]) -> list[str]:
@@ -354,42 +442,29 @@ def secret_variables(environ: Mapping[str, str]) -> list[str]:
     return sorted(name for name in environ if name in secrets_read)
 
 
-def secret_values(config: Mapping[str, Any]) -> tuple[str, ...]:
-    """The secrets among `config`'s settings, which no log line or span may quote (`egress`)."""
-    values = [settings["key"] for settings in config["PETSTORE_ENVIRONMENTS"].values()]
-    values += [config.get("SECRET_KEY"), (config.get("OIDC") or {}).get("client_secret"), config.get("METRICS_TOKEN")]
-    return tuple(value for value in values if isinstance(value, str) and value)
+def secret_values(settings: Settings) -> tuple[str, ...]:
+    """The secrets among the settings, which no log line or span may quote (`egress`)."""
+    values = [store.key for store in settings.stores.values()]
+    values += [settings.secret_key, settings.single_sign_on.client_secret if settings.single_sign_on else None]
+    return tuple(value for value in [*values, settings.metrics_token] if value)
 
 
-def check(config: Mapping[str, Any]) -> None:
-    """Refuse to start with a configuration that cannot work, naming the variable to fix."""
-    if not config["DEMO"] and no_pet_store(config["PETSTORE_ENVIRONMENTS"]):
-        # Production never falls into the demo: only `python app.py` and `flask --app app run` start it.
-        raise ConfigurationError(
-            "no pet store is configured: set PETSTORE_PRODUCTION_URL and PETSTORE_PRODUCTION_KEY "
-            "(to try the portal without one, run the demo: python app.py)."
-        )
-    for name, settings in config["PETSTORE_ENVIRONMENTS"].items():
-        _check_pet_store(name, settings["url"], settings["key"])
-    name = config["DEFAULT_ENVIRONMENT"]
-    if name not in EVERY_ENVIRONMENT:
-        raise ConfigurationError(
-            f"PETPORTAL_DEFAULT_ENVIRONMENT must be one of {', '.join(Environment)}, not {name!r}."
-        )
-    if not config["DEMO"] and not config["PETSTORE_ENVIRONMENTS"][name]["url"]:
+def check(settings: Settings) -> None:
+    """Refuse to start with a configuration that cannot work, naming the variable to fix (the pet stores' own are
+    checked as `load` reads them, and the closed choices by `Settings.of`)."""
+    name = settings.default_environment
+    if not settings.demo and not settings.stores[name].url:
         raise ConfigurationError(
             f"PETPORTAL_DEFAULT_ENVIRONMENT is {name}, but PETSTORE_{name.upper()}_URL is not set."
         )
-    if config["LOG_FORMAT"] not in ("text", "json"):
-        raise ConfigurationError(f"PETPORTAL_LOG_FORMAT must be text or json, not {config['LOG_FORMAT']!r}.")
-    if not config.get("SECRET_KEY"):
+    if not settings.secret_key:
         raise ConfigurationError("PETPORTAL_SECRET_KEY is not set; the portal needs it to sign sessions.")
-    if not config["DEMO"] and len(config["SECRET_KEY"]) < SECRET_KEY_LENGTH:
+    if not settings.demo and len(settings.secret_key) < SECRET_KEY_LENGTH:
         raise ConfigurationError(
             f"PETPORTAL_SECRET_KEY must be at least {SECRET_KEY_LENGTH} characters long, not "
-            f"{len(config['SECRET_KEY'])}; make one with: python -c 'import secrets; print(secrets.token_urlsafe(32))'"
+            f"{len(settings.secret_key)}; make one with: python -c 'import secrets; print(secrets.token_urlsafe(32))'"
         )
-    redis_url = config["REDIS_URL"]
+    redis_url = settings.redis_url
     if redis_url and not redis_url.startswith(("redis://", "rediss://")):
         # The sessions' Redis client would take unix://, but the login counters (`limits`, opened at the first
         # login) would not: every login would be refused, so the portal does not start.
@@ -398,22 +473,22 @@ def check(config: Mapping[str, Any]) -> None:
             f"PETPORTAL_REDIS_URL must start with redis:// or rediss://, such as redis://127.0.0.1:6379/0, "
             f"not {scheme!r}."
         )
-    public_url = config["PUBLIC_URL"]
+    public_url = settings.public_url
     if public_url and (not public_url.startswith(("http://", "https://")) or urlsplit(public_url).path):
         raise ConfigurationError(
             f"PETPORTAL_PUBLIC_URL must be the portal's address, such as https://pets.example.com, not {public_url!r}."
         )
-    oidc = config["OIDC"]
+    oidc = settings.single_sign_on
     if oidc is not None:
-        if not oidc["issuer"].startswith(("https://", "http://")):
-            raise ConfigurationError(f"PETPORTAL_OIDC_ISSUER must be the provider's URL, not {oidc['issuer']!r}.")
-        if not oidc["client_id"]:
+        if not oidc.issuer.startswith(("https://", "http://")):
+            raise ConfigurationError(f"PETPORTAL_OIDC_ISSUER must be the provider's URL, not {oidc.issuer!r}.")
+        if not oidc.client_id:
             raise ConfigurationError("PETPORTAL_OIDC_ISSUER is set, but PETPORTAL_OIDC_CLIENT_ID is not.")
         if not public_url:
             raise ConfigurationError(
                 "PETPORTAL_OIDC_ISSUER is set, but PETPORTAL_PUBLIC_URL (the sign-in's way back) is not."
             )
-        if not oidc["admin_values"] and not oidc["staff_values"]:
+        if not oidc.admin_values and not oidc.staff_values:
             raise ConfigurationError(
                 "PETPORTAL_OIDC_ISSUER is set, but neither PETPORTAL_OIDC_ADMIN_VALUES nor "
                 "PETPORTAL_OIDC_STAFF_VALUES: nobody could sign in."

@@ -12,7 +12,7 @@ from flask_wtf.csrf import CSRFError
 
 from petportal import egress
 from petportal.auth import sessions, sso, throttle
-from petportal.config import secret_values
+from petportal.config import secret_values, settings
 from petportal.data import session_store, unit_of_work
 from petportal.extensions import init_extensions
 from petportal.i18n import languages
@@ -27,7 +27,7 @@ from petportal.web import compression, error_pages, front_door, page_cache, secu
 def build(app: Flask) -> None:
     """Install every hook and layer of the request's way, in the order the docstring above explains."""
     # First of all: no log line or span of the process may quote one of the app's secrets.
-    secrets = secret_values(app.config)
+    secrets = secret_values(settings(app))
     egress.protect(SecretGuard(secrets) if secrets else None)
     # Request hooks: the first added runs its after_request last.
     unit_of_work.register(app, error_pages.handle_database_error)  # its commit runs after every other hook

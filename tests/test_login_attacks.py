@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from petportal.config import settings
 from petportal.data.models import AuditEntry, User
 from petportal.extensions import db
 
@@ -89,7 +90,7 @@ def test_production_hashes_with_scrypt_and_checks_an_account_without_a_password_
         assert stored.startswith("scrypt:") and "a password" not in stored and passwords.matches(stored, "a password")
         assert not passwords.matches(stored, "another password")
         assert passwords.matches(None, "anything") is False
-        stand_in = passwords._stand_in(app.config["PASSWORD_HASH"])
+        stand_in = passwords._stand_in(settings(app).password_hash)
     assert stand_in.split("$")[0] == stored.split("$")[0], "made as stored hashes are"
 
 

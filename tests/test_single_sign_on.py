@@ -467,9 +467,9 @@ def test_an_answer_that_names_another_issuer_or_none_is_refused_and_uses_the_sig
 
 def test_the_maximum_age_of_single_sign_on_sessions_comes_from_the_environment():
     issuer = {"PETPORTAL_OIDC_ISSUER": "https://id.example"}
-    assert from_environment(issuer, read_dotenv=False)["OIDC"]["session_max_age"] is None
+    assert from_environment(issuer, read_dotenv=False)["OIDC"].session_max_age is None
     config = from_environment({**issuer, "PETPORTAL_OIDC_SESSION_MAX_AGE": "900"}, read_dotenv=False)
-    assert config["OIDC"]["session_max_age"] == timedelta(minutes=15)
+    assert config["OIDC"].session_max_age == timedelta(minutes=15)
     with pytest.raises(ConfigurationError, match="PETPORTAL_OIDC_SESSION_MAX_AGE must be at least 60"):
         from_environment({**issuer, "PETPORTAL_OIDC_SESSION_MAX_AGE": "5"}, read_dotenv=False)
 

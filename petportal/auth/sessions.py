@@ -121,9 +121,9 @@ register = remember.register  # write or delete the remember cookie when this re
 def _past_limit(row: LoginSession, user: User) -> bool:
     """Whether `row` is past the absolute limit (for single sign-on, PETPORTAL_OIDC_SESSION_MAX_AGE if shorter)."""
     limit = SESSION_ABSOLUTE_LIMIT
-    oidc = settings().oidc
-    if user.sso_subject is not None and oidc is not None and oidc["session_max_age"] is not None:
-        limit = min(limit, oidc["session_max_age"])
+    oidc = settings().single_sign_on
+    if user.sso_subject is not None and oidc is not None and oidc.session_max_age is not None:
+        limit = min(limit, oidc.session_max_age)
     return now() - row.started_at > limit
 
 

@@ -12,7 +12,6 @@ import hashlib
 import re
 import secrets
 import threading
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
@@ -25,7 +24,7 @@ from werkzeug.wrappers import Response
 from petportal.auth import logins
 from petportal.auth.accounts import USERNAME_MAX_LENGTH
 from petportal.clock import now
-from petportal.config import EVERY_ENVIRONMENT, Environment, settings
+from petportal.config import EVERY_ENVIRONMENT, Environment, SingleSignOn, settings
 from petportal.data import audit
 from petportal.data.models import AuditAction, AuditDetail, Role, UsedLogoutToken, User
 from petportal.data.payloads import AuditDetails, Count, EnvironmentsChange, RoleDetails
@@ -106,7 +105,7 @@ class ProviderKeys:
 
 
 def register(app: Flask) -> None:
-    oidc = settings(app).oidc
+    oidc = settings(app).single_sign_on
     if oidc is None:
         return
     from authlib.integrations.flask_client import FlaskOAuth2App, OAuth
@@ -122,9 +121,9 @@ def register(app: Flask) -> None:
     OAuth(app).register(
         PROVIDER,
         client_cls=Client,
-        client_id=oidc["client_id"],
-        client_secret=oidc["client_secret"],
-        server_metadata_url=oidc["issuer"].rstrip("/") + "/.well-known/openid-configuration",
+        client_id=oidc.client_id,
+        client_secret=oidc.client_secret,
+        server_metadata_url=oidc.issuer.rstrip("/") + "/.well-known/openid-configuration",
         client_kwargs={
             "scope": SCOPE,
             "code_challenge_method": "S256",
@@ -133,16 +132,16 @@ def register(app: Flask) -> None:
     )
 
 
-def _provider() -> Mapping[str, Any]:
+def _provider() -> SingleSignOn:
     """The identity provider's settings, where a sign-in is under way (`register` offers it only then)."""
-    oidc = settings().oidc
+    oidc = settings().single_sign_on
     assert oidc is not None
     return oidc
 
 
 def provider_name() -> str | None:
-    oidc = settings().oidc
-    return None if oidc is None else str(oidc["name"])
+    oidc = settings().single_sign_on
+    return None if oidc is None else oidc.name
 
 
 def begin(destination: str) -> Response:
@@ -199,7 +198,7 @@ def signed_in() -> SignedIn:
         raise SignInFailed(_("The sign-in could not be completed. Start again from the login page."))
     claims = _with_userinfo(client, token, claims)
     oidc = _provider()
-    user = _account(claims, role_for(claims.get(oidc["role_claim"])), environments_for(claims, oidc))
+    user = _account(claims, role_for(claims.get(oidc.role_claim)), environments_for(claims, oidc))
     methods = claims.get("amr")
     second_factor = isinstance(methods, list) and any(method in SECOND_FACTOR_METHODS for method in methods)
     destination = session.pop(DESTINATION_KEY, None)
@@ -268,7 +267,7 @@ def _logout_claims(client: Any, metadata: dict[str, Any], logout_token: str) -> 
     events = claims.get("events")
     failed = {
         "iss": claims.get("iss") != metadata.get("issuer"),
-        "aud": _provider()["client_id"] not in audiences,
+        "aud": _provider().client_id not in audiences,
         "iat": not isinstance(issued, int | float)
         or issued > at + TOKEN_LEEWAY.total_seconds()
         or issued < at - LOGOUT_TOKEN_AGE.total_seconds(),
@@ -303,19 +302,19 @@ def role_for(values: Any) -> Role | None:
     listed = [values] if isinstance(values, str) else values if isinstance(values, list) else []
     found = {value for value in listed if isinstance(value, str)}
     oidc = _provider()
-    if found & oidc["admin_values"]:
+    if found & oidc.admin_values:
         return Role.ADMIN
-    if found & oidc["staff_values"]:
+    if found & oidc.staff_values:
         return Role.STAFF
     return None
 
 
-def environments_for(claims: Any, oidc: Mapping[str, Any]) -> frozenset[Environment] | None:
+def environments_for(claims: Any, oidc: SingleSignOn) -> frozenset[Environment] | None:
     """The environments the claim PETPORTAL_OIDC_ENVIRONMENTS_CLAIM gives: both when no claim is configured; None
     when it names neither."""
-    if oidc["environments_claim"] is None:
+    if oidc.environments_claim is None:
         return EVERY_ENVIRONMENT
-    values = claims.get(oidc["environments_claim"])
+    values = claims.get(oidc.environments_claim)
     found = [values] if isinstance(values, str) else values if isinstance(values, list) else []
     return frozenset(name for name in Environment if name in found) or None
 
@@ -419,7 +418,7 @@ def _metadata(client: Any) -> dict[str, Any]:
         metadata: dict[str, Any] = client.load_server_metadata()
     except (requests.RequestException, ValueError) as error:
         raise ProviderUnreachable from error
-    if str(metadata.get("issuer", "")).rstrip("/") != _provider()["issuer"].rstrip("/"):
+    if str(metadata.get("issuer", "")).rstrip("/") != _provider().issuer.rstrip("/"):
         current_app.logger.error("single sign-on: the discovery document names another issuer")
         raise ProviderUnreachable
     return metadata

@@ -8,7 +8,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, cast
+from typing import cast
 
 from flask import Flask, current_app, g, has_request_context
 
@@ -63,18 +63,22 @@ class Environments:
     """One app's configured environments, and a pooled client and a health record for each."""
 
     def __init__(self, app: Flask) -> None:
-        self._settings: Mapping[str, Mapping[str, Any]] = settings(app).petstore_environments
+        self._settings = settings(app).stores
         # Seconds a page may wait on the pet store, all its calls together.
         self.timeout: float = settings(app).upstream_timeout
         self._pool_size: int = settings(app).upstream_pool_size
-        self._tracing: bool = settings(app).tracing
+        self._tracing = settings(app).logging.tracing
         # The bulkheads: at most this many threads of this process wait on each environment at once. One
         # each, so an admin previewing a hanging staging store never leaves production's customers a 503.
-        self._gates = {name: Bulkhead(settings(app).upstream_concurrency) for name in self._settings}
+        self._gates: dict[str, Bulkhead] = {
+            name: Bulkhead(settings(app).upstream_concurrency) for name in self._settings
+        }
         # Bulk imports send through clients of their own, so a slow store slows an import, never the pages.
-        self._background_gates = {name: Bulkhead(settings(app).import_concurrency) for name in self._settings}
+        self._background_gates: dict[str, Bulkhead] = {
+            name: Bulkhead(settings(app).import_concurrency) for name in self._settings
+        }
         self._clients: dict[tuple[str, bool], PetStoreClient] = {}
-        self._health = {name: Health() for name in self._settings}
+        self._health: dict[str, Health] = {name: Health() for name in self._settings}
         self._lock = threading.Lock()
 
     def all(self) -> list[Store]:
@@ -86,8 +90,8 @@ class Environments:
         return self._environment(name) if isinstance(name, str) and name in self._settings else None
 
     def _environment(self, name: str) -> Store:
-        store = self._settings[name]
-        return Store(Environment(name), store["url"], bool(store["key"]))
+        store = self._settings[Environment(name)]
+        return Store(Environment(name), store.url, bool(store.key))
 
     def health(self, name: str) -> Health:
         """What this process has learnt of environment `name` from its answers."""
@@ -100,11 +104,11 @@ class Environments:
         bulkhead, so the pages' places are never taken by it."""
         with self._lock:
             if (name, background) not in self._clients:
-                store = self._settings[name]
+                store = self._settings[Environment(name)]
                 gates = self._background_gates if background else self._gates
                 self._clients[(name, background)] = PetStoreClient(
-                    store["url"],
-                    store["key"] or "",
+                    store.url or "",
+                    store.key or "",
                     timeout=self.timeout,
                     pool_size=gates[name].size if background else self._pool_size,
                     extra_headers=_request_id_header,

@@ -156,7 +156,7 @@ def create_accounts(stores: Mapping[str, Mapping[str, str]]) -> None:
         lines.append(f"  {role:<6} user name: {username:<6} password: {password}")
     db.session.commit()
     title = "Pet Portal demo mode: both environments are served by bundled reference stores."
-    if settings().log_format == "json":  # every line the portal writes is then one JSON object
+    if settings().logging.format == "json":  # every line the portal writes is then one JSON object
         log.info(title, extra={"demo": [line.strip() for line in lines]})
         return
     click.echo(title)

@@ -161,12 +161,12 @@ def main(argv: list[str] | None = None) -> None:
         with app.app_context():
             db.engine.dispose(close=False)  # the parent's connections stay the parent's
         engines.watch(app)
-        logs.batch_access_lines(settings(app).log_format)
+        logs.batch_access_lines(settings(app).logging.format)
         # A forked worker ends without running atexit: the spans still in the batch are sent from its finaliser.
         multiprocessing.util.Finalize(None, tracing.flush, exitpriority=10)
         return app
 
-    serve(load, host, port, max(args.workers, 1), settings(app).log_format)
+    serve(load, host, port, max(args.workers, 1), settings(app).logging.format)
 
 
 if __name__ == "__main__":

@@ -365,7 +365,7 @@ def assigned_request_id(environ: WSGIEnvironment) -> str:
 def register(app: Flask) -> None:
     """Give every request an id, return it as X-Request-ID, and log with it. (`register_access` puts the
     access lines in front, once every other WSGI layer is in place.)"""
-    configure(settings(app).log_format)
+    configure(settings(app).logging.format)
 
     @app.before_request
     def assign_request_id() -> None:

@@ -34,7 +34,7 @@ class _ThisProcess:
 
 
 def register(app: Flask) -> None:
-    if not settings(app).tracing:
+    if not settings(app).logging.tracing:
         return
     from flask import Response, g, request
     from opentelemetry import propagate
@@ -53,7 +53,7 @@ def register(app: Flask) -> None:
     traced = OpenTelemetryMiddleware(app.wsgi_app)
     # The incoming headers it must not read: untrusted, every propagator's; trusted, `baggage` alone.
     fields = {"baggage"}
-    if not settings(app).trust_trace_headers:
+    if not settings(app).logging.trust_trace_headers:
         fields |= {"traceparent", "tracestate", *propagate.get_global_textmap().fields}
     keys = tuple("HTTP_" + field.upper().replace("-", "_") for field in sorted(fields))
 
