@@ -14,7 +14,7 @@ import secrets
 import threading
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
 from flask import Flask, abort, current_app, request, session, url_for
 from flask_babel import gettext as _
@@ -30,6 +30,9 @@ from petportal.data.models import AuditAction, AuditDetail, Role, UsedLogoutToke
 from petportal.data.payloads import AuditDetails, Count, EnvironmentsChange, RoleDetails
 from petportal.extensions import db
 from petportal.web import security
+
+if TYPE_CHECKING:
+    from joserfc.jwk import KeySetSerialization
 
 PROVIDER = "company"
 DESTINATION_KEY = "sso_destination"
@@ -49,6 +52,23 @@ KEYS_TIMEOUT = 3.0
 # The longest issuer or `sub` kept (users.sso_issuer, users.sso_subject; OpenID Connect's own limit).
 IDENTIFIER_MAX_LENGTH = 255
 NOT_IN_USERNAME = re.compile(r"[^A-Za-z0-9._@-]+")
+
+
+class StateStore(Protocol):
+    def clear_state_data(self, session: object, state: str | None) -> None: ...
+
+
+class OAuthClient(Protocol):
+    """What the portal calls of Authlib's client (Authlib has no types)."""
+
+    server_metadata: dict[str, object]
+    framework: StateStore
+
+    def load_server_metadata(self) -> dict[str, object]: ...
+    def fetch_jwk_set(self, force: bool = False) -> KeySetSerialization: ...
+    def authorize_redirect(self, redirect_uri: str) -> Response: ...
+    def authorize_access_token(self) -> dict[str, object]: ...
+    def userinfo(self, *, token: object) -> dict[str, object]: ...
 
 
 class SignInFailed(Exception):
@@ -82,11 +102,11 @@ class ProviderKeys:
     fetched_at: datetime | None = None
     fetching: threading.Lock = field(default_factory=threading.Lock)
 
-    def read(self, client: Any, force: bool) -> dict[str, Any]:
+    def read(self, client: OAuthClient, force: bool) -> KeySetSerialization:
         """Authlib's `fetch_jwk_set`: the keys known, or (none known, or `force`) fetched when allowed."""
         import requests
 
-        known: dict[str, Any] | None = client.server_metadata.get("jwks")
+        known = cast("KeySetSerialization | None", client.server_metadata.get("jwks"))
         if known and not force:
             return known
         if self.fetching.acquire(blocking=False):  # else another thread is fetching them: nobody waits for it
@@ -94,7 +114,7 @@ class ProviderKeys:
                 at = now()
                 if self.fetched_at is None or not self.fetched_at <= at < self.fetched_at + KEYS_REFETCH:
                     self.fetched_at = at
-                    answer = requests.get(client.load_server_metadata().get("jwks_uri"), timeout=KEYS_TIMEOUT)
+                    answer = requests.get(str(client.load_server_metadata().get("jwks_uri")), timeout=KEYS_TIMEOUT)
                     answer.raise_for_status()
                     known = client.server_metadata["jwks"] = answer.json()
             finally:
@@ -115,7 +135,7 @@ def register(app: Flask) -> None:
     class Client(FlaskOAuth2App):  # type: ignore[misc]  # Authlib has no types
         """Authlib's client, its ID tokens' and logout tokens' keys read through `keys`."""
 
-        def fetch_jwk_set(self, force: bool = False) -> dict[str, Any]:
+        def fetch_jwk_set(self, force: bool = False) -> KeySetSerialization:
             return keys.read(self, force)
 
     OAuth(app).register(
@@ -152,7 +172,7 @@ def begin(destination: str) -> Response:
     security.allow_location(endpoint)
     _forget_older_sign_ins()
     session[DESTINATION_KEY] = destination
-    return cast(Response, client.authorize_redirect((settings().public_url or "") + url_for("auth.sso_callback")))
+    return client.authorize_redirect((settings().public_url or "") + url_for("auth.sso_callback"))
 
 
 def _forget_older_sign_ins() -> None:
@@ -194,7 +214,7 @@ def signed_in() -> SignedIn:
         # Used once whatever the answer: Authlib keeps the state when the provider answers with an `error`.
         client.framework.clear_state_data(session, state)
     claims = token.get("userinfo")
-    if not claims or not _fits(claims.get("sub")) or not _fits(claims.get("iss")):
+    if not isinstance(claims, dict) or not _fits(claims.get("sub")) or not _fits(claims.get("iss")):
         raise SignInFailed(_("The sign-in could not be completed. Start again from the login page."))
     claims = _with_userinfo(client, token, claims)
     oidc = _provider()
@@ -207,7 +227,7 @@ def signed_in() -> SignedIn:
     )
 
 
-def _from_the_issuer(metadata: dict[str, Any]) -> bool:
+def _from_the_issuer(metadata: dict[str, object]) -> bool:
     """Whether the answer's `iss` (RFC 9207; required where the provider says it sends one) is the provider's."""
     answered = request.args.get("iss")
     if answered is None:
@@ -220,7 +240,9 @@ def logged_out(logout_token: str) -> None:
     client = _client()  # first: without single sign-on, a 404 that loads nothing
     metadata = _metadata(client)
     claims = _logout_claims(client, metadata, logout_token)
-    if not _first_use(claims["jti"], claims["iat"]):
+    jti, issued = claims["jti"], claims["iat"]
+    assert isinstance(jti, str) and isinstance(issued, int | float)  # as _logout_claims checked
+    if not _first_use(jti, issued):
         raise LogoutRefused("replayed")
     subject = claims.get("sub")
     if subject is None:
@@ -239,7 +261,7 @@ def logged_out(logout_token: str) -> None:
     )
 
 
-def _logout_claims(client: Any, metadata: dict[str, Any], logout_token: str) -> dict[str, Any]:
+def _logout_claims(client: OAuthClient, metadata: dict[str, object], logout_token: str) -> dict[str, object]:
     """The claims of a logout token once every check of the specification (2.6) holds."""
     import requests
     from joserfc import jwt
@@ -247,7 +269,8 @@ def _logout_claims(client: Any, metadata: dict[str, Any], logout_token: str) -> 
     from joserfc.jwk import KeySet
     from joserfc.jws import JWSRegistry
 
-    algorithms = [name for name in metadata.get("id_token_signing_alg_values_supported", ["RS256"]) if name != "none"]
+    supported = metadata.get("id_token_signing_alg_values_supported")
+    algorithms = [name for name in supported if name != "none"] if isinstance(supported, list) else ["RS256"]
     registry = JWSRegistry(algorithms=algorithms or ["RS256"], strict_check_header=False)
     try:
         try:
@@ -258,7 +281,7 @@ def _logout_claims(client: Any, metadata: dict[str, Any], logout_token: str) -> 
         raise ProviderUnreachable from error
     except (JoseError, ValueError, TypeError) as error:
         raise LogoutRefused("signature") from error
-    claims: dict[str, Any] = dict(token.claims)
+    claims: dict[str, object] = dict(token.claims)
     audience = claims.get("aud")
     audiences = audience if isinstance(audience, list) else [audience]
     issued = claims.get("iat")
@@ -297,7 +320,7 @@ def _first_use(jti: str, issued: float) -> bool:
     return db.session.execute(new.returning(UsedLogoutToken.jti)).first() is not None
 
 
-def role_for(values: Any) -> Role | None:
+def role_for(values: object) -> Role | None:
     """The role that the claim's `values` (a string or a list) give: admin, staff, or None (no mapped value)."""
     listed = [values] if isinstance(values, str) else values if isinstance(values, list) else []
     found = {value for value in listed if isinstance(value, str)}
@@ -309,7 +332,7 @@ def role_for(values: Any) -> Role | None:
     return None
 
 
-def environments_for(claims: Any, oidc: SingleSignOn) -> frozenset[Environment] | None:
+def environments_for(claims: dict[str, object], oidc: SingleSignOn) -> frozenset[Environment] | None:
     """The environments the claim PETPORTAL_OIDC_ENVIRONMENTS_CLAIM gives: both when no claim is configured; None
     when it names neither."""
     if oidc.environments_claim is None:
@@ -319,7 +342,7 @@ def environments_for(claims: Any, oidc: SingleSignOn) -> frozenset[Environment] 
     return frozenset(name for name in Environment if name in found) or None
 
 
-def _account(claims: Any, role: Role | None, environments: frozenset[Environment] | None) -> User:
+def _account(claims: dict[str, object], role: Role | None, environments: frozenset[Environment] | None) -> User:
     """The account of this issuer and `sub`, made at the first sign-in, with `role` and `environments`; refused
     (and audited) without a role or an environment, or when disabled."""
     issuer, subject = str(claims["iss"]), str(claims["sub"])
@@ -370,11 +393,11 @@ def _account(claims: Any, role: Role | None, environments: frozenset[Environment
     return user
 
 
-def _fits(value: Any) -> bool:
+def _fits(value: object) -> bool:
     return isinstance(value, str) and 0 < len(value) <= IDENTIFIER_MAX_LENGTH
 
 
-def _username(claims: Any) -> str:
+def _username(claims: dict[str, object]) -> str:
     """A new account's name from the preferred name, e-mail or `sub`; when taken, with a suffix from the `sub`."""
     texts = [text for claim in ("preferred_username", "email", "sub") if isinstance(text := claims.get(claim), str)]
     bases = [NOT_IN_USERNAME.sub("-", text).strip(".-_@")[: USERNAME_MAX_LENGTH - 9] for text in texts]
@@ -390,7 +413,7 @@ def _username(claims: Any) -> str:
     raise SignInFailed(_("The sign-in could not be completed. Start again from the login page."))
 
 
-def _with_userinfo(client: Any, token: Any, claims: Any) -> dict[str, Any]:
+def _with_userinfo(client: OAuthClient, token: object, claims: dict[str, object]) -> dict[str, object]:
     """The ID token's claims over the provider's userinfo for the same `sub` (many put groups only there)."""
     import requests
     from authlib.integrations.base_client.errors import OAuthError
@@ -404,18 +427,18 @@ def _with_userinfo(client: Any, token: Any, claims: Any) -> dict[str, Any]:
     return {**info, **claims} if info.get("sub") == claims["sub"] else dict(claims)
 
 
-def _client() -> Any:
+def _client() -> OAuthClient:
     oauth = current_app.extensions.get("authlib.integrations.flask_client")
     if oauth is None:
         abort(404)
-    return oauth.create_client(PROVIDER)
+    return cast(OAuthClient, oauth.create_client(PROVIDER))
 
 
-def _metadata(client: Any) -> dict[str, Any]:
+def _metadata(client: OAuthClient) -> dict[str, object]:
     import requests
 
     try:
-        metadata: dict[str, Any] = client.load_server_metadata()
+        metadata: dict[str, object] = client.load_server_metadata()
     except (requests.RequestException, ValueError) as error:
         raise ProviderUnreachable from error
     if str(metadata.get("issuer", "")).rstrip("/") != _provider().issuer.rstrip("/"):
