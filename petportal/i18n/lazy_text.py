@@ -8,8 +8,7 @@ Import it as `_l`: the catalogs extract that keyword.
 
 from __future__ import annotations
 
-from typing import Any
-
+from babel.support import NullTranslations
 from flask import has_request_context, request
 from flask_babel import get_locale, get_translations
 from flask_babel.speaklater import LazyString
@@ -26,13 +25,13 @@ class LazyText(LazyString):
         return str(escape(str(self)))
 
 
-def lazy_gettext(string: str, **variables: Any) -> LazyText:
+def lazy_gettext(string: str, **variables: object) -> LazyText:
     """`gettext(string, **variables)`, translated each time it is read (see the module's docstring)."""
     return LazyText(_gettext, string, **variables)
 
 
 # Kept by issue 41's bench, with the other i18n caches (see i18n._locale).
-def translations() -> Any:
+def translations() -> NullTranslations:
     """The catalog of the request's language, looked up once per request and language: Flask-Babel's `gettext`
     looks it up for each message (about 5 us), and a page reads dozens. Inside `force_locale`, that language's.
     Outside a request, the default language's."""
@@ -45,6 +44,6 @@ def translations() -> Any:
     return found[1]
 
 
-def _gettext(string: str, **variables: Any) -> str:
+def _gettext(string: str, **variables: object) -> str:
     text = str(translations().ugettext(string))
     return text % variables if variables else text

@@ -10,12 +10,14 @@ with its named values escaped into it, as Jinja's "newstyle" gettext does.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, MutableMapping
 from typing import Any
 
+from babel.support import NullTranslations
 from flask import has_request_context
 from flask.templating import Environment
 from flask_babel import force_locale, get_locale, get_translations
-from jinja2 import nodes
+from jinja2 import Template, nodes
 from jinja2.visitor import NodeTransformer
 from markupsafe import Markup
 
@@ -36,26 +38,26 @@ class TemplateText:
 
     __slots__ = ("catalog",)
 
-    def __init__(self, catalog: Any) -> None:
+    def __init__(self, catalog: NullTranslations) -> None:
         self.catalog = catalog
 
-    def gettext(self, message: str, **variables: Any) -> Markup:
+    def gettext(self, message: str, **variables: object) -> Markup:
         return Markup(self.catalog.ugettext(message)) % variables
 
-    def ngettext(self, singular: str, plural: str, count: int, **variables: Any) -> Markup:
+    def ngettext(self, singular: str, plural: str, count: int, **variables: object) -> Markup:
         variables.setdefault("num", count)
         return Markup(self.catalog.ungettext(singular, plural, count)) % variables
 
 
-def gettext(message: str, **variables: Any) -> Markup:
+def gettext(message: str, **variables: object) -> Markup:
     return TemplateText(translations()).gettext(message, **variables)
 
 
-def ngettext(singular: str, plural: str, count: int, **variables: Any) -> Markup:
+def ngettext(singular: str, plural: str, count: int, **variables: object) -> Markup:
     return TemplateText(translations()).ngettext(singular, plural, count, **variables)
 
 
-def page_text() -> dict[str, Any]:
+def page_text() -> dict[str, Callable[..., Markup]]:
     """The page's own `_`, `gettext` and `ngettext`, bound to its language's catalog once."""
     text = TemplateText(translations())
     return {"_": text.gettext, "gettext": text.gettext, "ngettext": text.ngettext}
@@ -82,12 +84,19 @@ class TranslatedEnvironment(Environment):
             self.languages[language] = linked
         return linked
 
-    def get_template(self, name: Any, parent: str | None = None, globals: Any = None) -> Any:
+    def get_template(
+        self, name: str | Template, parent: str | None = None, globals: MutableMapping[str, object] | None = None
+    ) -> Template:
         if self.language is None and has_request_context():
             return self.in_language(str(get_locale())).get_template(name, parent, globals)
         return super().get_template(name, parent, globals)
 
-    def select_template(self, names: Any, parent: str | None = None, globals: Any = None) -> Any:
+    def select_template(
+        self,
+        names: Iterable[str | Template],
+        parent: str | None = None,
+        globals: MutableMapping[str, object] | None = None,
+    ) -> Template:
         if self.language is None and has_request_context():
             return self.in_language(str(get_locale())).select_template(names, parent, globals)
         return super().select_template(names, parent, globals)
