@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 import click
 from flask import Flask
@@ -16,11 +16,14 @@ from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import DeclarativeBase
 
+if TYPE_CHECKING:
+    import sqlite3
+
 
 class Migrations:
     """Flask-Migrate, bound without being imported: Alembic (11 MB) loads only for init-db and `flask db`."""
 
-    def init_app(self, app: Flask, db: SQLAlchemy, **options: Any) -> None:
+    def init_app(self, app: Flask, db: SQLAlchemy, **options: str | bool) -> None:
         app.extensions["migrate"] = _MigrateOnFirstUse(app, db, options)
         app.cli.add_command(_MigrateCommands("db", help="Perform database migrations."))
 
@@ -28,10 +31,10 @@ class Migrations:
 class _MigrateOnFirstUse:
     """`app.extensions["migrate"]` until first read; then binds Flask-Migrate, which replaces it, and answers."""
 
-    def __init__(self, app: Flask, db: SQLAlchemy, options: dict[str, Any]) -> None:
+    def __init__(self, app: Flask, db: SQLAlchemy, options: dict[str, str | bool]) -> None:
         self._app, self._db, self._options = app, db, options
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> object:
         if name.startswith("__"):  # copy, pickle and friends asking for optional protocols
             raise AttributeError(name)
         from flask_migrate import Migrate
@@ -42,7 +45,7 @@ class _MigrateOnFirstUse:
 
 class _MigrateCommands(click.Group):
     def make_context(
-        self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
+        self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: object
     ) -> click.Context:
         from flask_migrate.cli import db as commands  # imported when a `flask db` command runs
 
@@ -81,6 +84,6 @@ def init_extensions(app: Flask) -> None:
     login.session_protection = "basic"
 
 
-def _use_sqlite_wal(connection: Any, _record: Any) -> None:
+def _use_sqlite_wal(connection: sqlite3.Connection, _record: object) -> None:
     """WAL lets readers and the one writer proceed at once, as a threaded server needs."""
     connection.execute("PRAGMA journal_mode=WAL")

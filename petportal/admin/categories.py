@@ -25,6 +25,7 @@ def labels_page() -> ResponseReturnValue:
     if form.validate_on_submit():
         if form.environment.data != environment.name:
             return _page(form, _moved(form.environment.data, environment.name)), 409
+        assert form.category_id.data is not None  # required
         try:
             categories.name(environment.name, form.category_id.data, form.label.data)
         except categories.LabelTaken as taken:

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import re
 from datetime import date
-from typing import Any
 from urllib.parse import urlsplit
 
 from werkzeug.routing import IntegerConverter, ValidationError
+from werkzeug.wrappers import Request
 from wtforms import IntegerField, StringField
 
 from petportal.petstore.records import INT64_MAX, INT64_MIN
@@ -26,7 +26,7 @@ DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", re.ASCII)
 MAX_DIGITS = 40
 
 
-def json_object(request: Any) -> dict[str, Any] | None:
+def json_object(request: Request) -> dict[str, object] | None:
     """The request's JSON body when it is an object, else None: never an exception, not even for a body nested
     deeper than Python's parser recurses (Werkzeug's `silent` does not catch that)."""
     try:
@@ -58,9 +58,9 @@ class DayField(StringField):
     """A form field holding a day read by `day` (`data`: a date, or None when empty or not a day); the text as it
     was sent stays in `raw_data`, for the page to show again and the field's validators to refuse."""
 
-    data: Any
+    data: date | None
 
-    def process_formdata(self, valuelist: list[Any]) -> None:
+    def process_formdata(self, valuelist: list[object]) -> None:
         if valuelist:
             self.data = day(valuelist[0]) if isinstance(valuelist[0], str) else None
 
@@ -72,9 +72,9 @@ class WholeNumberField(IntegerField):
     """A form field holding a whole number read by `whole_number`; anything else leaves it empty (None), for
     the field's range validator to refuse with its own words."""
 
-    data: Any  # an int once validated, as WTForms' own fields leave it untyped
+    data: int | None  # an int once validated
 
-    def process_formdata(self, valuelist: list[Any]) -> None:
+    def process_formdata(self, valuelist: list[object]) -> None:
         if valuelist:
             self.data = whole_number(valuelist[0]) if isinstance(valuelist[0], str) else None
 
