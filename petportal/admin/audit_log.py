@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict
-from typing import Any
 
 from flask_babel import force_locale, ngettext
 from flask_babel import gettext as _
 
+from petportal.data.audit import Entry
 from petportal.data.models import AuditAction, Role
 from petportal.data.models import AuditDetail as D
 from petportal.data.payloads import (
@@ -82,7 +82,7 @@ def action_label(action: AuditAction) -> str:
     return str(ACTIONS[action])
 
 
-def details(entry: Any) -> str:
+def details(entry: Entry) -> str:
     """An entry's details in the reader's language, as the audit page and its download show them, with how many
     attempts it counts. The one place an entry's details are put into words."""
     said = _described(entry)
@@ -92,7 +92,7 @@ def details(entry: Any) -> str:
     return f"{said}; {attempts}" if said else attempts
 
 
-def _described(entry: Any) -> str:
+def _described(entry: Entry) -> str:
     """What an entry's `details` say, in words: its code chooses them, its values fill them in."""
     found = decode(AuditDetails, entry.details)
     values = asdict(found) if found else {}
@@ -214,7 +214,7 @@ def _numbers(tally: ImportTally) -> dict[str, str]:
     return {key: number(getattr(tally, key)) for key in ("created", "refused", "unknown", "total")}
 
 
-def file_cells(entries: Iterable[Any]) -> Iterator[tuple[Cell, ...]]:
+def file_cells(entries: Iterable[Entry]) -> Iterator[tuple[Cell, ...]]:
     """Each of `entries` as the audit page's row, column by column (COLUMNS), in words of the downloads' language
     (FILE_LANGUAGE)."""
     with force_locale(FILE_LANGUAGE):

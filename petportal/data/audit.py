@@ -11,14 +11,14 @@ import unicodedata
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
-from typing import Any
+from typing import Protocol, cast
 
 from flask import request
 from flask_login import current_user
-from sqlalchemy import Row, Select, func, select, update
+from sqlalchemy import Select, func, select, update
 
 from petportal.clock import now
-from petportal.data.models import AuditAction, AuditEntry
+from petportal.data.models import AuditAction, AuditEntry, Json
 from petportal.data.payloads import AuditDetails, encode
 from petportal.data.unit_of_work import updated_one
 from petportal.extensions import db
@@ -37,6 +37,20 @@ COUNTED = frozenset(
     {AuditAction.LOGIN_FAILED, AuditAction.LOGIN_LIMITED, AuditAction.MFA_FAILED, AuditAction.MFA_LIMITED}
 )
 COUNT_WINDOW = timedelta(minutes=15)
+
+
+class Entry(Protocol):
+    """An audit entry as it is read back: the model, or a row of `read_newest_first`."""
+
+    id: int
+    at: datetime
+    actor: str
+    action: AuditAction
+    target: str | None
+    environment: str | None
+    details: Json | None
+    remote_addr: str | None
+    count: int
 
 
 @dataclass(frozen=True)
@@ -123,13 +137,13 @@ def _midnight(day: date) -> datetime:
     return datetime.combine(day, time(), tzinfo=UTC)
 
 
-def read_newest_first(chosen: Filter) -> Iterator[Row[Any]]:
+def read_newest_first(chosen: Filter) -> Iterator[Entry]:
     """The matching rows, BATCH at a time by id, each batch on a connection given back before use (a slow download
     holds none). The first batch is read now, so a database that is down gets the 503 page, not a cut download."""
     return _from(chosen, _batch(chosen, None))
 
 
-def _from(chosen: Filter, batch: Sequence[Row[Any]]) -> Iterator[Row[Any]]:
+def _from(chosen: Filter, batch: Sequence[Entry]) -> Iterator[Entry]:
     while batch:
         yield from batch
         if len(batch) < BATCH:
@@ -137,9 +151,9 @@ def _from(chosen: Filter, batch: Sequence[Row[Any]]) -> Iterator[Row[Any]]:
         batch = _batch(chosen, batch[-1].id)
 
 
-def _batch(chosen: Filter, before: int | None) -> Sequence[Row[Any]]:
+def _batch(chosen: Filter, before: int | None) -> Sequence[Entry]:
     query = matching(chosen).with_only_columns(*AuditEntry.__table__.columns).limit(BATCH)
     if before is not None:
         query = query.where(AuditEntry.id < before)
     with db.engine.connect() as connection:
-        return connection.execute(query).all()
+        return cast("Sequence[Entry]", connection.execute(query).all())  # rows of the table's columns
