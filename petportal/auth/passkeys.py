@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from typing import Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from flask import current_app, session
@@ -21,6 +21,13 @@ from petportal.clock import now
 from petportal.config import settings
 from petportal.data.models import Passkey, User
 from petportal.extensions import db
+
+if TYPE_CHECKING:
+    from webauthn.helpers.structs import (
+        PublicKeyCredentialCreationOptions,
+        PublicKeyCredentialDescriptor,
+        PublicKeyCredentialRequestOptions,
+    )
 
 CHALLENGE_KEY = "passkey_challenge"
 # The largest row id a database gives a passkey (a 32-bit integer column).
@@ -73,7 +80,7 @@ def registration_options(user: User) -> str:
     return _issued(options, "register", user)
 
 
-def register(user: User, credential: Any, name: str) -> Passkey:
+def register(user: User, credential: object, name: str) -> Passkey:
     from webauthn import verify_registration_response
     from webauthn.helpers import bytes_to_base64url
 
@@ -120,7 +127,7 @@ def authentication_options(user: User | None = None) -> str:
     return _issued(options, "sign_in", user)
 
 
-def authenticate(credential: Any, user: User | None = None) -> tuple[Passkey, User]:
+def authenticate(credential: object, user: User | None = None) -> tuple[Passkey, User]:
     """The passkey that signed this session's challenge (for `user`'s second step, one of theirs), updated; its owner.
 
     Alone it must have verified its user (it is then both factors); after a password, presence is enough. Refused:
@@ -209,7 +216,7 @@ def _unreadable() -> tuple[type[BaseException], ...]:
     return (WebAuthnException, ValueError, TypeError, LookupError, RecursionError)
 
 
-def _readable(name: Any) -> str:
+def _readable(name: object) -> str:
     """A passkey's name on one line, without control characters, lone surrogates or direction overrides."""
     text = " ".join(str(name or "").split())
     return "".join(char for char in text if unicodedata.category(char) not in ("Cc", "Cf", "Cs", "Co", "Cn"))
@@ -219,14 +226,16 @@ def _handle(user: User) -> bytes:
     return str(user.id).encode()
 
 
-def _descriptors(user: User) -> list[Any]:
+def _descriptors(user: User) -> list[PublicKeyCredentialDescriptor]:
     from webauthn.helpers import base64url_to_bytes
     from webauthn.helpers.structs import PublicKeyCredentialDescriptor
 
     return [PublicKeyCredentialDescriptor(id=base64url_to_bytes(passkey.credential_id)) for passkey in of_account(user)]
 
 
-def _issued(options: Any, purpose: str, user: User | None) -> str:
+def _issued(
+    options: PublicKeyCredentialCreationOptions | PublicKeyCredentialRequestOptions, purpose: str, user: User | None
+) -> str:
     """`options` as JSON for the browser, their challenge kept in the session for `purpose` (and `user`)."""
     from webauthn import options_to_json
     from webauthn.helpers import bytes_to_base64url
@@ -254,7 +263,7 @@ def _take(purpose: str, user: User | None) -> bytes:
     return base64url_to_bytes(str(kept["challenge"]))
 
 
-def _as_json(credential: Any) -> str:
+def _as_json(credential: object) -> str:
     if isinstance(credential, str):
         return credential
     if not isinstance(credential, dict):

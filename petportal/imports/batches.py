@@ -13,7 +13,7 @@ from collections import Counter
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import CursorResult, delete, exists, func, insert, select, update
+from sqlalchemy import ColumnElement, CursorResult, delete, exists, func, insert, select, update
 
 from petportal.clock import now
 from petportal.data.models import BulkImport, ImportRow, ImportState, TicketState, User
@@ -34,7 +34,7 @@ FAILED_STATES = (TicketState.INVALID, TicketState.REFUSED)
 
 
 def create(
-    user: Any, environment_name: str, filename: str, raw: bytes, rows: list[Row], source: str | None = None
+    user: User, environment_name: str, filename: str, raw: bytes, rows: list[Row], source: str | None = None
 ) -> BulkImport:
     """Store a checked file as a preview for `user` and `environment_name`; nothing is sent. `source`: the
     environment a promotion's rows come from."""
@@ -89,7 +89,7 @@ def create(
     return batch
 
 
-def find(import_id: str, user: Any) -> BulkImport | None:
+def find(import_id: str, user: User) -> BulkImport | None:
     """The import `import_id` if `user` may see it: their own, or any for an admin; to an environment they work on."""
     batch = db.session.get(BulkImport, import_id)
     if batch is None or not (batch.user_id == user.id or user.is_admin) or not user.works_on(batch.environment):
@@ -133,7 +133,7 @@ def counts(import_id: str) -> Counter[str]:
     return Counter({state: number for state, number in db.session.execute(query).all()})
 
 
-def progress(batch: BulkImport, found: Counter[str] | None = None) -> dict[str, Any]:
+def progress(batch: BulkImport, found: Counter[str] | None = None) -> dict[str, object]:
     """What /animals/import/<id>.json answers: the import's state and its counts so far (`found`, when the
     caller has already read them with `counts`)."""
     found = counts(batch.id) if found is None else found
@@ -207,6 +207,6 @@ def unheld_ids() -> list[str]:
     return list(db.session.scalars(select(BulkImport.id).where(BulkImport.state.in_(RUNNABLE), unheld)))
 
 
-def change(import_id: str, condition: Any, **values: Any) -> bool:
+def change(import_id: str, condition: ColumnElement[bool], **values: object) -> bool:
     """Set the import's columns to `values` where `condition` holds, in one UPDATE; whether it did."""
     return updated_one(update(BulkImport).where(BulkImport.id == import_id, condition).values(**values))

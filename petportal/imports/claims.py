@@ -4,9 +4,7 @@ environments. What is claimed is a ticket of catalog/adding.py, sent and settled
 
 from __future__ import annotations
 
-from typing import Any
-
-from sqlalchemy import exists, select, update
+from sqlalchemy import ColumnElement, exists, select, update
 from sqlalchemy.exc import IntegrityError
 
 from petportal.catalog import adding
@@ -118,6 +116,6 @@ def _claim_promotion(batch: BulkImport, position: int, staging_id: int) -> bool:
     return False
 
 
-def held_by(runner: str) -> Any:
+def held_by(runner: str) -> ColumnElement[bool]:
     """The condition that `runner` still holds the import's lease."""
     return (BulkImport.runner == runner) & (BulkImport.lease_until > now())

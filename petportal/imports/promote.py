@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import replace
-from typing import Any
 
 from flask import Blueprint, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
@@ -23,7 +22,7 @@ from wtforms.validators import ValidationError
 from petportal.auth.access import role_required
 from petportal.catalog import browse, categories
 from petportal.catalog.forms import AnimalFilterForm
-from petportal.data.models import Promotion, Role, RowReason
+from petportal.data.models import BulkImport, Promotion, Role, RowReason
 from petportal.data.payloads import PromotedBefore, RowReasonPayload, StoreRefusal
 from petportal.extensions import db
 from petportal.i18n.lazy_text import lazy_gettext as _l
@@ -94,7 +93,7 @@ def _promoted(staging_ids: list[int]) -> dict[int, Promotion]:
     return {entry.staging_id: entry for entry in found}
 
 
-def _preview(ids: list[int], client: PetStoreClient) -> Any:
+def _preview(ids: list[int], client: PetStoreClient) -> BulkImport:
     """A promotion of these staging animals, as a preview: what production will receive; the animals promoted
     before and those staging no longer has are listed, left out."""
     promoted = _promoted(ids)

@@ -1,7 +1,6 @@
 """Views of bulk imports: upload, preview, start, progress and results."""
 
 from collections.abc import Callable
-from typing import Any
 
 from flask import Blueprint, Response, abort, flash, redirect, render_template, request, url_for
 from flask.blueprints import BlueprintSetupState
@@ -88,7 +87,7 @@ def show(import_id: str) -> str:
 
 @bp.get(f"/{IMPORT_ID}.json")
 @role_required(Role.STAFF)
-def progress(import_id: str) -> dict[str, Any]:
+def progress(import_id: str) -> dict[str, object]:
     """{state, total, created, failed, unknown}, for the progress bar's script and for scripts."""
     return batches.progress(_find(import_id))
 
