@@ -14,6 +14,7 @@ from petportal.auth.access import role_required
 from petportal.catalog import categories
 from petportal.catalog.browse import folded
 from petportal.catalog.forms import BIDI_CONTROLS
+from petportal.config import settings
 from petportal.data import audit
 from petportal.data.models import AuditAction, AuditDetail, BulkImport, ImportRow, ImportState, Role, TicketState
 from petportal.data.payloads import ImportDetails
@@ -238,6 +239,7 @@ def _page(batch: BulkImport, problem: str | None = None) -> str:
         counts=found,
         progress=batches.progress(batch, found),
         earlier=batches.earlier_import(batch) if batch.state == ImportState.PREVIEW else None,
+        waits_for_worker=settings().import_runner == "rq",
         labels=categories.labels(batch.environment),
         button=ButtonForm(),
         problem=problem,
