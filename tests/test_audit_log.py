@@ -9,7 +9,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from petportal.data.models import AuditAction, AuditEntry
+from petportal.admin import audit_log
+from petportal.data.models import AuditAction, AuditDetail, AuditEntry
+from petportal.data.payloads import SHAPES, AuditDetails, decode, encode
 from petportal.extensions import db
 
 BOM = "\ufeff"
@@ -201,3 +203,37 @@ def test_a_german_reader_reads_the_details_in_german_and_the_csv_in_english(admi
     english = {row[2]: row[4:6] for row in csv_rows(admin.get("/admin/audit.csv"))}
     assert english["environment switched"] == ["staging", "from production to staging"]
     assert english["role changed"] == ["", "from staff to admin"]
+
+
+# A value of each shape's fields, as an entry stores them.
+SAMPLES = {
+    "LabelChange": {"category": 3, "label": "Fish", "previous": "Fishes"},
+    "AnimalDetails": {"name": "Rex", "pet_id": 7, "import_id": "a1b2", "line": 2, "staging_id": 9},
+    "ImportDetails": {"import_id": "a1b2", "filename": "animals.csv", "owner": "staff"},
+    "ImportTally": {
+        "import_id": "a1b2",
+        "created": 1200,
+        "refused": 1,
+        "unknown": 0,
+        "total": 1201,
+        "filename": "a.csv",
+    },
+    "RoleDetails": {"role": "admin", "previous": "staff"},
+    "Count": {"count": 2},
+    "PasskeyDetails": {"name": "laptop"},
+    "SwitchedFrom": {"previous": "production"},
+    "EnvironmentsChange": {"environments": "production", "previous": "production staging"},
+    "RecordedDetails": {"text": "kept before details were codes"},
+}
+
+
+@pytest.mark.parametrize("code", list(AuditDetail))
+def test_every_detail_reads_back_as_its_type_and_in_words(portal_app, code):
+    """What an entry stores reads back as its typed value, which stores the same JSON again, and has its words."""
+    shape = SHAPES[AuditDetails].get(code, AuditDetails)
+    stored = {"code": code.value, **SAMPLES.get(shape.__name__, {})}
+    found = decode(AuditDetails, stored)
+    assert type(found) is shape and encode(found) == stored
+    entry = AuditEntry(action=AuditAction.LOGIN, actor="admin", environment="staging", details=stored, count=1)
+    with portal_app.test_request_context():
+        assert audit_log.details(entry), f"{code} has no words"
