@@ -25,7 +25,7 @@ from petportal.auth.forms import CodeForm
 from petportal.config import settings
 from petportal.data import audit
 from petportal.data.models import AuditAction, AuditDetail, User
-from petportal.data.payloads import AuditDetails, PasskeyDetails
+from petportal.data.payloads import PasskeyDetails
 from petportal.web import compression
 from petportal.web.forms import ButtonForm
 from petportal.web.readers import json_object
@@ -53,11 +53,7 @@ def password() -> ResponseReturnValue:
     if throttle.attempt(user.username) is not None:
         abort(429)
     if not user.check_password(form.current_password.data):
-        audit.record(
-            AuditAction.PASSWORD_CHANGE_FAILED,
-            target=user.username,
-            detail=AuditDetails(code=AuditDetail.WRONG_PASSWORD),
-        )
+        audit.record(AuditAction.PASSWORD_CHANGE_FAILED, target=user.username, detail=AuditDetail.WRONG_PASSWORD)
         form.current_password.errors.append(_("This is not your current password."))
         return _password_page(form, 400)
     throttle.succeeded(user.username)
@@ -66,9 +62,7 @@ def password() -> ResponseReturnValue:
     except accounts.AccountError as error:
         form.new_password.errors.append(str(error))
         return _password_page(form, 400)
-    audit.record(
-        AuditAction.PASSWORD_CHANGED, target=user.username, detail=AuditDetails(code=AuditDetail.OTHER_SESSIONS_ENDED)
-    )
+    audit.record(AuditAction.PASSWORD_CHANGED, target=user.username, detail=AuditDetail.OTHER_SESSIONS_ENDED)
     flash(_("Your password is changed, and your account is logged out everywhere else."), "success")
     return redirect(url_for("catalog.list_animals"), 303)
 
@@ -121,11 +115,7 @@ def mfa_page() -> ResponseReturnValue:
         return _enrolment_page(user, secret, form, 400)
     session.pop(ENROLMENT_KEY, None)
     session[NEW_CODES_KEY] = codes
-    audit.record(
-        AuditAction.MFA_ENROLLED,
-        target=user.username,
-        detail=AuditDetails(code=AuditDetail.NEW_DEVICE) if replacing else None,
-    )
+    audit.record(AuditAction.MFA_ENROLLED, target=user.username, detail=AuditDetail.NEW_DEVICE if replacing else None)
     flash(_("Your second factor is on. From now on you log in with a code from your app."), "success")
     return redirect(url_for(".mfa_page"), 303)
 

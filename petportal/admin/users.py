@@ -17,7 +17,7 @@ from petportal.auth import accounts, logins, passkeys
 from petportal.auth.access import log_in_again, role_required
 from petportal.data import audit
 from petportal.data.models import AuditAction, AuditDetail, Role, User
-from petportal.data.payloads import AuditDetails, Count, EnvironmentsChange, RoleDetails
+from petportal.data.payloads import Count, EnvironmentsChange, RoleDetails
 from petportal.extensions import db
 from petportal.i18n.languages import environments_label, role_label
 from petportal.web.forms import ButtonForm
@@ -157,9 +157,7 @@ def _works_on(user: User) -> dict[str, str]:
 def disable(user: User) -> ResponseReturnValue:
     """Disable the account: it cannot log in, and its sessions end."""
     accounts.set_enabled(current_user, user, enabled=False)
-    audit.record(
-        AuditAction.USER_DISABLED, target=user.username, detail=AuditDetails(code=AuditDetail.EVERY_SESSION_ENDED)
-    )
+    audit.record(AuditAction.USER_DISABLED, target=user.username, detail=AuditDetail.EVERY_SESSION_ENDED)
     return _("%(username)s is disabled and logged out everywhere.", username=user.username)
 
 
@@ -203,7 +201,7 @@ def reset_password(user: User) -> ResponseReturnValue:
     if not form.validate_on_submit():
         return _manage_page(user, password_form=form, status=400)
     accounts.reset_password(user, form.password.data)
-    audit.record(AuditAction.PASSWORD_RESET, target=user.username, detail=AuditDetails(code=AuditDetail.PASSWORD_RESET))
+    audit.record(AuditAction.PASSWORD_RESET, target=user.username, detail=AuditDetail.PASSWORD_RESET)
     return _(
         "%(username)s's password is reset. Tell them the new one; they must change it when they log in.",
         username=user.username,

@@ -22,7 +22,7 @@ from petportal.auth.access import log_in_again, role_required
 from petportal.clock import now
 from petportal.data import audit
 from petportal.data.models import AuditAction, AuditDetail, Role
-from petportal.data.payloads import AuditDetails, SwitchedFrom
+from petportal.data.payloads import SwitchedFrom
 from petportal.extensions import db
 from petportal.i18n.languages import role_label
 from petportal.petstore import GET_PET_REMOVAL
@@ -85,11 +85,7 @@ def switch_environment() -> ResponseReturnValue:
         flash(_("%(environment)s is already the active environment; nothing changed.", environment=target.name), "info")
         return redirect(url_for(".environment"), 303)
     active_choice().set_active(target.name)
-    audit.record(
-        AuditAction.ENVIRONMENT_SWITCHED,
-        environment=target.name,
-        detail=SwitchedFrom(previous=previous.name),
-    )
+    audit.record(AuditAction.ENVIRONMENT_SWITCHED, environment=target.name, detail=SwitchedFrom(previous=previous.name))
     flash(_("Everyone is now served from %(environment)s.", environment=target.name), "success")
     return redirect(url_for(".environment"), 303)
 
@@ -104,7 +100,7 @@ def preview_environment() -> ResponseReturnValue:
     chosen = environments().get(form.environment.data)
     if chosen is None:
         set_preview(None)
-        audit.record(AuditAction.PREVIEW_CHANGED, detail=AuditDetails(code=AuditDetail.PREVIEW_CLEARED))
+        audit.record(AuditAction.PREVIEW_CHANGED, detail=AuditDetail.PREVIEW_CLEARED)
         active = active_choice().active().name
         flash(_("Preview cleared: you see the active environment, %(environment)s.", environment=active), "info")
     elif not chosen.configured:

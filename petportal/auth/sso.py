@@ -27,7 +27,7 @@ from petportal.clock import now
 from petportal.config import EVERY_ENVIRONMENT, Environment, SingleSignOn, settings
 from petportal.data import audit
 from petportal.data.models import AuditAction, AuditDetail, Role, UsedLogoutToken, User
-from petportal.data.payloads import AuditDetails, Count, EnvironmentsChange, RoleDetails
+from petportal.data.payloads import Count, EnvironmentsChange, RoleDetails
 from petportal.extensions import db
 from petportal.web import security
 
@@ -349,12 +349,12 @@ def _account(claims: dict[str, object], role: Role | None, environments: frozens
     user = db.session.scalar(select(User).filter_by(sso_issuer=issuer, sso_subject=subject))
     name = user.username if user is not None else _username(claims)
     if role is None:
-        audit.record(AuditAction.LOGIN_REFUSED, actor=name, detail=AuditDetails(code=AuditDetail.NO_ROLE_CLAIM))
+        audit.record(AuditAction.LOGIN_REFUSED, actor=name, detail=AuditDetail.NO_ROLE_CLAIM)
         raise SignInRefused(
             _("Your account at the company's sign-in gives you no access to this portal. Ask an admin.")
         )
     if environments is None:
-        audit.record(AuditAction.LOGIN_REFUSED, actor=name, detail=AuditDetails(code=AuditDetail.NO_ENVIRONMENT_CLAIM))
+        audit.record(AuditAction.LOGIN_REFUSED, actor=name, detail=AuditDetail.NO_ENVIRONMENT_CLAIM)
         raise SignInRefused(
             _("Your account at the company's sign-in gives you no environment of this portal. Ask an admin.")
         )
@@ -377,7 +377,7 @@ def _account(claims: dict[str, object], role: Role | None, environments: frozens
         )
         return user
     if not user.enabled:
-        audit.record(AuditAction.LOGIN_REFUSED, actor=name, detail=AuditDetails(code=AuditDetail.ACCOUNT_DISABLED))
+        audit.record(AuditAction.LOGIN_REFUSED, actor=name, detail=AuditDetail.ACCOUNT_DISABLED)
         raise SignInRefused(_("This account is disabled. Ask an admin to enable it."))
     # What the claims say now wins, audited: the role, and the environments.
     if user.role != role:

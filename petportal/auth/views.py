@@ -14,7 +14,7 @@ from petportal.auth.forms import CodeForm, LoginForm
 from petportal.config import settings
 from petportal.data import audit, passwords
 from petportal.data.models import AuditAction, AuditDetail, SecondFactor, User
-from petportal.data.payloads import AuditDetails, Count, PasskeyDetails
+from petportal.data.payloads import Count, PasskeyDetails
 from petportal.extensions import csrf, db
 from petportal.telemetry import metrics
 from petportal.web.error_pages import render_error
@@ -48,9 +48,7 @@ def login() -> ResponseReturnValue:
     if user is None or not matched or not user.enabled:
         metrics.LOGINS.labels("failure").inc()
         if user is not None and matched:
-            audit.record(
-                AuditAction.LOGIN_REFUSED, actor=user.username, detail=AuditDetails(code=AuditDetail.ACCOUNT_DISABLED)
-            )
+            audit.record(AuditAction.LOGIN_REFUSED, actor=user.username, detail=AuditDetail.ACCOUNT_DISABLED)
         else:
             audit.record(AuditAction.LOGIN_FAILED, actor=form.username.data)
         form.form_errors.append(_("Unknown user name or wrong password."))

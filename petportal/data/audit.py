@@ -18,7 +18,7 @@ from flask_login import current_user
 from sqlalchemy import Select, func, select, update
 
 from petportal.clock import now
-from petportal.data.models import AuditAction, AuditEntry, Json
+from petportal.data.models import AuditAction, AuditDetail, AuditEntry, Json
 from petportal.data.payloads import AuditDetails, encode
 from petportal.data.unit_of_work import updated_one
 from petportal.extensions import db
@@ -70,9 +70,12 @@ def record(
     actor: str | None = None,
     target: str | None = None,
     environment: str | None = None,
-    detail: AuditDetails | None = None,
+    detail: AuditDetails | AuditDetail | None = None,
 ) -> None:
-    """Add one audit entry (`target`: the account changed), or count a `COUNTED` action on its window's entry."""
+    """Add one audit entry (`target`: the account changed, `detail`: what more it says, or its code alone when that
+    has no values), or count a `COUNTED` action on its window's entry."""
+    if isinstance(detail, AuditDetail):
+        detail = AuditDetails(code=detail)
     if actor is None:
         actor = current_user.username if current_user.is_authenticated else ANONYMOUS
     actor = bounded(actor)

@@ -13,7 +13,7 @@ from petportal.config import Environment
 from petportal.data import audit
 from petportal.data.database import INIT_DB_HINT, DatabaseState, database_state
 from petportal.data.models import AuditAction, AuditDetail, Role
-from petportal.data.payloads import AuditDetails, RoleDetails
+from petportal.data.payloads import RoleDetails
 from petportal.extensions import db
 
 
@@ -127,7 +127,7 @@ def reset_mfa(name: str) -> None:
         AuditAction.MFA_RESET,
         actor=audit.COMMAND_LINE,
         target=user.username,
-        detail=AuditDetails(code=AuditDetail.FROM_COMMAND_LINE),
+        detail=AuditDetail.FROM_COMMAND_LINE,
     )
     db.session.commit()
     click.echo(f"Removed {user.username!r}'s second factor; they set up a new one at their next admin page.")
