@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
-from support.helpers import PASSWORDS, AuthActions, submission_token
+from support.helpers import PASSWORDS, AuthActions, portal_config, submission_token
 from support.portal import csrf_token
 from support.servers import FaultServer, answer, delay, serve
 
@@ -226,10 +226,15 @@ def test_the_audit_log_records_the_animal_added(portal_app, client, auth, produc
     assert entry.details == {"code": "animal_added", "pet_id": pet_id, "name": "Audited"}
 
 
-def test_a_second_portal_instance_with_the_same_token_creates_no_second_animal(portal_app, production_store, caplog):
+def test_a_second_portal_instance_with_the_same_token_creates_no_second_animal(
+    portal_app, production_store, staging_store, caplog, tmp_path
+):
     from petportal import create_app
 
-    other = create_app(dict(portal_app.config))
+    database = portal_app.config["SQLALCHEMY_DATABASE_URI"]
+    other = create_app(
+        portal_config(tmp_path, production_store.url, staging_store.url, SQLALCHEMY_DATABASE_URI=database)
+    )
     first, second = portal_app.test_client(), other.test_client()
     AuthActions(first).login("staff")
     data = {**open_form(first), "name": "Shared", "category_id": "5"}

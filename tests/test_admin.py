@@ -234,7 +234,9 @@ def test_the_audit_log_shows_every_kind_of_action_newest_first(portal_app, auth,
     assert audit_entries(portal_app, "logout")[0].actor == "admin"
 
 
-def test_the_audit_log_is_paginated_and_survives_a_restart(portal_app, auth, client):
+def test_the_audit_log_is_paginated_and_survives_a_restart(
+    portal_app, auth, client, tmp_path, production_store, staging_store
+):
     from petportal import create_app
 
     portal_app.config.update(
@@ -253,7 +255,10 @@ def test_the_audit_log_is_paginated_and_survives_a_restart(portal_app, auth, cli
     # A page number in other digits (Arabic-Indic 2, full-width 2) is no whole number: the first page, as for "x".
     for page in ("\u0662", "\uff12", "x"):
         assert client.get(f"/admin/audit?page={page}").text.count('<td data-label="What">login failed</td>') == 24
-    restarted = create_app(dict(portal_app.config))
+    database = portal_app.config["SQLALCHEMY_DATABASE_URI"]
+    restarted = create_app(
+        portal_config(tmp_path, production_store.url, staging_store.url, SQLALCHEMY_DATABASE_URI=database)
+    )
     with restarted.app_context():
         assert db.session.scalar(db.select(db.func.count()).select_from(AuditEntry)) == 31
     restarted.extensions["petportal.petstore.environments"].close()
