@@ -33,6 +33,7 @@ if "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="petportal-metrics-")
 
 # Imported only now: importing petportal imports prometheus_client, which must find the folder above.
+from petportal.config import SETTINGS  # noqa: E402
 from petportal.running.processes import fewer_malloc_arenas  # noqa: E402
 from petportal.telemetry.logs import server_logging, uncaught_exceptions_logged  # noqa: E402
 
@@ -48,7 +49,7 @@ def when_ready(server):
     if not server.cfg.preload_app:
         return  # the workers load the app; the master has none to ask
     app = server.app.wsgi()
-    if "LOG_FORMAT" in getattr(app, "config", {}):  # the portal (this file also serves the reference store)
+    if SETTINGS in getattr(app, "extensions", {}):  # the portal (this file also serves the reference store)
         commands.warn_before_init_db(app)
 
 
@@ -57,9 +58,10 @@ def post_worker_init(worker):
     from petportal.imports import engines
     from petportal.telemetry import logs
 
-    if "LOG_FORMAT" in getattr(worker.wsgi, "config", {}):  # the portal (this file also serves the reference store)
+    settings = getattr(worker.wsgi, "extensions", {}).get(SETTINGS)
+    if settings is not None:  # the portal (this file also serves the reference store)
         engines.watch(worker.wsgi)
-        logs.batch_access_lines(worker.wsgi.config["LOG_FORMAT"])
+        logs.batch_access_lines(settings.logging.format)
 
 
 def pre_request(worker, req):
