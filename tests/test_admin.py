@@ -142,6 +142,26 @@ def test_refused_switches_change_nothing_and_say_why(
     assert audit_entries(portal_app, "environment_switched") == []
 
 
+def selected_in(page, select_id):
+    """The value of the option `select_id`'s menu shows as chosen ("" for its first, empty one)."""
+    menu = page.split(f'id="{select_id}"', 1)[1].split("</select>", 1)[0]
+    found = re.search(r'<option selected value="([^"]*)"|<option value="([^"]*)" selected', menu)
+    return next(value for value in found.groups() if value is not None) if found else ""
+
+
+def test_a_refused_switch_leaves_each_menu_showing_what_is_so(portal_app, auth, client, production_store):
+    auth.login("admin")
+    refused = switch(client, "staging", "Staging")
+    assert refused.status_code == 400
+    assert selected_in(refused.text, "preview_environment") == ""  # no preview is active: the menu says so
+    assert selected_in(refused.text, "environment") == "staging"  # what was asked, with its error
+    assert preview(client, "staging").status_code == 303
+    token = csrf_token(client.get("/admin/environment").text)
+    refused = client.post("/admin/environment/preview", data={"csrf_token": token, "environment": "qa"})
+    assert refused.status_code == 400
+    assert selected_in(refused.text, "environment") == "staging"  # the switch menu offers the other one, as before
+
+
 def test_staff_cannot_switch(portal_app, auth, client, production_store, staging_store):
     auth.login("staff")
     token = csrf_token(client.get("/animals").text)
