@@ -321,6 +321,10 @@ def test_the_status_page_names_a_rejected_key_and_a_store_that_is_down(make_port
     assert "The production key was rejected by the pet store." in page.text
     assert "Not reachable: The pet store could not be reached." in page.text
     assert "Traceback" not in page.text
+    # Nothing the page could not know: the store publishes its description, but a refused key never asked for it.
+    assert "No API description was published" not in page.text
+    assert "Not known: the pet store refused the key, so it was not asked." in page.text
+    assert "Not known: the pet store was not asked." in page.text
 
 
 def test_a_rejected_key_is_told_to_admins_and_hidden_from_customers(
