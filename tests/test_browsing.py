@@ -265,6 +265,11 @@ def test_no_match_says_so_and_offers_the_whole_list(client):
         ("name", ["alf", "Alf", "Bert", "Goldie", "Mittens", "Nibbles", "Rex"]),
         ("category", ["Rex", "alf", "Alf", "Bert", "Mittens", "Goldie", "Nibbles"]),
         ("status", ["Rex", "alf", "Bert", "Mittens", "Goldie", "Nibbles", "Alf"]),
+        # Reversed: ties still in id order, and an animal without a status still last.
+        ("-id", ["Bert", "Alf", "alf", "Nibbles", "Goldie", "Mittens", "Rex"]),
+        ("-name", ["Rex", "Nibbles", "Mittens", "Goldie", "Bert", "alf", "Alf"]),
+        ("-category", ["Nibbles", "Goldie", "Mittens", "Rex", "alf", "Alf", "Bert"]),
+        ("-status", ["Goldie", "Mittens", "Rex", "alf", "Bert", "Nibbles", "Alf"]),
     ],
 )
 def test_each_sort_is_stable_case_insensitive_and_puts_a_missing_status_last(client, production_store, sort, expected):
@@ -275,7 +280,12 @@ def test_each_sort_is_stable_case_insensitive_and_puts_a_missing_status_last(cli
     page = client.get(f"/animals?sort={sort}")
     assert page.status_code == 200
     assert names_on(page.text) == expected
-    assert f'<option selected value="{sort}">' in page.text
+    # The sorted column's heading says which way (aria-sort), and only it.
+    column = {"id": "Id", "name": "Name", "category": "Category", "status": "Status"}[sort.removeprefix("-")]
+    direction = "descending" if sort.startswith("-") else "ascending"
+    assert re.findall(r'<th scope="col" aria-sort="(\w+)"><span class="sort-name">(\w+)<', page.text) == [
+        (direction, column)
+    ]
 
 
 def test_by_category_labelled_categories_come_first_in_label_order(portal_app, auth_for, production_store):
@@ -295,8 +305,11 @@ def test_search_and_sort_together_and_the_default_sort(client, production_store)
 @pytest.mark.parametrize(
     "query, error",
     [
-        ("sort=price", "Not a valid choice"),
-        ("sort=name%00", "Not a valid choice"),
+        ("sort=price", "Sort by id, name, category or status"),
+        ("sort=name%00", "Sort by id, name, category or status"),
+        ("sort=-", "Sort by id, name, category or status"),
+        ("sort=+name", "Sort by id, name, category or status"),
+        ("sort=NAME", "Sort by id, name, category or status"),
         ("q=" + "x" * 101, "Search with at most 100 characters."),
         ("q=a%00b", "must not contain control characters"),
     ],
@@ -325,11 +338,14 @@ def test_the_larger_limit_keeps_the_search_and_sort(client):
 def test_the_cache_keeps_each_search_and_sort_apart(make_portal, production_store):
     app = make_portal(CACHE_SECONDS=30)
     anyone = app.test_client()
-    pages = {query: anyone.get(f"/animals?{query}").text for query in ("q=rex", "q=mit", "sort=name", "q=rex")}
+    queries = ("q=rex", "q=mit", "sort=name", "sort=-name", "q=rex", "sort=-name&q=")
+    pages = {query: anyone.get(f"/animals?{query}").text for query in queries}
     assert names_on(pages["q=rex"]) == ["Rex"]
     assert names_on(pages["q=mit"]) == ["Mittens"]
     assert names_on(pages["sort=name"])[0] == "Goldie"
-    assert len(list_calls(production_store)) == 3  # the second "q=rex" came from the cache
+    assert names_on(pages["sort=-name"])[0] == "Rex"
+    assert names_on(pages["sort=-name&q="])[0] == "Rex"
+    assert len(list_calls(production_store)) == 4  # the second "q=rex" and "-name" came from the cache
 
 
 # --- your additions --------------------------------------------------------------------------------

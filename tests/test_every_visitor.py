@@ -1,9 +1,9 @@
 """Every visitor in a real browser: each language (light, and dark in German), from a small phone to a desktop.
 
 Each page, with the longest name, label and user name the portal takes, is checked for sideways scrolling at 320, 375,
-768 and 1280 px, with axe (no violation at any impact) at the smallest and the largest of them, the top bar for one
-line at 1280 px, and its HTML, as the server sent it, with the Nu Html Checker: one Java run per language for all its
-pages.
+768 and 1280 px (and the top bar for running past its own edge), with axe (no violation at any impact) at the smallest
+and the largest of them, the top bar for one line at 1280 px, and its HTML, as the server sent it, with the Nu Html
+Checker: one Java run per language for all its pages.
 """
 
 import json
@@ -55,6 +55,18 @@ def top_bar_height(page):
         "(() => { const boxes = [...document.querySelectorAll('.navbar .navbar-brand, .navbar .nav-link,"
         " .navbar .btn')].filter((e) => e.offsetParent !== null).map((e) => e.getBoundingClientRect());"
         " return Math.max(...boxes.map((b) => b.bottom)) - Math.min(...boxes.map((b) => b.top)); })()"
+    )
+
+
+def top_bar_overflow(page):
+    """How far the top bar's furthest visible link, button, badge or name reaches past the bar's own right edge (inside
+    its padding), in px: more than 0 is cut, or pushes past the page's edge in another browser's fonts."""
+    return page.evaluate(
+        "(() => { const bar = document.querySelector('.navbar > [class^=container]');"
+        " const edge = bar.getBoundingClientRect().right - parseFloat(getComputedStyle(bar).paddingRight);"
+        " const items = [...document.querySelectorAll('.navbar .navbar-brand, .navbar .badge, .navbar .nav-link,"
+        " .navbar .btn, .navbar .navbar-toggler')].filter((e) => e.offsetParent !== null);"
+        " return Math.max(...items.map((e) => e.getBoundingClientRect().right)) - edge; })()"
     )
 
 
@@ -135,8 +147,9 @@ IMPORTED = f"name,categoryId,status\n{LONG_NAME},7,available\n{LONG_NAME}{LONG_N
 def test_every_page_in_every_language_and_theme_is_accessible_valid_and_fits(
     browser, portal_app, production_store, staging_store, tmp_path, language, theme
 ):
-    """Every page with the longest data, at 320, 375, 768 and 1280 px: nothing scrolls sideways, axe finds nothing
-    at 320 and 1280 px, and the top bar is one line at 1280 px."""
+    """Every page with the longest data, at 320, 375, 768 and 1280 px: nothing scrolls sideways (the document's
+    scrollWidth is its clientWidth) and nothing of the top bar runs past its edge, axe finds nothing at 320 and 1280
+    px, and the top bar is one line at 1280 px (German, the longest, as an admin, who has the most links)."""
     with_long_data(portal_app)
     problems, saved = [], []
     with serve(portal_app) as origin:
@@ -150,8 +163,10 @@ def test_every_page_in_every_language_and_theme_is_accessible_valid_and_fits(
                 page.set_viewport_size({"width": width, "height": 900})
                 if width in AXE_WIDTHS:
                     problems += [f"{name} at {width}px: {v}" for v in violations(page)]
-                if sideways_scroll(page) > 0:
+                if sideways_scroll(page) > 0:  # scrollWidth > clientWidth
                     problems.append(f"{name} scrolls sideways at {width}px")
+                if (overflow := top_bar_overflow(page)) > 0.5:
+                    problems.append(f"{name}: the top bar runs {overflow:.0f}px past its edge at {width}px")
                 if width == 1280 and top_bar_height(page) > ONE_LINE_PX:
                     problems.append(f"{name}: the top bar takes more than one line at 1280px")
                 if (language, theme, name) in PICTURES:
@@ -166,6 +181,32 @@ def test_every_page_in_every_language_and_theme_is_accessible_valid_and_fits(
     if theme == "light":  # the HTML is the same in both themes: it is checked once per language
         errors = html_errors(saved)
         assert errors == [], "\n".join(errors)
+
+
+@pytest.mark.parametrize("language", ["de", "es"])
+def test_the_top_bar_keeps_fitting_when_links_are_added(browser, portal_app, language):
+    """Two more links in the admin's top bar, with the longest user name: it wraps, and nothing runs past its edge
+    or the page's, at the width it opens out (1200 px) and at 1280 px."""
+    with serve(portal_app) as origin:
+        context = browser.new_context(locale=language, viewport={"width": 1280, "height": 900})
+        page = context.new_page()
+        page.set_default_timeout(10_000)
+        log_in_as_admin(page, origin)
+        page.goto(f"{origin}/animals")
+        page.evaluate(
+            "(name) => { const links = document.querySelector('.navbar-nav');"
+            " for (const word of ['Kategoriebezeichnungen', 'Zugriffsprotokolle']) {"
+            " const item = document.createElement('li'); item.className = 'nav-item';"
+            ' item.innerHTML = \'<a class="nav-link" href="#"></a>\'; item.firstChild.textContent = word;'
+            " links.appendChild(item); }"
+            " document.querySelector('.navbar .user-name').textContent = name; }",
+            LONG_USER,
+        )
+        for width in (1200, 1280):
+            page.set_viewport_size({"width": width, "height": 900})
+            assert sideways_scroll(page) <= 0, f"scrolls sideways at {width}px"
+            assert top_bar_overflow(page) <= 0.5, f"the top bar runs past its edge at {width}px"
+        context.close()
 
 
 def html_errors(files):

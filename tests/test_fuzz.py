@@ -213,6 +213,7 @@ class Site:
     samples: dict = field(default_factory=dict)  # (endpoint, argument): values seen in links and forms
     forms: dict = field(default_factory=dict)  # the endpoint of a POST: the first form seen that sends it
     query_names: set = field(default_factory=set)  # every query parameter a link or a GET form uses
+    query_values: set = field(default_factory=set)  # every value a link gives one (each order of the list: sort=-name)
     token_pages: dict = field(default_factory=dict)  # role: a page that gives that role a CSRF token
 
     def match(self, url, method):
@@ -228,7 +229,9 @@ class Site:
     def note(self, url, method):
         """Keep what a link or a form's action tells: values for the parts of a path, names of query parameters.
         The endpoint, or None when it is not one of this site's."""
-        self.query_names.update(name for name, _ in parse_qsl(urlsplit(url).query, keep_blank_values=True))
+        pairs = parse_qsl(urlsplit(url).query, keep_blank_values=True)
+        self.query_names.update(name for name, _ in pairs)
+        self.query_values.update(value for _, value in pairs)
         found = self.match(url, method)
         if found is None:
             return None
@@ -339,7 +342,8 @@ def paths(draw, site, rule, bad=False):
 @st.composite
 def query_strings(draw, site, bad=False):
     known = st.sampled_from(sorted(site.query_names)).map(str.encode)
-    pairs = draw(st.lists(st.tuples(st.one_of(known, values(bad)), values(bad)), max_size=4))
+    seen = [st.sampled_from(sorted(site.query_values)).map(str.encode)] if site.query_values else []
+    pairs = draw(st.lists(st.tuples(st.one_of(known, values(bad)), st.one_of(values(bad), *seen)), max_size=4))
     return "&".join(f"{encoded(name)}={encoded(value)}" for name, value in pairs)
 
 
@@ -857,3 +861,11 @@ def test_the_generated_query_strings_reach_the_audit_logs_filters(make_portal, a
     app = make_portal()
     site = survey(app, {"admin": auth_for(app, "admin")})
     assert {"actor", "action", "environment", "since", "until"} <= site.query_names
+
+
+def test_the_generated_query_strings_try_each_order_of_the_list(make_portal, auth_for):
+    """The list's headings link to each order, both ways: the walks draw those values (`sort=-name`) too."""
+    app = make_portal()
+    site = survey(app, {"customer": app.test_client()})
+    orders = {f"{sign}{key}" for key in ("id", "name", "category", "status") for sign in ("", "-")}
+    assert "sort" in site.query_names and orders <= site.query_values

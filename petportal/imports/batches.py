@@ -11,6 +11,7 @@ import hashlib
 import secrets
 from collections import Counter
 from datetime import timedelta
+from enum import Enum
 from typing import Any
 
 from sqlalchemy import CursorResult, delete, exists, func, insert, select, update
@@ -87,11 +88,21 @@ def create(
     return batch
 
 
-def find(import_id: str, user: Any) -> BulkImport | None:
-    """The import `import_id` if `user` may see it: their own, or any for an admin; to an environment they work on."""
+class Closed(Enum):
+    """Why an import cannot be opened by the person asking (`find`)."""
+
+    MISSING = "missing"  # no such import, or another person's (which is not said)
+    OTHER_ENVIRONMENT = "other_environment"  # theirs, or any for an admin, but to an environment they no longer work on
+
+
+def find(import_id: str, user: Any) -> BulkImport | Closed:
+    """The import `import_id` if `user` may see it: their own, or any for an admin; to an environment they work on.
+    Otherwise why not (`Closed`)."""
     batch = db.session.get(BulkImport, import_id)
-    if batch is None or not (batch.user_id == user.id or user.is_admin) or not user.works_on(batch.environment):
-        return None
+    if batch is None or not (batch.user_id == user.id or user.is_admin):
+        return Closed.MISSING
+    if not user.works_on(batch.environment):
+        return Closed.OTHER_ENVIRONMENT
     return batch
 
 
