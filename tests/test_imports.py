@@ -410,6 +410,41 @@ def test_a_preview_left_for_a_day_is_deleted_with_its_rows_at_the_next_upload(po
     assert imports_stored(portal_app) == (1, 1)
 
 
+def test_a_preview_left_for_a_day_is_gone_from_your_imports_and_a_younger_one_stays(make_portal, auth_for, clock):
+    """Unstarted previews piled up under "Your imports" until the next upload: a day after it was made, nobody
+    having started it, a preview is gone from the list and from the database, and its page is not found. (Each
+    visit logs in afresh: a day idle ends a login.)"""
+    app = make_portal(CLOCK=clock)
+    old = upload(auth_for(app, "staff"), "name,categoryId,status\nRex,1,\n", filename="old-one.csv")
+    clock.advance(hours=23)
+    staff = auth_for(app, "staff")
+    young = upload(staff, "name,categoryId,status\nMia,2,\n", filename="young-one.csv")
+    listed = staff.get("/animals/import").text
+    assert "old-one.csv" in listed and "young-one.csv" in listed
+    clock.advance(hours=1, minutes=1)
+    staff = auth_for(app, "staff")
+    listed = staff.get("/animals/import").text
+    assert "old-one.csv" not in listed
+    assert "young-one.csv" in listed
+    assert imports_stored(app) == (1, 1)
+    assert staff.get(old.headers["Location"]).status_code == 404
+    assert staff.get(young.headers["Location"]).status_code == 200
+
+
+def test_a_preview_left_for_a_day_cannot_be_opened_or_started(make_portal, auth_for, clock, production_store):
+    app = make_portal(CLOCK=clock)
+    path = upload(auth_for(app, "staff"), "name,categoryId,status\nRex Once,1,\n").headers["Location"]
+    clock.advance(days=1, minutes=1)
+    staff = auth_for(app, "staff")
+    assert staff.get(path).status_code == 404
+    assert (
+        staff.post(f"{path}/start", data={"csrf_token": csrf_token(staff.get("/animals/import").text)}).status_code
+        == 404
+    )
+    assert "Rex Once" not in [animal["name"] for animal in production_store.animals()]
+    assert imports_stored(app) == (0, 0)
+
+
 def test_rows_the_store_refuses_are_kept_with_its_reason_and_can_be_sent_again(make_portal, auth_for, fault_server):
     app = make_portal.over(fault_server.base_url, fault_server.base_url)
     staff = auth_for(app, "staff")
