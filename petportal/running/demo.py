@@ -70,7 +70,7 @@ def portal(create_app: Callable[..., Flask], host: str, port: int) -> Flask:
 
 def _check_port(host: str, port: int) -> None:
     if not is_running_from_reloader():  # a reloader child serves on its parent's socket
-        check_free(host, port, "port with --port, for example --port 8080")
+        check_free(host, port, lambda free: f"port with --port, for example --port {free} (free when checked)")
 
 
 def start_stores(instance_path: str) -> dict[str, dict[str, str]]:
