@@ -36,7 +36,7 @@ OWN_LABELS = tuple(code for code in LANGUAGES if code != DEFAULT_LANGUAGE)
 
 def in_language(row: CategoryLabel, language: str) -> str:
     """What `row` reads in `language`: its own label there, else the default label."""
-    own: str | None = getattr(row, f"label_{language}") if language in OWN_LABELS else None
+    own: str | None = getattr(row, f"label_{language}", None) if language in OWN_LABELS else None
     return own or row.label
 
 
