@@ -133,10 +133,11 @@ def test_changing_only_a_languages_label_is_saved_and_audited(portal_app, auth_f
     assert "Hunde · 1" in reading(portal_app.test_client(), "de").get("/animals").text
     assert label_in_languages(admin, 1, "Dogs", de="").status_code == 303
     assert "Dogs · 1" in reading(portal_app.test_client(), "de").get("/animals").text
-    renamed = [
-        details for action, _, details in audit_actions(portal_app) if (details or {}).get("code") == "category_renamed"
-    ]
-    assert len(renamed) == 2
+    # Each change an entry, naming the label again (not "renamed from Dogs to Dogs").
+    labelled = {"code": "category_labelled", "category": 1, "label": "Dogs"}
+    assert [details for action, _, details in audit_actions(portal_app) if action == "category_labelled"] == [
+        labelled
+    ] * 3
 
 
 def test_labels_are_renamed_and_removed_with_an_audit_entry_each(portal_app, auth_for):

@@ -105,12 +105,16 @@ def name(
                 raise LabelTaken(in_language(other, code), other.category_id, code if own.get(code) else None)
     row = db.session.get(CategoryLabel, (environment_name, category_id))
     key = folded(label)
+    previous: dict[str, audit.Value] = {}
     if row is None:
         row = CategoryLabel(environment=environment_name, category_id=category_id, label=label, label_key=key)
         db.session.add(row)
-        detail, previous = AuditDetail.CATEGORY_LABELLED, {}
-    elif row.label == label and all(getattr(row, f"label_{code}") == own[code] for code in OWN_LABELS):
-        return
+        detail = AuditDetail.CATEGORY_LABELLED
+    elif row.label == label:
+        if all(getattr(row, f"label_{code}") == own[code] for code in OWN_LABELS):
+            return
+        # Only a language's own label changed: the entry names the label again, not a rename to itself.
+        detail = AuditDetail.CATEGORY_LABELLED
     else:
         detail, previous = AuditDetail.CATEGORY_RENAMED, {"previous": row.label}
         row.label, row.label_key = label, key
