@@ -106,6 +106,26 @@ def test_digits_python_reads_but_people_do_not_type_are_refused_as_the_add_form_
     assert "1 row will be refused" in page
 
 
+def test_a_category_written_in_the_readers_language_or_as_the_default_label_is_read(
+    portal_app, auth_for, production_store
+):
+    """A German reader's file names categories as the German list shows them ("Hunde"), or by the default label."""
+    with portal_app.app_context():
+        categories.name("production", 7, "Dogs", actor="admin", own_labels={"de": "Hunde"})
+        categories.name("production", 8, "Cats", actor="admin")
+        db.session.commit()
+    staff = auth_for(portal_app, "staff")
+    staff.set_cookie("language", "de")
+    path = upload(staff, "name,categoryId,status\nRex,hunde,\nMia,Cats,\nBo,Dogs,\n").headers["Location"]
+    press(staff, path, "start")
+    assert finished(staff, path)["created"] == 3
+    assert sorted((sent["name"], sent["categoryId"]) for sent in creates(production_store)) == [
+        ("Bo", 7),
+        ("Mia", 8),
+        ("Rex", 7),
+    ]
+
+
 def test_a_mixed_file_started_twice_at_once_gives_one_create_pet_per_valid_row(
     make_portal, database_url, auth_for, production_store
 ):
