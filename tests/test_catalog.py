@@ -112,6 +112,21 @@ def test_detail_page_shows_the_animal_with_one_get_pet_call(client, production_s
     assert upstream_targets(production_store) == [f"GET /v1/pets/{rex['id']}"]
 
 
+@pytest.mark.parametrize(
+    "language, said",
+    [
+        ("en", "The pet store offers no way to edit or delete an animal, so this page has none."),
+        ("de", "Der Tierladen bietet keine Möglichkeit, ein Tier zu bearbeiten oder zu löschen"),
+        ("es", "La tienda de mascotas no permite editar ni borrar un animal"),
+    ],
+)
+def test_the_detail_page_says_once_that_the_store_offers_no_edit_or_delete(client, production_store, language, said):
+    """People looked for an edit or delete button: the page says, once and in their language, there is none."""
+    client.set_cookie("language", language)
+    page = client.get(f"/animals/{production_store.animals()[0]['id']}").text
+    assert page.count(said) == 1
+
+
 def test_an_animal_without_status_says_so(client, production_store):
     nibbles = production_store.animals()[3]
     assert "not given" in client.get(f"/animals/{nibbles['id']}").text

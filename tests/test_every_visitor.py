@@ -33,6 +33,9 @@ PICTURES = {("de", "dark", "list"): "list-de-dark", ("es", "light", "add-errors"
 # The longest data each field takes, with no space to break at: every page must wrap or cut it, never widen.
 LONG_NAME = "Bartholomew" * 9 + "X"  # 100 characters, the add form's most
 LONG_LABEL = "Cephalopods" * 5 + "Lobsters!"  # 64, cut to the labels' 60 below
+# The labels' German and Spanish of the same length: German's long compounds are what widen a page.
+LONG_LABEL_DE = "Kopffüßerbeobachtung" * 3  # 60
+LONG_LABEL_ES = "Cefalópodosmarinos" * 3 + "!!!!!!"  # 60
 LONG_USER = "a" * 36 + "-verylongaccountname-" + "z" * 23  # 80 characters, the most a user name has
 # How tall the top bar's row of links may be at 1280 px: one line of them (two lines are about 80 px).
 ONE_LINE_PX = 48
@@ -79,9 +82,11 @@ def log_in_as_admin(page, origin):
 
 
 def with_long_data(app):
-    """A category label and an account of the longest the portal takes (the animal comes through the form)."""
+    """A category label (in every language) and an account of the longest the portal takes (the animal comes
+    through the form)."""
     with app.app_context():
-        categories.name("production", 7, LONG_LABEL[: categories.LABEL_MAX_LENGTH], actor="admin")
+        own_labels = {"de": LONG_LABEL_DE, "es": LONG_LABEL_ES}
+        categories.name("production", 7, LONG_LABEL[: categories.LABEL_MAX_LENGTH], "admin", own_labels)
         accounts.create(LONG_USER, "staff", PASSWORDS["staff"], must_change_password=False)
         db.session.commit()
 

@@ -551,7 +551,7 @@ def readied(app, caplog):
     for role in ("staff", "admin"):
         assert upload(clients[role].client, SEED_CSV).status_code == 303
     admin = clients["admin"].client
-    label = {"environment": "production", "category_id": "1", "label": "Dogs"}
+    label = {"environment": "production", "category_id": "1", "label": "Dogs", "label_de": "Hunde", "label_es": ""}
     assert post_form(admin, "/admin/categories", "/admin/categories", **label).status_code == 303
     # A promotion from staging, so its pages (and its preview's buttons) are walked as an import's are.
     staging_id = next(  # a busy machine can time the staging store out once

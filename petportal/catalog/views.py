@@ -245,7 +245,7 @@ def _form_again(form: AddAnimalForm, environment: Store, message: str | None, st
 
 
 def _add_page(form: AddAnimalForm, environment: Store) -> str:
-    labelled = categories.all_labels(environment.name)
+    labelled = categories.choices(environment.name)
     return render_template("catalog/new.html", form=form, environment=environment, labelled=labelled)
 
 

@@ -462,6 +462,10 @@ class CategoryLabel(Model):
     environment: Mapped[str] = mapped_column(String(32), primary_key=True)
     category_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
     label: Mapped[str] = mapped_column(String(60))
+    # The label in German and in Spanish, when it reads otherwise there; None: `label` is shown in that language
+    # too (catalog.categories.in_language). One column per language the portal speaks besides English.
+    label_de: Mapped[str | None] = mapped_column(String(60))
+    label_es: Mapped[str | None] = mapped_column(String(60))
     # The label as people compare labels (catalog.browse.folded), unique per environment: two categories never
     # read the same, not even when two admins name them at the same moment.
     label_key: Mapped[str] = mapped_column(String(240))

@@ -13,7 +13,6 @@ from werkzeug.datastructures import CombinedMultiDict
 
 from petportal.auth.access import role_required
 from petportal.catalog import categories
-from petportal.catalog.browse import folded
 from petportal.catalog.forms import BIDI_CONTROLS
 from petportal.data import audit
 from petportal.data.models import AuditAction, AuditDetail, BulkImport, ImportRow, ImportState, Role, TicketState
@@ -70,9 +69,8 @@ def upload() -> ResponseReturnValue:
     if form.validate_on_submit():
         upload = form.file.data
         raw = upload.read(files.FILE_MAX_BYTES + 1)
-        label_ids = {folded(row.label): row.category_id for row in categories.all_labels(environment.name)}
         try:
-            rows = files.read(raw, label_ids)
+            rows = files.read(raw, categories.label_ids(environment.name))
         except files.FileRefused as refused:
             form.file.errors.append(_("%(problem)s Nothing was stored.", problem=str(refused)))
         else:
