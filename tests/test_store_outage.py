@@ -39,7 +39,7 @@ pytestmark = pytest.mark.slow
 STAFF_PASSWORD = "outage staff password " + uuid.uuid4().hex[:6]
 ACCOUNTS = [("kim", "staff", STAFF_PASSWORD)]
 NOTICE = "The pet store is not answering. This is its answer as of"
-GERMAN_NOTICE = "Der Tierladen antwortet nicht. Dies ist seine Antwort vom Stand"
+GERMAN_NOTICE = "Die Tierhandlung antwortet nicht. Dies ist ihre Antwort vom Stand"
 # How soon an animal kept for the store's return must be on the store once it answers again.
 BACK_WITHIN_SECONDS = 20
 
