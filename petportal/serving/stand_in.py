@@ -167,6 +167,8 @@ class Keeper:
                 self._keep_in_database(key, environment, records, at, limit)
         except Exception as error:  # noqa: BLE001 - any failure of Redis or the database
             log.error("the store's answer could not be kept to stand in later: %s", type(error).__name__)
+            if isinstance(error, SQLAlchemyError):
+                db.session.rollback()  # as categories.labels does: the page goes on, without the database
             return
         with self._lock:
             if len(self._written) >= REMEMBERED_WRITES:
