@@ -18,8 +18,8 @@ from petportal.catalog import categories
 from petportal.extensions import db
 
 from support.browsers import SCREENSHOTS, sideways_scroll
-from support.helpers import PASSWORDS
-from support.servers import serve
+from support.helpers import PASSWORDS, PRODUCTION_KEY, dispose_store, make_store
+from support.servers import free_port, serve
 
 pytestmark = pytest.mark.slow
 
@@ -309,3 +309,62 @@ def test_the_login_and_add_forms_by_keyboard_alone_focus_shows_and_errors_belong
         tied = dict(errors_tied_to_fields(page))
         assert "name" in tied and "category_id" in tied and all(tied.values()), tied
         context.close()
+
+
+def test_the_store_down_in_german_with_the_longest_name_fits_and_is_accessible(browser, make_portal, tmp_path):
+    """The store's last good answer standing in (list and animal, with the notice), the add form offering to keep
+    an animal, and the kept animal waiting in Your additions: in German, with a 100-character name, at every width
+    nothing scrolls sideways, and axe finds nothing at 320 and 1280 px. Pictures of each at 320 and 1280 px."""
+    port = free_port()
+    store = make_store(tmp_path / "store.sqlite", [PRODUCTION_KEY])
+    app = make_portal.over(f"http://127.0.0.1:{port}/v1", f"http://127.0.0.1:{port}/v1")
+    problems = []
+
+    def check(page, name):
+        assert '<html lang="de"' in page.content(), f"{name} is not served in German"
+        for width in WIDTHS:
+            page.set_viewport_size({"width": width, "height": 900})
+            if width in AXE_WIDTHS:
+                problems.extend(f"{name} at {width}px: {v}" for v in violations(page))
+                SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+                page.screenshot(path=str(SCREENSHOTS / f"store-down-{name}-de-{width}.png"), full_page=True)
+            if sideways_scroll(page) > 0:
+                problems.append(f"{name} scrolls sideways at {width}px")
+        page.set_viewport_size({"width": 1280, "height": 900})
+
+    with serve(app) as origin:
+        context = browser.new_context(locale="de", viewport={"width": 1280, "height": 900})
+        page = context.new_page()
+        page.set_default_timeout(10_000)
+        with serve(store, port=port):
+            headers = {"Authorization": f"Bearer {PRODUCTION_KEY}"}
+            long_id = (
+                store.test_client()
+                .post("/v1/pets", json={"name": LONG_NAME, "categoryId": 7, "status": "available"}, headers=headers)
+                .get_json()["id"]
+            )
+            log_in_as_admin(page, origin)
+            page.goto(f"{origin}/animals/{long_id}")
+        # The store is stopped: what it last answered stands in.
+        page.goto(f"{origin}/animals")
+        page.wait_for_selector("#stale-notice")
+        assert LONG_NAME in page.content()
+        check(page, "list")
+        page.goto(f"{origin}/animals/{long_id}")
+        page.wait_for_selector("#stale-notice")
+        check(page, "animal")
+        page.goto(f"{origin}/animals/new")
+        page.fill("#name", LONG_NAME)
+        page.fill("#category_id", "7")
+        page.click("button[data-submit-once]")
+        page.wait_for_selector("#keep-for-later")
+        check(page, "add-not-sent")
+        with page.expect_navigation():
+            page.click("#keep-for-later")
+        assert page.url.endswith("/animals/mine")
+        page.wait_for_selector(".kept-additions")
+        assert LONG_NAME in page.content() and "Wartet" in page.content()
+        check(page, "kept-addition")
+        context.close()
+    dispose_store(store)
+    assert problems == [], "\n".join(problems)

@@ -355,3 +355,30 @@ def test_labels_gain_a_label_per_language_and_keep_their_default_on_downgrade(tm
     assert [tuple(row) for row in upgraded] == [("Dogs", None, None)]
     assert "label_de" not in columns and "label_es" not in columns
     assert kept == ["Dogs"]
+
+
+
+
+def test_0016_keeps_every_import_unkept_adds_the_last_good_answers_and_goes_back(tmp_path, database_url):
+    """A database of 0014 with an import: after 0016 the import is a file's import (not an animal kept for the
+    store's return) and the store's last good answers have their table; the downgrade takes both away again."""
+    app = create_app(
+        portal_config(tmp_path, "http://127.0.0.1:9/v1", "http://127.0.0.1:9/v1", SQLALCHEMY_DATABASE_URI=database_url)
+    )
+    with app.app_context():
+        flask_migrate.upgrade(revision="0014")
+        with db.engine.begin() as connection:
+            connection.execute(sqlalchemy.text(OWNER))
+            connection.execute(sqlalchemy.text(ACCOUNT_ROWS[3].format(user=1)))
+        flask_migrate.upgrade(revision="0016")
+        with db.engine.connect() as connection:
+            kept = connection.execute(sqlalchemy.text("SELECT kept FROM imports")).scalars().all()
+        tables = set(sqlalchemy.inspect(db.engine).get_table_names())
+        flask_migrate.downgrade(revision="0014")
+        inspector = sqlalchemy.inspect(db.engine)
+        left = set(inspector.get_table_names()), {column["name"] for column in inspector.get_columns("imports")}
+        db.engine.dispose()
+    app.extensions["petportal.petstore.environments"].close()
+    assert kept == [False]
+    assert "last_good_answers" in tables
+    assert "last_good_answers" not in left[0] and "kept" not in left[1]

@@ -204,3 +204,9 @@ class AddAnimalForm(AnimalForm):
     """The staff form that adds one animal to the environment being served."""
 
     submission_token = HiddenField()
+    # "1": the store was not answering, and the animal is to be kept and added once it answers again.
+    when_back = HiddenField()
+
+    def keep_for_later(self) -> bool:
+        """Whether this submission asks to keep the animal for the store's return (`when_back=1`)."""
+        return bool(self.when_back.data == "1")

@@ -134,7 +134,11 @@ def recent(user: User) -> list[BulkImport]:
     clear_expired_previews()
     query = (
         select(BulkImport)
-        .where(BulkImport.user_id == user.id, BulkImport.environment.in_(sorted(user.environments)))
+        .where(
+            BulkImport.user_id == user.id,
+            BulkImport.environment.in_(sorted(user.environments)),
+            BulkImport.kept.is_(False),  # an animal kept by the add form is shown in Your additions
+        )
         .order_by(BulkImport.created_at.desc())
     )
     return list(db.session.scalars(query.limit(RECENT)))
