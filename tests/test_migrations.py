@@ -357,8 +357,6 @@ def test_labels_gain_a_label_per_language_and_keep_their_default_on_downgrade(tm
     assert kept == ["Dogs"]
 
 
-
-
 def test_0016_keeps_every_import_unkept_adds_the_last_good_answers_and_goes_back(tmp_path, database_url):
     """A database of 0014 with an import: after 0016 the import is a file's import (not an animal kept for the
     store's return) and the store's last good answers have their table; the downgrade takes both away again."""
