@@ -27,7 +27,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from petportal.clock import now
 from petportal.config import settings
-from petportal.data.models import LastGoodAnswer
+from petportal.data.models import JsonValue, LastGoodAnswer
 from petportal.extensions import db
 from petportal.petstore import Operation, Pet, Unavailable
 from petportal.petstore.records import Guard, parse_pet, parse_pets
@@ -81,7 +81,7 @@ def stood_in() -> bool:
     return bool(g.get("stood_in"))
 
 
-def answer_key(current: Serving, operation: Operation, values: dict[str, Any]) -> str:
+def answer_key(current: Serving, operation: Operation, values: dict[str, object]) -> str:
     """What one call's answer is kept under: the environment, its store's address (an environment pointed at another
     store never shows the first one's answer), the operation and its values."""
     call = json.dumps([current.client.base_url, operation, values], sort_keys=True)
@@ -91,9 +91,9 @@ def answer_key(current: Serving, operation: Operation, values: dict[str, Any]) -
 def _read(
     current: Serving,
     operation: Operation,
-    values: dict[str, Any],
+    values: dict[str, object],
     fetch: Callable[[], T],
-    records: Callable[[T], Any],
+    records: Callable[[T], JsonValue],
     parse: Callable[[Any, Guard], T],
 ) -> Answer[T]:
     limit = settings().stale_seconds
@@ -126,7 +126,7 @@ def _read(
     return Answer(value)
 
 
-def _record(pet: Pet) -> dict[str, Any]:
+def _record(pet: Pet) -> dict[str, JsonValue]:
     """A pet as the store's own record (what `parse_pet` reads)."""
     record = asdict(pet)
     record["categoryId"] = record.pop("category_id")
@@ -150,7 +150,7 @@ class Keeper:
 
             self._redis = redis.Redis.from_url(redis_url, socket_timeout=0.25, socket_connect_timeout=0.25)
 
-    def keep(self, key: str, environment: str, records: Any, limit: float) -> None:
+    def keep(self, key: str, environment: str, records: JsonValue, limit: float) -> None:
         """Keep `records` as the answer to `key` now, unless the same answer was kept here a moment ago."""
         encoded = json.dumps(records, sort_keys=True, separators=(",", ":"))
         digest = hashlib.sha256(encoded.encode()).hexdigest()
@@ -175,7 +175,7 @@ class Keeper:
                 self._written.clear()
             self._written[key] = (digest, time.monotonic())
 
-    def read(self, key: str, oldest: datetime) -> tuple[datetime, Any] | None:
+    def read(self, key: str, oldest: datetime) -> tuple[datetime, JsonValue] | None:
         """The time and records of the answer kept for `key`, if it was given at `oldest` or later."""
         try:
             if self._redis is not None:
@@ -198,7 +198,7 @@ class Keeper:
             return None
         return (at, records) if at >= oldest else None
 
-    def _keep_in_database(self, key: str, environment: str, records: Any, at: datetime, limit: float) -> None:
+    def _keep_in_database(self, key: str, environment: str, records: JsonValue, at: datetime, limit: float) -> None:
         """An upsert, committed with the request that read the answer (a page's request commits at its end)."""
         from sqlalchemy.dialects import postgresql, sqlite
 
