@@ -542,7 +542,7 @@ class LastGoodAnswer(Model):
     key: Mapped[str] = mapped_column(String(255), primary_key=True)
     environment: Mapped[str] = mapped_column(String(32))
     answered_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
-    records: Mapped[JsonValue] = mapped_column(JSON)
+    records: Mapped[Json | list[JsonValue]] = mapped_column(JSON)
 
 
 class ImportRow(Model):
