@@ -18,7 +18,7 @@ from flask_login import current_user
 from werkzeug.wrappers import Response
 
 from petportal.auth.access import role_required
-from petportal.catalog import adding, additions, browse, categories
+from petportal.catalog import adding, additions, browse, categories, duplicates
 from petportal.catalog.forms import (
     NAME_MAX_LENGTH,
     SEARCH_MAX_LENGTH,
@@ -34,6 +34,8 @@ from petportal.petstore import (
     Gone,
     Outcome,
     Pet,
+    Unauthorized,
+    Unavailable,
 )
 from petportal.petstore.environments import Store
 from petportal.petstore.words import store_words
@@ -57,7 +59,6 @@ def share_the_bounds(state: BlueprintSetupState) -> None:
         LIMIT_MAX=LIMIT_MAX,
         NAME_MAX_LENGTH=NAME_MAX_LENGTH,
         SEARCH_MAX_LENGTH=SEARCH_MAX_LENGTH,
-        LABEL_MAX_LENGTH=categories.LABEL_MAX_LENGTH,
     )
     # Each row carries its name folded as the server's search folds it, for static/js/search.js.
     state.app.jinja_env.filters["folded"] = browse.folded
@@ -171,6 +172,18 @@ def add_animal() -> ResponseReturnValue:
         return _add_page(form, environment)
     if not form.validate_on_submit():
         return _form_again(form, environment, None, 400)
+    if not form.copy_confirmed and not adding.form_sent_before(form.submission_token.data, current_user.id):
+        try:
+            copy = duplicates.copy_of(form.new_animal(), duplicates.listed(current.client))
+        except Unauthorized:
+            return key_rejected_page(environment.name)
+        except Unavailable:
+            message = _("The pet store is not answering, so nothing was added. Try again in a moment.")
+            return _form_again(form, environment, message, 503)
+        if copy is not None:
+            # Nothing is sent: the form again, asking to confirm (the same token, so a confirmed copy is added once).
+            form.confirm_duplicate.data = "1"
+            return _add_page(form, environment, copy_of=copy), 409
     ticket = adding.FormTicket(
         form.submission_token.data,
         current_user.id,
@@ -244,9 +257,10 @@ def _form_again(form: AddAnimalForm, environment: Store, message: str | None, st
     return _add_page(form, environment), status
 
 
-def _add_page(form: AddAnimalForm, environment: Store) -> str:
+def _add_page(form: AddAnimalForm, environment: Store, copy_of: int | None = None) -> str:
+    """The add form; `copy_of`: the id of the listed animal this one would copy, asking to confirm."""
     labelled = categories.all_labels(environment.name)
-    return render_template("catalog/new.html", form=form, environment=environment, labelled=labelled)
+    return render_template("catalog/new.html", form=form, environment=environment, labelled=labelled, copy_of=copy_of)
 
 
 def _not_recorded(outcome: adding.AddOutcome, name: str) -> str:

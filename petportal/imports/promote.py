@@ -21,9 +21,9 @@ from wtforms import Field, SelectMultipleField
 from wtforms.validators import ValidationError
 
 from petportal.auth.access import role_required
-from petportal.catalog import browse, categories
+from petportal.catalog import browse, categories, duplicates
 from petportal.catalog.forms import AnimalFilterForm
-from petportal.data.models import Promotion, Role, RowReason
+from petportal.data.models import ImportRow, Promotion, Role, RowReason
 from petportal.extensions import db
 from petportal.i18n.lazy_text import lazy_gettext as _l
 from petportal.imports import batches, files
@@ -49,7 +49,7 @@ class PromoteForm(PortalForm):
         if not given:
             raise ValidationError(_("Choose at least one animal to promote."))
         if any(number is None or not 0 <= number <= INT64_MAX for number in ids):
-            raise ValidationError(_("An animal's id is a whole number from 0 to %(max)s.", max=INT64_MAX))
+            raise ValidationError(_("An animal's id is a whole number from 0 up."))
         self.ids = list(dict.fromkeys(number for number in ids if number is not None))
         if len(self.ids) > LIMIT_MAX:
             raise ValidationError(_("Choose at most %(count)s animals at once.", count=LIMIT_MAX))
@@ -64,7 +64,7 @@ def promote() -> ResponseReturnValue:
         return render_error(409, _("Promoting needs both production and staging to be configured."))
     chosen = PromoteForm()
     if chosen.validate_on_submit():
-        batch = _preview(chosen.ids, registry.client(SOURCE))
+        batch = _preview(chosen.ids, registry.client(SOURCE), registry.client(TARGET))
         return redirect(url_for("imports.show", import_id=batch.id), 303)
     form = AnimalFilterForm(formdata=request.args)
     if not form.validate():
@@ -93,14 +93,18 @@ def _promoted(staging_ids: list[int]) -> dict[int, Promotion]:
     return {entry.staging_id: entry for entry in found}
 
 
-def _preview(ids: list[int], client: PetStoreClient) -> Any:
-    """A promotion of these staging animals, as a preview: what production will receive; the animals promoted
-    before and those staging no longer has are listed, left out."""
+def _preview(ids: list[int], client: PetStoreClient, target: PetStoreClient) -> Any:
+    """A promotion of these staging animals, as a preview: what production (`target`) will receive; the animals
+    promoted before and those staging no longer has are listed, left out, and those production already lists
+    left out unless chosen."""
     promoted = _promoted(ids)
-    animals = _staging_animals([number for number in ids if number not in promoted], client)
+    # Every chosen animal is looked up, the ones promoted before too: each row of the preview is named.
+    animals = _staging_animals(ids, client)
     rows = []
     for line, staging_id in enumerate(ids, start=1):
         animal = animals.get(staging_id)
+        if not isinstance(animal, Pet) and staging_id in promoted:
+            animal = _as_promoted(staging_id, promoted[staging_id]) or animal
         if isinstance(animal, Pet):
             row = files.animal_row(line, animal.name, animal.category_id, animal.status)
         else:
@@ -113,8 +117,18 @@ def _preview(ids: list[int], client: PetStoreClient) -> Any:
             said = {"said": animal.reason, "message": animal.message, "status": animal.status} if animal else {}
             row = replace(row, left_out={"code": RowReason.GONE, **said})
         rows.append(replace(row, source_id=staging_id))
+    rows = files.left_out_copies(rows, duplicates.listed(target))
     digest = hashlib.sha256(",".join(map(str, ids)).encode()).digest()
     return batches.create(current_user, TARGET, SOURCE, digest, rows, source=SOURCE)
+
+
+def _as_promoted(staging_id: int, entry: Promotion) -> Pet | None:
+    """The animal as its promotion sent it (the row of the import that promoted it), for one staging no longer
+    lists: None when that import is gone."""
+    row = db.session.get(ImportRow, (entry.import_id, entry.position))
+    if row is None or row.category_id is None:
+        return None
+    return Pet(staging_id, row.name, row.category_id, row.status)
 
 
 def _staging_animals(ids: list[int], client: PetStoreClient) -> dict[int, Pet | NotFound | None]:

@@ -14,7 +14,7 @@ from flask.sansio.app import App
 from flask_babel import force_locale
 from flask_babel import gettext as _
 
-from petportal.data.models import BulkImport, ImportRow, RowReason, StopReason
+from petportal.data.models import BulkImport, ImportRow, RowReason, StopReason, TicketState
 from petportal.imports import files
 from petportal.petstore import StoreReason
 from petportal.petstore.words import store_words
@@ -47,9 +47,18 @@ def row_reason(row: ImportRow) -> str | None:
             return _("Staging no longer has this animal: %(message)s", message=said)
         case RowReason.GONE:
             return _("Staging no longer has this animal.")
+        case RowReason.DUPLICATE:
+            return _(
+                "The pet store already lists this animal (id %(id)s): left out unless chosen.", id=reason.get("pet_id")
+            )
         case RowReason.RECORDED:
             return str(reason.get("text", "")) or None
     return None
+
+
+def is_copy(row: ImportRow) -> bool:
+    """Whether the row was left out as a copy of an animal the target store lists, and may still be chosen."""
+    return row.state == TicketState.INVALID and (row.reason or {}).get("code") == RowReason.DUPLICATE
 
 
 def import_reason(batch: BulkImport) -> str | None:
@@ -99,4 +108,4 @@ def for_the_file(rows: Iterable[ImportRow]) -> list[str | None]:
 
 def register(app: App) -> None:
     """Let the import's page say why: `{{ import_row_reason(row) }}` and `{{ import_reason(batch) }}`."""
-    app.jinja_env.globals.update(import_row_reason=row_reason, import_reason=import_reason)
+    app.jinja_env.globals.update(import_row_reason=row_reason, import_reason=import_reason, import_row_is_copy=is_copy)
