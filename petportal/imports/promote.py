@@ -17,7 +17,7 @@ from flask.typing import ResponseReturnValue
 from flask_babel import gettext as _
 from flask_login import current_user
 from sqlalchemy import select
-from wtforms import Field, SelectMultipleField
+from wtforms import BooleanField, Field, SelectMultipleField
 from wtforms.validators import ValidationError
 
 from petportal.auth.access import role_required
@@ -66,21 +66,32 @@ def promote() -> ResponseReturnValue:
     if chosen.validate_on_submit():
         batch = _preview(chosen.ids, registry.client(SOURCE), registry.client(TARGET))
         return redirect(url_for("imports.show", import_id=batch.id), 303)
-    form = AnimalFilterForm(formdata=request.args)
+    form = PromoteFilterForm(formdata=request.args)
     if not form.validate():
-        return _page(form, chosen, None), 400
+        return _page(form, chosen, None, {}), 400
     fetched = registry.client(SOURCE).list_pets(**form.query())
     animals = browse.matching(fetched, form.q.data)
-    return _page(form, chosen, animals), 400 if chosen.is_submitted() else 200
+    promoted = _promoted([animal.id for animal in animals])
+    if form.not_promoted.data:
+        animals = [animal for animal in animals if animal.id not in promoted]
+    return _page(form, chosen, animals, promoted), 400 if chosen.is_submitted() else 200
 
 
-def _page(form: AnimalFilterForm, chosen: PromoteForm, animals: list[Pet] | None) -> str:
+class PromoteFilterForm(AnimalFilterForm):
+    """The list's filter, and whether to show only the animals not yet promoted to production."""
+
+    not_promoted = BooleanField(_l("Only those not yet on production"))
+
+
+def _page(
+    form: PromoteFilterForm, chosen: PromoteForm, animals: list[Pet] | None, promoted: dict[int, Promotion]
+) -> str:
     return render_template(
         "imports/promote.html",
         form=form,
         chosen=chosen,
         animals=animals,
-        promoted=_promoted([animal.id for animal in animals or []]),
+        promoted=promoted,
         labels=categories.labels(SOURCE),
     )
 
