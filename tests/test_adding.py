@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
-from support.helpers import PASSWORDS, AuthActions, submission_token
+from support.helpers import PASSWORDS, AuthActions, post_form, submission_token, upload
 from support.portal import csrf_token
 from support.servers import FaultServer, answer, delay, serve
 
@@ -241,3 +241,50 @@ def test_a_second_portal_instance_with_the_same_token_creates_no_second_animal(p
     assert made_here.status_code == made_there.status_code == 303
     assert made_here.headers["Location"] == made_there.headers["Location"]
     assert len(posts(production_store)) == 1
+
+
+INT64_BOUND = "9223372036854775807"
+
+
+@pytest.mark.parametrize(
+    "language, from_zero_up, too_large",
+    [
+        ("en", "a whole number from 0 up", "too large for the pet store"),
+        ("de", "eine ganze Zahl ab 0", "für die Tierhandlung zu groß"),
+        ("es", "un número entero desde 0", "demasiado grande para la tienda de mascotas"),
+    ],
+)
+def test_a_category_ids_message_says_from_0_up_and_never_the_64_bit_bound(
+    portal_app, auth_for, production_store, language, from_zero_up, too_large
+):
+    """The add form, the import's preview, its results CSV and the labels page, in every language."""
+    staff, admin = auth_for(portal_app, "staff"), auth_for(portal_app, "admin")
+    for client in (staff, admin):
+        client.get(f"/language/{language}?next=/animals")
+    added = client_post_add(staff, category_id="-5")
+    assert added.status_code == 400
+    assert from_zero_up in added.text and INT64_BOUND not in added.text
+    assert too_large in client_post_add(staff, category_id=str(2**63)).text
+    preview = staff.get(upload(staff, f"name,categoryId,status\nMinus,-5,\nHuge,{2**63},\n").headers["Location"])
+    assert from_zero_up in preview.text and too_large in preview.text and INT64_BOUND not in preview.text
+    results = staff.get(preview.request.path + "/results.csv").get_data(as_text=True)
+    assert "a whole number from 0 up" in results and INT64_BOUND not in results  # the file's words are English
+    labelled = post_form(
+        admin, "/admin/categories", "/admin/categories", environment="production", category_id="-5", label="Dogs"
+    )
+    assert labelled.status_code == 400
+    assert from_zero_up in labelled.text and INT64_BOUND not in labelled.text
+
+
+def client_post_add(client, **fields):
+    """The add form sent with a valid animal but for `fields`."""
+    return client.post("/animals/new", data={**open_form(client), "name": "Nine", "category_id": "9", **fields})
+
+
+def test_no_field_cuts_what_is_typed(portal_app, auth_for):
+    """No page puts a maxlength on a field: a long value reaches the server, which answers with its message."""
+    admin = auth_for(portal_app, "admin")
+    for path in ("/animals/new", "/animals", "/admin/categories", "/admin/users/new", "/animals/promote", "/login"):
+        page = admin.get(path)
+        assert page.status_code == 200, path
+        assert "maxlength" not in page.text, path
