@@ -180,7 +180,9 @@ def add_animal() -> ResponseReturnValue:
         except Unavailable:
             message = _("The pet store is not answering, so nothing was added. Try again in a moment.")
             return _form_again(form, environment, message, 503)
-        if copy is not None:
+        # Asked again after the listing: a double click's other request may have added this very animal meanwhile
+        # (the token is claimed before createPet goes out), and its repeat is answered with that outcome below.
+        if copy is not None and not adding.form_sent_before(form.submission_token.data, current_user.id):
             # Nothing is sent: the form again, asking to confirm (the same token, so a confirmed copy is added once).
             form.confirm_duplicate.data = "1"
             return _add_page(form, environment, copy_of=copy), 409
