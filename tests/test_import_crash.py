@@ -12,7 +12,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
 
 import pytest
@@ -28,12 +27,20 @@ from support.helpers import (
     drop_postgres_schema,
     postgres_schema_url,
 )
-from support.portal import FLASK_PORTAL, PROJECT_ROOT, csrf_token, logged_in, portal_environment, prepare_portal
+from support.portal import (
+    FLASK_PORTAL,
+    PROJECT_ROOT,
+    portal_environment,
+    prepare_portal,
+    start_import,
+    wait_for,
+)
 from support.servers import free_port, serve
 
 pytestmark = pytest.mark.slow
 
 ROWS = 50
+NAMES = [f"Crash {number:02d}" for number in range(ROWS)]
 PASSWORD = "crash test password " + uuid.uuid4().hex[:6]
 
 
@@ -64,32 +71,6 @@ def group_alive(group):
     except ProcessLookupError:
         return False
     return True
-
-
-def upload_and_start(origin):
-    browser = logged_in(origin, "kim", PASSWORD)
-    token = csrf_token(browser.get(f"{origin}/animals/import").text)
-    rows = "".join(f"Crash {number:02d},1,\n" for number in range(ROWS))
-    response = browser.post(
-        f"{origin}/animals/import",
-        data={"csrf_token": token},
-        files={"file": ("crash.csv", "name,categoryId,status\n" + rows)},
-        allow_redirects=False,
-    )
-    assert response.status_code == 303, response.text
-    path = response.headers["Location"]
-    token = csrf_token(browser.get(f"{origin}{path}").text)
-    assert browser.post(f"{origin}{path}/start", data={"csrf_token": token}, allow_redirects=False).status_code == 303
-    return browser, path
-
-
-def wait_for(condition, seconds, what):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"{what} did not happen within {seconds} s")
 
 
 def progress(browser, origin, path):
@@ -147,7 +128,7 @@ def test_killing_the_portal_mid_import_loses_nothing_and_sends_nothing_twice(slo
     portal = start_portal(env, port)
     try:
         wait_for_port(port, portal)
-        browser, path = upload_and_start(origin)
+        browser, path = start_import(origin, "kim", PASSWORD, NAMES)
         wait_for(lambda: len(slow_store.names) >= 12, 30, "12 rows sent")
         kill(portal)
         sent_before = len(slow_store.names)
@@ -181,7 +162,7 @@ def test_killing_the_rq_worker_mid_import_loses_nothing_and_sends_nothing_twice(
         portal = start_portal(env, port)
         worker = start([*FLASK_PORTAL, "imports", "worker"], env)
         wait_for_port(port, portal)
-        browser, path = upload_and_start(origin)
+        browser, path = start_import(origin, "kim", PASSWORD, NAMES)
         wait_for(lambda: len(slow_store.names) >= 12, 30, "12 rows sent")
         kill(worker)
         sent_before = len(slow_store.names)

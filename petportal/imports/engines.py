@@ -2,7 +2,8 @@
 without Redis (demo mode, one process), threads of the portal's own process.
 
 Either way the runner's lease decides who sends (runner.py): a second dispatch of the same import, from
-another tab, process or worker, sends nothing twice.
+another tab, process or worker, sends nothing twice. A process that stops hands the imports it sends back
+(`hand_back`; an RQ worker at its SIGTERM), for another to take at once.
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ log = logging.getLogger(__name__)
 QUEUE = "petportal-imports"
 # An import of 1,000 rows against a store at its timeout would take far less than this.
 JOB_TIMEOUT_SECONDS = 6 * 3600
+# A stopping process waits this long at most for its runners to settle the rows under way and hand their imports
+# back: a createPet call under way ends within PETPORTAL_UPSTREAM_TIMEOUT, and a server must be gone within 10 s.
+HAND_BACK_SECONDS = 6.0
 _ENGINE = "petportal.import_engine"
 
 import_commands = AppGroup("imports", help="Run bulk imports (with PETPORTAL_REDIS_URL set).")
@@ -97,6 +101,17 @@ class Embedded:
             self._running.add(import_id)
         threading.Thread(target=self._run, args=(import_id,), name=f"import-{import_id[:8]}", daemon=True).start()
 
+    def hand_back(self) -> None:
+        """Look for no more imports, and hand back those this process sends (it stops)."""
+        if self._watcher is not None:
+            self._watcher.stop()
+        if not runner.hand_back(HAND_BACK_SECONDS):
+            log.warning(
+                "bulk imports: a runner of this stopping process did not hand its import back within %s s; "
+                "another runner goes on with it once its lease runs out",
+                HAND_BACK_SECONDS,
+            )
+
     def _run(self, import_id: str) -> None:
         try:
             with self._app.app_context():
@@ -138,8 +153,12 @@ class Queued:
 
 
 def run_job(import_id: str) -> None:
-    """The RQ job: run in the worker's app context (the worker command pushes it)."""
+    """The RQ job: run in the worker's app context (the worker command pushes it). An import handed back as the
+    worker stops is queued again for another worker."""
     runner.run(import_id)
+    engine = current_app.extensions[_ENGINE]
+    if runner.stopping() and isinstance(engine, Queued):
+        engine.dispatch(import_id, again=True)
 
 
 def dispatch(import_id: str) -> None:
@@ -156,6 +175,14 @@ def watch(app: Flask) -> None:
         engine.watch()
 
 
+def hand_back(app: Flask) -> None:
+    """This process stops: hand back the imports it sends, for another process to take at once (a server's
+    worker as it exits, after its last request)."""
+    engine = app.extensions.get(_ENGINE)
+    if isinstance(engine, Embedded):
+        engine.hand_back()
+
+
 def register(app: Flask) -> None:
     """Give `app` its import engine, and the `imports worker` command."""
     app.extensions[_ENGINE] = Queued(app) if settings(app).import_runner == "rq" else Embedded(app)
@@ -167,6 +194,14 @@ def register(app: Flask) -> None:
 def worker(burst: bool) -> None:
     """Run bulk imports from the Redis queue until stopped; first pick up any import a stopped worker left."""
     from rq import SimpleWorker
+
+    class HandingBack(SimpleWorker):
+        """RQ's worker, whose SIGTERM also has the import under way handed back (RQ then stops once the job
+        returns: a warm shutdown that waits for one row at a time, not the import's end)."""
+
+        def request_stop(self, signum: int, frame: object) -> None:
+            runner.stopping_now()
+            super().request_stop(signum, frame)  # type: ignore[no-untyped-call]  # rq leaves it unannotated
 
     engine = current_app.extensions[_ENGINE]
     if not isinstance(engine, Queued):
@@ -180,6 +215,6 @@ def worker(burst: bool) -> None:
     watcher.start()
     try:
         # SimpleWorker runs each job in this process, inside the app context this command runs in.
-        SimpleWorker([engine.queue], connection=engine.connection).work(burst=burst, with_scheduler=False)
+        HandingBack([engine.queue], connection=engine.connection).work(burst=burst, with_scheduler=False)
     finally:
         watcher.stop()

@@ -157,10 +157,13 @@ def main(argv: list[str] | None = None) -> None:
         del os.environ[name]
 
     def load() -> Flask:
-        """In each forked worker: drop the parent's database connections and run bulk imports."""
+        """In each forked worker: drop the parent's database connections and run bulk imports, handed back when the
+        worker stops."""
         with app.app_context():
             db.engine.dispose(close=False)  # the parent's connections stay the parent's
         engines.watch(app)
+        # Run once the worker has answered its last request, before its threads are joined (the runner's pool too).
+        multiprocessing.util.Finalize(None, engines.hand_back, args=(app,), exitpriority=20)
         logs.batch_access_lines(settings(app).log_format)
         # A forked worker ends without running atexit: the spans still in the batch are sent from its finaliser.
         multiprocessing.util.Finalize(None, tracing.flush, exitpriority=10)
