@@ -66,14 +66,15 @@ uncaught_exceptions_logged()  # so they pass the egress guard, as every log line
 fewer_malloc_arenas()
 
 
-def when_ready(server):
+def on_starting(server):
+    """Refuse to start, before listening, on a database the portal cannot use (as `flask serve` does)."""
     from petportal.running import commands
 
     if not server.cfg.preload_app:
         return  # the workers load the app; the master has none to ask
     app = server.app.wsgi()
     if "LOG_FORMAT" in getattr(app, "config", {}):  # the portal (this file also serves the reference store)
-        commands.warn_before_init_db(app)
+        commands.refuse_unusable_database(app)
 
 
 def post_worker_init(worker):

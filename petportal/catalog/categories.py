@@ -14,6 +14,7 @@ from sqlalchemy import select
 
 from petportal.catalog.browse import folded
 from petportal.data import audit
+from petportal.data.database import cause
 from petportal.data.models import AuditAction, AuditDetail, CategoryLabel
 from petportal.data.unit_of_work import after_commit
 from petportal.extensions import DATABASE_OUTAGES, db
@@ -38,7 +39,7 @@ def labels(environment_name: str) -> dict[int, str]:
             found = dict(db.session.execute(query.where(CategoryLabel.environment == environment_name)).all())
         except DATABASE_OUTAGES as error:
             db.session.rollback()
-            log.error("the portal's database is unavailable: %s", type(error).__name__)
+            log.error("the portal's database is unavailable: %s", cause(error))
         known[environment_name] = (time.monotonic(), found)
     return found
 

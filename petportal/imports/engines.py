@@ -17,6 +17,7 @@ from flask import Flask, current_app
 from flask.cli import AppGroup
 
 from petportal.config import settings
+from petportal.data.database import cause
 from petportal.data.unit_of_work import after_commit
 from petportal.extensions import DATABASE_OUTAGES, db
 from petportal.imports import batches, runner
@@ -40,17 +41,29 @@ class Watcher:
     def __init__(self, app: Flask, dispatch: Callable[[str], None]) -> None:
         self._app, self._dispatch, self._every = app, dispatch, settings(app).import_watch_seconds
         self._stopped = threading.Event()
+        self._failing = False
 
     def once(self) -> bool:
-        """One look; False when the database could not be read."""
+        """One look; False when the database could not be read. An outage is logged at its first failed look, and
+        its end at the next look that works: not at every look."""
         with self._app.app_context():
             try:
                 waiting = batches.unheld_ids()
             except DATABASE_OUTAGES as error:
-                log.error("no look for unfinished bulk imports: the database is unavailable: %s", type(error).__name__)
+                if not self._failing:
+                    log.error(
+                        "no look for unfinished bulk imports until the portal's database answers (looking again "
+                        "every %s s): %s",
+                        self._every,
+                        cause(error),
+                    )
+                self._failing = True
                 return False
             finally:
                 db.session.remove()
+        if self._failing:
+            log.info("the portal's database answers again: looking for unfinished bulk imports")
+            self._failing = False
         for import_id in waiting:
             self._dispatch(import_id)
         return True
@@ -88,10 +101,10 @@ class Embedded:
             if self._watcher is not None:
                 return
             self._watcher = Watcher(self._app, self.dispatch)
-        if self._watcher.once():
-            self._watcher.start()
-        else:
-            self._watcher = None  # try again at the next request
+        # Started whatever the first look found: a database down at the start is looked at again by the watcher,
+        # not by every request.
+        self._watcher.once()
+        self._watcher.start()
 
     def dispatch(self, import_id: str) -> None:
         """Start a thread for the import, unless one of this process runs it already."""

@@ -21,7 +21,7 @@ import click
 from petportal.config import ConfigurationError, secret_variables, settings
 from petportal.extensions import db
 from petportal.imports import engines
-from petportal.running.commands import warn_before_init_db
+from petportal.running.commands import refuse_unusable_database
 from petportal.running.processes import check_free, fewer_malloc_arenas
 from petportal.telemetry import logs, tracing
 
@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> None:
     app = ScriptInfo(app_import_path=args.app_import_path).load_app()
     if app.import_name != "petportal":
         raise ConfigurationError(f"`flask serve` serves the portal (flask --app app serve), not {app.import_name}.")
-    warn_before_init_db(app)
+    refuse_unusable_database(app)
     # The secret variables go once the app has read them: granian copies the environment into each WSGI environ.
     for name in secret_variables(os.environ):
         del os.environ[name]
