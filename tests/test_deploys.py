@@ -3,16 +3,21 @@ import taken on by the next instance at once; two instances behind nginx, with t
 restarted in turn under load."""
 
 import signal
+import subprocess
 import threading
+import time
 import uuid
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pytest
 import requests
 
+from petportal.running.processes import stop, wait_for_port
+
 from support.helpers import SlowStore, dispose_store, production_variables
-from support.portal import prepare_portal, start_import, wait_for
-from support.servers import running, serve
+from support.portal import PROJECT_ROOT, prepare_portal, start_import, wait_for
+from support.servers import free_port, running, serve
 
 pytestmark = pytest.mark.slow
 
@@ -100,3 +105,84 @@ def test_sigterm_under_load_mid_import_answers_every_request_and_hands_the_impor
     # The rows under way at the stop were answered and settled before the lease was given up: none is unknown.
     assert (final["created"], final["failed"], final["unknown"]) == (ROWS, 0, 0), final
     assert sorted(slow_store.names) == NAMES, "every name sent once"
+
+
+NGINX = "/usr/sbin/nginx"
+SITE = PROJECT_ROOT / "deploy" / "nginx-petportal.conf"
+# What the guide's file says, and what the test puts in its place.
+GUIDE_INSTANCES = ("127.0.0.1:8001", "127.0.0.1:8002")
+GUIDE_LISTEN = "listen 8080;"
+FAIL_TIMEOUT_SECONDS = 5  # the guide's fail_timeout
+
+
+@contextmanager
+def nginx(folder, instance_ports):
+    """The deploying guide's nginx site (deploy/nginx-petportal.conf), its addresses replaced by `instance_ports`
+    and a free port, run by an unprivileged nginx with everything it writes in `folder`; yields its origin."""
+    site = SITE.read_text()
+    assert all(address in site for address in GUIDE_INSTANCES) and GUIDE_LISTEN in site
+    assert f"fail_timeout={FAIL_TIMEOUT_SECONDS}s" in site
+    for address, port in zip(GUIDE_INSTANCES, instance_ports, strict=True):
+        site = site.replace(address, f"127.0.0.1:{port}")
+    port = free_port()
+    (folder / "petportal.conf").write_text(site.replace(GUIDE_LISTEN, f"listen 127.0.0.1:{port};"))
+    temporary = "".join(
+        f"{kind}_temp_path {folder / kind};\n" for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+    )
+    (folder / "nginx.conf").write_text(
+        f"daemon off;\nworker_processes 1;\npid {folder / 'nginx.pid'};\nerror_log {folder / 'error.log'} warn;\n"
+        "events { worker_connections 512; }\n"
+        f"http {{\naccess_log off;\n{temporary}include {folder / 'petportal.conf'};\n}}\n"
+    )
+    process = subprocess.Popen(
+        [NGINX, "-p", str(folder), "-c", str(folder / "nginx.conf")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_port(port, process)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        stop([process])
+
+
+def serving(env, tmp_path, number, port):
+    """Instance `number` of the portal under `flask serve` on `port`, its output kept in the test's folder."""
+    return running("flask serve", env, tmp_path / f"portal-{number}.log", port=port)
+
+
+def ready(port):
+    try:
+        return requests.get(f"http://127.0.0.1:{port}/readyz", timeout=5).status_code == 200
+    except requests.ConnectionError:
+        return False
+
+
+@pytest.mark.skipif(not Path(NGINX).exists(), reason="nginx is not installed (apt-get install nginx-light)")
+def test_two_instances_behind_the_guides_nginx_restarted_in_turn_under_load_fail_no_request(tmp_path, production_store):
+    env = production_variables(tmp_path, production_store.url, PETPORTAL_TRUSTED_PROXIES="1")
+    ports = [free_port(), free_port()]
+    (tmp_path / "nginx").mkdir()
+    instances = [ExitStack() for _ in ports]
+    try:
+        for number, port in enumerate(ports):
+            instances[number].enter_context(serving(env, tmp_path, number, port))
+        with nginx(tmp_path / "nginx", ports) as origin, Clients(origin) as clients:
+            wait_for(lambda: len(clients.statuses) >= 16, 30, "16 pages answered")
+            for number, port in enumerate(ports):
+                # The guide's rolling restart: stop an instance (SIGTERM), start it again, wait until its /readyz
+                # answers 200 and nginx's fail_timeout has passed (it may have marked the instance down while it
+                # started), then the next.
+                before = len(clients.statuses)
+                instances[number].close()
+                instances[number] = ExitStack()
+                instances[number].enter_context(serving(env, tmp_path, number, port))
+                wait_for(lambda port=port: ready(port), 30, f"instance {number} ready")
+                time.sleep(FAIL_TIMEOUT_SECONDS)
+                wait_for(lambda before=before: len(clients.statuses) >= before + 16, 30, "16 more pages answered")
+    finally:
+        for instance in instances:
+            instance.close()
+    assert not clients.failures, [str(error) for error in clients.failures][:3]
+    assert set(clients.statuses) == {200}, sorted(set(clients.statuses))
+    print(f"\n{len(clients.statuses)} pages through nginx while both instances restarted in turn, none failed")
