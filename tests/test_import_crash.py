@@ -179,3 +179,47 @@ def test_killing_the_rq_worker_mid_import_loses_nothing_and_sends_nothing_twice(
             if process is not None and process.poll() is None:
                 kill(process)
         drop_postgres_schema(schema)
+
+
+def test_sigterm_to_the_rq_worker_mid_import_hands_the_import_to_the_next_worker_at_once(slow_store, tmp_path):
+    """A worker stopped with SIGTERM sends no more rows: it settles those under way, gives its lease up and queues the
+    import again, so the next worker goes on with it at once (the lease here outlasts the test) and nothing is
+    unknown."""
+    redis_url = os.environ.get("PETPORTAL_TEST_REDIS_URL")
+    if not redis_url:
+        pytest.skip("PETPORTAL_TEST_REDIS_URL is not set: no Redis for the RQ worker")
+    with redis.Redis.from_url(redis_url) as server:
+        server.flushdb()
+    schema, database_url = postgres_schema_url()
+    env = portal_variables(
+        slow_store,
+        PETPORTAL_DATABASE_URL=database_url,
+        PETPORTAL_REDIS_URL=redis_url,
+        PETPORTAL_IMPORT_LEASE_SECONDS="600",
+    )
+    port = free_port()
+    origin = f"http://127.0.0.1:{port}"
+    portal = worker = None
+    try:
+        prepare_portal(env, [("kim", "staff", PASSWORD)])
+        portal = start_portal(env, port)
+        worker = start([*FLASK_PORTAL, "imports", "worker"], env)
+        wait_for_port(port, portal)
+        browser, path = start_import(origin, "kim", PASSWORD, NAMES)
+        wait_for(lambda: len(slow_store.names) >= 12, 30, "12 rows sent")
+        worker.send_signal(signal.SIGTERM)
+        assert worker.wait(10) == 0
+        sent_by_the_first = len(slow_store.names)
+        assert sent_by_the_first < ROWS, "the stopped worker did not finish the import first"
+        assert progress(browser, origin, path)["state"] == "queued"
+        worker = start([*FLASK_PORTAL, "imports", "worker"], env)
+        wait_for(lambda: progress(browser, origin, path)["state"] == "done", 60, "the import reaching done")
+        final = progress(browser, origin, path)
+        check_the_outcome(final, slow_store, results_of(browser, origin, path))
+        assert final["unknown"] == 0, final
+        print(f"\nstopped the RQ worker after {sent_by_the_first} of {ROWS} rows were sent: {json.dumps(final)}")
+    finally:
+        for process in (portal, worker):
+            if process is not None and process.poll() is None:
+                kill(process)
+        drop_postgres_schema(schema)
