@@ -43,8 +43,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import NamedTuple
 
-from bench.portal import PROJECT_ROOT, csrf_token, logged_in, portal_environment, prepare_portal
 from petportal.running.processes import free_port, stop, wait_for_port
+from tests.support.portal import PROJECT_ROOT, csrf_token, logged_in, portal_environment, prepare_portal
 
 KEY = secrets.token_urlsafe(24)
 ADMIN_PASSWORD = secrets.token_urlsafe(12)

@@ -16,8 +16,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.portal import PROJECT_ROOT
 from petportal.running.processes import free_port, stop, wait_for_port
+from tests.support.portal import PROJECT_ROOT
 
 LIGHTHOUSE = PROJECT_ROOT / "bench" / "node_modules" / ".bin" / "lighthouse"
 CHROMIUM = "/usr/bin/chromium"

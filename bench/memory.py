@@ -37,7 +37,7 @@ from typing import NamedTuple
 
 import requests
 
-from bench.portal import csrf_token, logged_in, prepare_portal
+from tests.support.portal import csrf_token, logged_in, prepare_portal
 
 TARGET_GROWTH_PERCENT = 5.0
 STAFF_PASSWORD = secrets.token_urlsafe(12)

@@ -38,7 +38,7 @@ from bench.__main__ import (
     workers_cpu_seconds,
     wrk,
 )
-from bench.portal import PROJECT_ROOT, prepare_portal
+from tests.support.portal import PROJECT_ROOT, prepare_portal
 
 PAGES = (5, 45)
 BASELINE = "no metrics, text logs"

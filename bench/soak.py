@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from bench.memory import rss_mb
-from bench.portal import logged_in, prepare_portal
+from tests.support.portal import logged_in, prepare_portal
 
 TARGET_GROWTH_PERCENT = 10.0
 WARMUP_SECONDS = 10.0

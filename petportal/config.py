@@ -84,6 +84,7 @@ class Settings:
     trusted_hosts: list[str] | None
     trusted_proxies: int
     cache_seconds: float
+    stale_seconds: float
     redis_url: str | None
     require_admin_mfa: bool
     metrics_token: str | None
@@ -294,6 +295,8 @@ def from_environment(environ: Mapping[str, str], read_dotenv: bool = True) -> di
         or None,
         "TRUSTED_PROXIES": _number(environ, "PETPORTAL_TRUSTED_PROXIES", 0, kind=int),
         "CACHE_SECONDS": _number(environ, "PETPORTAL_CACHE_SECONDS", 2.0),
+        # How long the store's last good answer to a read may stand in while the store is not answering (0: never).
+        "STALE_SECONDS": _number(environ, "PETPORTAL_STALE_SECONDS", 3600.0),
         "REDIS_URL": environ.get("PETPORTAL_REDIS_URL", "").strip() or None,
         # None until `load` knows whether this is demo mode (a test's overrides may decide that).
         "REQUIRE_ADMIN_MFA": _flag(environ, "PETPORTAL_REQUIRE_ADMIN_MFA", None),

@@ -19,7 +19,7 @@ from petportal.i18n import languages
 from petportal.imports import engines
 from petportal.petstore import environments
 from petportal.secret_guard import SecretGuard
-from petportal.serving import choice
+from petportal.serving import choice, stand_in
 from petportal.telemetry import logs, metrics, tracing
 from petportal.web import compression, error_pages, front_door, page_cache, security, static_files
 
@@ -46,6 +46,7 @@ def build(app: Flask) -> None:
     languages.register(app)  # the reader's language
     environments.register(app)  # each environment's clients and health
     choice.register(app)  # the environment everyone is served from
+    stand_in.register(app)  # the store's last good answers, standing in while it is not answering
     engines.register(app)  # bulk imports left by a stopped worker
     security.register(app)  # security headers; behind a proxy, WSGI layer 2: ProxyFix
     error_pages.register(app, (CSRFError, sessions.refuse_form))

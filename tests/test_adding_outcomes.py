@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from petportal.data.models import AuditEntry, CategoryLabel, ImportRow, SubmissionToken, TicketState
+from petportal.data.models import AuditEntry, BulkImport, CategoryLabel, ImportRow, SubmissionToken, TicketState
 from petportal.extensions import db
+from petportal.imports import runner
 
 from support.helpers import (
     PASSWORDS,
@@ -210,3 +211,65 @@ def test_a_request_that_fails_after_its_change_leaves_neither_the_change_nor_its
         assert db.session.scalars(select(CategoryLabel)).all() == []
         assert db.session.scalars(select(AuditEntry).where(AuditEntry.action == "category_labelled")).all() == []
     assert '<td class="text-free" data-label="Label">Dogs</td>' not in admin.get("/admin/categories").text
+
+
+def kept_import_id(app):
+    with app.app_context():
+        return db.session.scalar(select(BulkImport.id).where(BulkImport.kept))
+
+
+def test_a_kept_animal_waits_and_a_refusal_then_is_reported_in_your_additions(make_portal, fault_server):
+    app = make_portal.over(fault_server.base_url, fault_server.base_url)
+    staff = app.test_client()
+    AuthActions(staff).login("staff")
+    fields = {**add_form(staff), "when_back": "1"}
+    kept = staff.post("/animals/new", data=fields)
+    assert kept.status_code == 303 and kept.headers["Location"] == "/animals/mine"
+    assert staff.post("/animals/new", data=fields).headers["Location"] == "/animals/mine"  # kept once
+    waiting = staff.get("/animals/mine").text
+    assert "Rex is kept: the portal adds it to production once the pet store answers again." in waiting
+    assert "Waiting" in waiting and "It is added once the pet store answers again." in waiting
+    assert token_states(app) == [TicketState.KEPT]
+    assert fault_server.methods() == [], "nothing is sent while the form keeps it"
+    assert kept_import_id(app) not in staff.get("/animals/import").text, "a kept animal is no import of a file"
+    fault_server.script(answer(400, {"code": "invalid", "message": "Category 1 is closed <b>today</b>"}))
+    with app.app_context():
+        runner.run(kept_import_id(app))  # as the engines' watcher has it run
+    refused = staff.get("/animals/mine").text
+    assert "The pet store refused it: Category 1 is closed &lt;b&gt;today&lt;/b&gt;" in refused
+    assert "It is added once the pet store answers again." not in refused
+    assert fault_server.methods() == ["POST"]
+
+
+def test_a_kept_animal_stays_queued_while_the_store_refuses_connections_and_is_added_once_it_answers(
+    make_portal, tmp_path
+):
+    port = free_port()
+    with FaultServer() as staging:
+        app = make_portal.over(f"http://127.0.0.1:{port}/v1", staging.base_url)
+        staff = app.test_client()
+        AuthActions(staff).login("staff")
+        fields = add_form(staff)
+        refused = staff.post("/animals/new", data=fields)
+        assert refused.status_code == 503
+        assert "nothing was sent" in refused.text and 'name="when_back" value="1"' in refused.text
+        assert staff.post("/animals/new", data={**fields, "when_back": "1"}).status_code == 303
+        import_id = kept_import_id(app)
+        with app.app_context():
+            runner.run(import_id)  # the store still refuses connections: nothing sent, the animal still kept
+            batch = db.session.get(BulkImport, import_id)
+            assert batch.state == "queued" and batch.lease_until is not None and batch.runner is None
+            batch.lease_until = None  # the try again a moment later, now
+            db.session.commit()
+        assert "Waiting" in staff.get("/animals/mine").text
+        store = make_store(tmp_path / "late.sqlite", [PRODUCTION_KEY])
+        with serve(store, port=port):
+            with app.app_context():
+                runner.run(import_id)
+                runner.run(import_id)  # a second runner finds nothing left to send
+            listed = store.test_client().get("/v1/pets", headers={"Authorization": f"Bearer {PRODUCTION_KEY}"})
+            assert [animal["name"] for animal in listed.get_json()] == ["Rex"]
+        dispose_store(store)
+        mine = staff.get("/animals/mine").text
+        assert "Waiting" not in mine and "Rex" in mine
+        assert staff.post("/animals/new", data={**fields, "when_back": "1"}).headers["Location"] == "/animals/mine"

@@ -142,6 +142,26 @@ def test_refused_switches_change_nothing_and_say_why(
     assert audit_entries(portal_app, "environment_switched") == []
 
 
+def selected_in(page, select_id):
+    """The value of the option `select_id`'s menu shows as chosen ("" for its first, empty one)."""
+    menu = page.split(f'id="{select_id}"', 1)[1].split("</select>", 1)[0]
+    found = re.search(r'<option selected value="([^"]*)"|<option value="([^"]*)" selected', menu)
+    return next(value for value in found.groups() if value is not None) if found else ""
+
+
+def test_a_refused_switch_leaves_each_menu_showing_what_is_so(portal_app, auth, client, production_store):
+    auth.login("admin")
+    refused = switch(client, "staging", "Staging")
+    assert refused.status_code == 400
+    assert selected_in(refused.text, "preview_environment") == ""  # no preview is active: the menu says so
+    assert selected_in(refused.text, "environment") == "staging"  # what was asked, with its error
+    assert preview(client, "staging").status_code == 303
+    token = csrf_token(client.get("/admin/environment").text)
+    refused = client.post("/admin/environment/preview", data={"csrf_token": token, "environment": "qa"})
+    assert refused.status_code == 400
+    assert selected_in(refused.text, "environment") == "staging"  # the switch menu offers the other one, as before
+
+
 def test_staff_cannot_switch(portal_app, auth, client, production_store, staging_store):
     auth.login("staff")
     token = csrf_token(client.get("/animals").text)
@@ -301,6 +321,10 @@ def test_the_status_page_names_a_rejected_key_and_a_store_that_is_down(make_port
     assert "The production key was rejected by the pet store." in page.text
     assert "Not reachable: The pet store could not be reached." in page.text
     assert "Traceback" not in page.text
+    # Nothing the page could not know: the store publishes its description, but a refused key never asked for it.
+    assert "No API description was published" not in page.text
+    assert "Not known: the pet store refused the key, so it was not asked." in page.text
+    assert "Not known: the pet store was not asked." in page.text
 
 
 def test_a_rejected_key_is_told_to_admins_and_hidden_from_customers(

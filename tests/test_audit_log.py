@@ -15,6 +15,15 @@ from petportal.extensions import db
 BOM = "\ufeff"
 # The log the tests read: (when, who, action, account, environment, details, count), oldest first.
 SEEDED = [
+    (
+        datetime(2026, 2, 20, 9, 0, 0, tzinfo=UTC),
+        "sam",
+        "import_discarded",
+        None,
+        "production",
+        {"code": "import_discarded", "import_id": "a" * 22, "filename": "cats.csv", "owner": "Rita_Moreno"},
+        1,
+    ),
     (datetime(2026, 3, 1, 23, 59, 59, tzinfo=UTC), "mallory", "login_failed", None, None, None, 4),
     (
         datetime(2026, 3, 2, 0, 0, 0, tzinfo=UTC),
@@ -113,10 +122,15 @@ FILTERS = [
         {"since": "2026-03-02", "until": "2026-03-03"},
         [("admin", "category labelled"), ("admin", "role changed"), ("admin", "environment switched")],
     ),
-    ({"until": "2026-03-01"}, [("mallory", "login failed")]),
+    ({"until": "2026-03-01"}, [("mallory", "login failed"), ("sam", "import discarded")]),
     ({"since": "2026-03-04", "action": "login", "actor": "robin"}, [("robin", "login")]),
     ({"since": "9999-12-31", "until": "9999-12-31"}, []),
     ({"actor": "nobody"}, []),
+    # Part of a name, in any case: of who acted, of the account acted on, of the import's owner.
+    ({"actor": "MALL"}, [("mallory", "login failed")]),
+    ({"actor": "oBi"}, [("robin", "login"), ("admin", "role changed")]),
+    ({"actor": "rita"}, [("sam", "import discarded")]),
+    ({"actor": "_"}, [("sam", "import discarded")]),  # a wildcard of LIKE is a character like any other
 ]
 # Filters the page refuses, and the field that says why.
 REFUSED = [

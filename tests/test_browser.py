@@ -97,8 +97,8 @@ def test_a_customer_searches_and_sorts_and_the_rows_filter_as_they_type(page, or
     page.dispatch_event("#q", "input")
     assert page.locator("tbody tr:visible td[data-label=Name]").all_text_contents() == ["Zoë"]
     page.fill("#q", "i")
-    page.select_option("#sort", "name")
     page.click("text=Filter")
+    page.get_by_role("link", name="Name, ascending").click()
     page.wait_for_url(re.compile(r"\bq=i&.*sort=name"))
     assert page.locator("td[data-label=Name]").all_text_contents() == ["Goldie", "Mittens", "Nibbles"]
     assert "3 of the 6 animals fetched match “i”." in page.inner_text("#search-summary")
@@ -110,6 +110,60 @@ def test_a_customer_searches_and_sorts_and_the_rows_filter_as_they_type(page, or
     page.click("text=Back to the list")
     page.wait_for_url(re.compile(r"q=i&sort=name$"))
     assert page.input_value("#q") == "i"
+
+
+def test_sorting_from_the_headings_both_ways_marks_the_sorted_column(page, origin, production_store):
+    production_store.add("alf", 1, "available")
+    production_store.add("Bert", 2)
+    page.goto(f"{origin}/animals")
+    assert page.get_attribute("th:has-text('Id')", "aria-sort") == "ascending"  # the default order, by id
+    page.click("th:has-text('Name') a.sort-link >> nth=1")  # ▼: Name, descending
+    page.wait_for_url(re.compile(r"sort=-name$"))
+    assert page.locator("td[data-label=Name]").all_text_contents() == [
+        "Rex",
+        "Nibbles",
+        "Mittens",
+        "Goldie",
+        "Bert",
+        "alf",
+    ]
+    assert page.get_attribute("th:has-text('Name')", "aria-sort") == "descending"
+    assert page.locator("th[aria-sort]").count() == 1
+    page.get_by_role("link", name="Name, ascending").click()
+    page.wait_for_url(re.compile(r"sort=name$"))
+    assert page.locator("td[data-label=Name]").all_text_contents()[0] == "alf"
+    assert page.get_attribute("th:has-text('Name')", "aria-sort") == "ascending"
+    page.fill("#q", "e")
+    page.click("text=Filter")  # filtering keeps the order
+    page.wait_for_url(re.compile(r"q=e&.*sort=name$"))
+    page.get_by_role("link", name="Status, descending").click()
+    page.wait_for_url(re.compile(r"q=e&sort=-status$"))
+    assert page.locator("td[data-label=Name]").all_text_contents() == ["Goldie", "Mittens", "Rex", "Nibbles", "Bert"]
+    assert_accessible(page)
+    assert_fits_a_phone(page)
+
+
+def test_every_time_is_shown_in_the_readers_zone_and_language_and_in_utc_without_script(browser, origin):
+    from datetime import datetime
+    from zoneinfo import ZoneInfo
+
+    for script in (True, False):
+        context = browser.new_context(
+            timezone_id="Asia/Kolkata", locale="de", java_script_enabled=script, viewport={"width": 1280, "height": 900}
+        )
+        page = context.new_page()
+        browsers.log_in(page, origin, "staff")
+        page.wait_for_selector("form[action$='/logout']")
+        page.goto(f"{origin}/account/sessions")
+        moment = page.locator("time[datetime]").first
+        at = datetime.fromisoformat(moment.get_attribute("datetime").replace("Z", "+00:00"))
+        shown = moment.inner_text()
+        if script:  # 5:30 ahead of UTC, written in German: "28.11.2026, 19:05:09 GMT+5:30"
+            assert at.astimezone(ZoneInfo("Asia/Kolkata")).strftime("%H:%M:%S") in shown and "UTC" not in shown
+            assert at.strftime("%Y") in shown and moment.get_attribute("title").endswith("UTC")
+        else:
+            assert at.strftime("%H:%M:%S") in shown and shown.endswith("UTC")
+        context.close()
 
 
 # --- staff ----------------------------------------------------------------------------------------

@@ -32,6 +32,21 @@ def label(client, category_id, text):
     return client.post("/admin/categories", data={**fields, "category_id": str(category_id), "label": text})
 
 
+def label_in_languages(client, category_id, text, **own):
+    """The label form with its own label per language (`de="Hunde"` sends `label_de`)."""
+    page = client.get("/admin/categories").text
+    fields = {"csrf_token": csrf_token(page), "environment": shown_environment(page)}
+    languages = {f"label_{code}": own_label for code, own_label in own.items()}
+    return client.post(
+        "/admin/categories", data={**fields, "category_id": str(category_id), "label": text, **languages}
+    )
+
+
+def reading(client, language):
+    client.set_cookie("language", language)
+    return client
+
+
 def shown_environment(page):
     match = re.search(r'name="environment" type="hidden" value="([^"]*)"', page)
     return match.group(1) if match else ""
@@ -65,6 +80,64 @@ def test_a_label_shows_beside_its_id_on_the_list_detail_and_add_pages(portal_app
     assert 'list="category-choices"' in form
     labelled = {"code": "category_labelled", "category": 1, "label": "Dogs"}
     assert ("category_labelled", "production", labelled) in audit_actions(portal_app)
+
+
+def test_a_label_is_shown_in_the_visitors_language_and_falls_back_to_the_default(
+    portal_app, auth_for, production_store, staging_store
+):
+    """ "Fish · 3" on the German list read the English label: a label given in German is shown there, on the list,
+    detail, add and promote pages; Spanish without its own reads the default label."""
+    admin = auth_for(portal_app, "admin")
+    assert label_in_languages(admin, 1, "Fish", de="Fische").status_code == 303
+    rex = production_store.animals()[0]
+    for language, shown in (("de", "Fische · 1"), ("en", "Fish · 1"), ("es", "Fish · 1")):
+        anyone = reading(portal_app.test_client(), language)
+        assert shown in anyone.get("/animals").text
+        assert shown in anyone.get(f"/animals/{rex['id']}").text
+        add_form = reading(auth_for(portal_app, "staff"), language).get("/animals/new").text
+        assert f'<option value="1" label="{shown}">' in add_form
+    assert "Fische" not in reading(portal_app.test_client(), "en").get("/animals").text
+    labels_page = reading(admin, "de").get("/admin/categories").text
+    assert '<td class="text-free" data-label="Name">Fish</td>' in labels_page
+    assert '<td class="text-free" data-label="Auf Deutsch">Fische</td>' in labels_page
+    post_form(admin, "/admin/environment", "/admin/environment/preview", environment="staging")
+    assert label_in_languages(admin, 9, "Lizards", es="Lagartos").status_code == 303  # staging's one animal's
+    assert "Lagartos · 9" in reading(admin, "es").get("/animals/promote").text
+    assert "Lizards · 9" in reading(admin, "de").get("/animals/promote").text
+
+
+def test_a_label_in_a_language_may_not_read_as_another_categorys_there(portal_app, auth_for):
+    """Two categories never read the same in any language: German "Hunde" for 2 while 1 reads "Hunde" in German
+    (its own label, or its default label that German falls back to) is refused on the German field."""
+    admin = auth_for(portal_app, "admin")
+    assert label_in_languages(admin, 1, "Dogs", de="Hunde").status_code == 303
+    refused = label_in_languages(admin, 2, "Hounds", de="hunde")
+    assert refused.status_code == 400
+    assert "“Hunde” already names category 1 in production." in html.unescape(refused.text)
+    assert label_in_languages(admin, 3, "Cats").status_code == 303
+    assert label_in_languages(admin, 2, "Hounds", es="cats").status_code == 400
+    assert label_in_languages(admin, 2, "Hounds", es="Perros", de="Jagdhunde").status_code == 303
+    with portal_app.app_context():
+        rows = db.session.scalars(db.select(CategoryLabel).order_by(CategoryLabel.category_id)).all()
+        assert [(row.category_id, row.label, row.label_de, row.label_es) for row in rows] == [
+            (1, "Dogs", "Hunde", None),
+            (2, "Hounds", "Jagdhunde", "Perros"),
+            (3, "Cats", None, None),
+        ]
+
+
+def test_changing_only_a_languages_label_is_saved_and_audited(portal_app, auth_for):
+    admin = auth_for(portal_app, "admin")
+    label(admin, 1, "Dogs")
+    assert label_in_languages(admin, 1, "Dogs", de="Hunde").status_code == 303
+    assert "Hunde · 1" in reading(portal_app.test_client(), "de").get("/animals").text
+    assert label_in_languages(admin, 1, "Dogs", de="").status_code == 303
+    assert "Dogs · 1" in reading(portal_app.test_client(), "de").get("/animals").text
+    # Each change an entry, naming the label again (not "renamed from Dogs to Dogs").
+    labelled = {"code": "category_labelled", "category": 1, "label": "Dogs"}
+    assert [details for action, _, details in audit_actions(portal_app) if action == "category_labelled"] == [
+        labelled
+    ] * 3
 
 
 def test_labels_are_renamed_and_removed_with_an_audit_entry_each(portal_app, auth_for):
@@ -265,6 +338,11 @@ def test_no_match_says_so_and_offers_the_whole_list(client):
         ("name", ["alf", "Alf", "Bert", "Goldie", "Mittens", "Nibbles", "Rex"]),
         ("category", ["Rex", "alf", "Alf", "Bert", "Mittens", "Goldie", "Nibbles"]),
         ("status", ["Rex", "alf", "Bert", "Mittens", "Goldie", "Nibbles", "Alf"]),
+        # Reversed: ties still in id order, and an animal without a status still last.
+        ("-id", ["Bert", "Alf", "alf", "Nibbles", "Goldie", "Mittens", "Rex"]),
+        ("-name", ["Rex", "Nibbles", "Mittens", "Goldie", "Bert", "alf", "Alf"]),
+        ("-category", ["Nibbles", "Goldie", "Mittens", "Rex", "alf", "Alf", "Bert"]),
+        ("-status", ["Goldie", "Mittens", "Rex", "alf", "Bert", "Nibbles", "Alf"]),
     ],
 )
 def test_each_sort_is_stable_case_insensitive_and_puts_a_missing_status_last(client, production_store, sort, expected):
@@ -275,7 +353,12 @@ def test_each_sort_is_stable_case_insensitive_and_puts_a_missing_status_last(cli
     page = client.get(f"/animals?sort={sort}")
     assert page.status_code == 200
     assert names_on(page.text) == expected
-    assert f'<option selected value="{sort}">' in page.text
+    # The sorted column's heading says which way (aria-sort), and only it.
+    column = {"id": "Id", "name": "Name", "category": "Category", "status": "Status"}[sort.removeprefix("-")]
+    direction = "descending" if sort.startswith("-") else "ascending"
+    assert re.findall(r'<th scope="col" aria-sort="(\w+)"><span class="sort-name">(\w+)<', page.text) == [
+        (direction, column)
+    ]
 
 
 def test_by_category_labelled_categories_come_first_in_label_order(portal_app, auth_for, production_store):
@@ -295,8 +378,11 @@ def test_search_and_sort_together_and_the_default_sort(client, production_store)
 @pytest.mark.parametrize(
     "query, error",
     [
-        ("sort=price", "Not a valid choice"),
-        ("sort=name%00", "Not a valid choice"),
+        ("sort=price", "Sort by id, name, category or status"),
+        ("sort=name%00", "Sort by id, name, category or status"),
+        ("sort=-", "Sort by id, name, category or status"),
+        ("sort=+name", "Sort by id, name, category or status"),
+        ("sort=NAME", "Sort by id, name, category or status"),
         ("q=" + "x" * 101, "Search with at most 100 characters."),
         ("q=a%00b", "must not contain control characters"),
     ],
@@ -325,11 +411,14 @@ def test_the_larger_limit_keeps_the_search_and_sort(client):
 def test_the_cache_keeps_each_search_and_sort_apart(make_portal, production_store):
     app = make_portal(CACHE_SECONDS=30)
     anyone = app.test_client()
-    pages = {query: anyone.get(f"/animals?{query}").text for query in ("q=rex", "q=mit", "sort=name", "q=rex")}
+    queries = ("q=rex", "q=mit", "sort=name", "sort=-name", "q=rex", "sort=-name&q=")
+    pages = {query: anyone.get(f"/animals?{query}").text for query in queries}
     assert names_on(pages["q=rex"]) == ["Rex"]
     assert names_on(pages["q=mit"]) == ["Mittens"]
     assert names_on(pages["sort=name"])[0] == "Goldie"
-    assert len(list_calls(production_store)) == 3  # the second "q=rex" came from the cache
+    assert names_on(pages["sort=-name"])[0] == "Rex"
+    assert names_on(pages["sort=-name&q="])[0] == "Rex"
+    assert len(list_calls(production_store)) == 4  # the second "q=rex" and "-name" came from the cache
 
 
 # --- your additions --------------------------------------------------------------------------------

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from support.helpers import PRODUCTION_KEY
+from support.helpers import PRODUCTION_KEY, post_form
 from support.scanning import FIGURES
 from support.servers import FaultServer, answer
 
@@ -112,6 +112,21 @@ def test_detail_page_shows_the_animal_with_one_get_pet_call(client, production_s
     assert upstream_targets(production_store) == [f"GET /v1/pets/{rex['id']}"]
 
 
+@pytest.mark.parametrize(
+    "language, said",
+    [
+        ("en", "The pet store offers no way to edit or delete an animal, so this page has none."),
+        ("de", "Der Tierladen bietet keine Möglichkeit, ein Tier zu bearbeiten oder zu löschen"),
+        ("es", "La tienda de mascotas no permite editar ni borrar un animal"),
+    ],
+)
+def test_the_detail_page_says_once_that_the_store_offers_no_edit_or_delete(client, production_store, language, said):
+    """People looked for an edit or delete button: the page says, once and in their language, there is none."""
+    client.set_cookie("language", language)
+    page = client.get(f"/animals/{production_store.animals()[0]['id']}").text
+    assert page.count(said) == 1
+
+
 def test_an_animal_without_status_says_so(client, production_store):
     nibbles = production_store.animals()[3]
     assert "not given" in client.get(f"/animals/{nibbles['id']}").text
@@ -166,6 +181,42 @@ def test_a_store_that_does_not_answer_gives_the_503_page_with_a_retry_link(make_
     assert_friendly_page(page, 503)
     assert "The pet store is not answering" in page.text
     assert 'href="/animals?status=sold"' in page.text
+
+
+REX = {"id": 7, "name": "Rex the reliable", "categoryId": 1, "status": "available"}
+STALE_NOTICE = "The pet store is not answering. This is its answer as of"
+
+
+@pytest.mark.parametrize(("stale_seconds", "stands_in"), [(3600, True), (0, False)])
+def test_a_5xx_shows_the_last_good_answer_to_the_same_call_unless_turned_off(
+    make_portal, staging_store, fault_server, stale_seconds, stands_in
+):
+    app = make_portal.over(fault_server.base_url, staging_store.url, STALE_SECONDS=stale_seconds)
+    visitor = app.test_client()
+    down = answer(503, b"<h1>UPSTREAM-INTERNALS</h1>", content_type="text/html")
+    fault_server.script(answer(200, [REX]), answer(200, REX), down)
+    assert visitor.get("/animals").status_code == 200 and visitor.get("/animals/7").status_code == 200
+    for path in ("/animals", "/animals/7", "/animals?limit=20&sort=name&q=rex"):  # the last: the same call
+        page = visitor.get(path)
+        if stands_in:
+            assert page.status_code == 200 and "Rex the reliable" in page.text and STALE_NOTICE in page.text
+            assert "no-store" in page.headers["Cache-Control"] and "ETag" not in page.headers
+        else:
+            assert_friendly_page(page, 503)
+    for never_made in ("/animals?status=sold", "/animals?limit=21", "/animals/8"):
+        assert_friendly_page(visitor.get(never_made), 503)
+    assert "UPSTREAM-INTERNALS" not in visitor.get("/animals").text
+
+
+def test_another_environments_last_good_answer_never_stands_in(make_portal, auth_for, production_store, fault_server):
+    app = make_portal.over(production_store.url, fault_server.base_url)
+    assert "Rex" in app.test_client().get("/animals").text
+    admin = auth_for(app, "admin")
+    post_form(admin, "/admin/environment", "/admin/environment/preview", environment="staging")
+    fault_server.script(answer(503, b"down", content_type="text/plain"))
+    page = admin.get("/animals")
+    assert_friendly_page(page, 503)
+    assert "Rex" not in page.text
 
 
 @pytest.mark.parametrize("status", [500, 502, 504])

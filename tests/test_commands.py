@@ -1,6 +1,7 @@
 """The operator command `flask --app app user create` (init-db: test_migrations.py), and every way of starting the
 portal by mistake: one line on standard error naming the fix, a non-zero status, no traceback."""
 
+import contextlib
 import re
 import socket
 import subprocess
@@ -249,12 +250,31 @@ def test_a_server_refuses_a_database_it_cannot_use_in_one_line_naming_cause_and_
     ids=["flask serve", "python app.py", "python app.py, demo", "flask run, demo"],
 )
 def test_a_busy_port_is_one_line_naming_the_option_before_anything_starts(command, option, configured):
+    """The next port busy too (the hint once named it, twice): the hint names a port that was free when checked."""
     env = portal_environment(**CONFIGURED) if configured else portal_environment()
-    with socket.create_server(("127.0.0.1", 0)) as busy:
-        port = busy.getsockname()[1]
+    with two_busy_ports() as port:
         line, output = refused(command, env, port=port)
+        hinted = int(re.search(rf"{option}(?: 127\.0\.0\.1:| )([0-9]+)", line).group(1))
+        assert hinted not in (port, port + 1)
+        with socket.create_server(("127.0.0.1", hinted)):  # free: a server can listen on it
+            pass
     assert f"127.0.0.1:{port}" in line and "in use" in line and option in line
     assert "password" not in output and "store:" not in output, "no demo store started, no password printed"
+
+
+@contextlib.contextmanager
+def two_busy_ports():
+    """Two neighbouring loopback ports something listens on; yields the first."""
+    while True:
+        with socket.create_server(("127.0.0.1", 0)) as busy:
+            port = busy.getsockname()[1]
+            try:
+                neighbour = socket.create_server(("127.0.0.1", port + 1))
+            except OSError:
+                continue
+            with neighbour:
+                yield port
+                return
 
 
 def test_the_stores_command_line_lists_only_the_stores_commands():

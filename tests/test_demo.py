@@ -115,6 +115,9 @@ def test_python_app_py_serves_seeded_animals_and_each_stop_signal_stops_its_stor
         page = requests.get(f"{origin}/animals?limit=100", timeout=10)
         assert page.status_code == 200
         assert ">Rex<" in page.text and "status-sold" in page.text
+        # The demo's labels in the reader's language ("Fish · 3" on the German list read English).
+        german = requests.get(f"{origin}/animals?limit=100", cookies={"language": "de"}, timeout=10).text
+        assert "Fische · 3" in german and "Fish · 3" not in german
         login = sign_in(origin, "admin", passwords["admin"])
         assert login.status_code == 303
     finally:

@@ -1,11 +1,19 @@
 """The README and the pages under docs/ as a fresh clone has them: every relative link and image resolves."""
 
 import ast
+import contextlib
+import os
 import re
+import signal
+import subprocess
+import uuid
 
 import pytest
+import sqlalchemy
 
-from support.portal import PROJECT_ROOT
+from support.helpers import POSTGRES_URL
+from support.portal import PROJECT_ROOT, portal_environment
+from support.servers import free_port
 
 PAGES = [PROJECT_ROOT / "README.md", *sorted((PROJECT_ROOT / "docs").glob("*.md"))]
 # Markdown links and images, and HTML src/href attributes.
@@ -115,3 +123,94 @@ def test_every_row_the_code_points_to_is_on_its_page():
         (page, row) for page, row in pointers if words(row) not in words((PROJECT_ROOT / "docs" / page).read_text())
     ]
     assert pointers and missing == []
+
+
+# --- the commands an operator copies, run as written -------------------------------------------------------
+
+
+def doc_block(page, marker):
+    """The bash block that follows `<!-- marker -->` in docs/`page`."""
+    text = (PROJECT_ROOT / "docs" / page).read_text()
+    return re.search(rf"<!-- {marker} -->\s*```bash\n(.*?)```", text, re.DOTALL).group(1)
+
+
+@pytest.mark.slow
+def test_two_reference_stores_start_as_written_and_each_takes_only_its_own_key(tmp_path):
+    """development.md's two stores on one machine (on free ports here): each answers listPets with its own key
+    and refuses the other's, as the check block's numbers say."""
+    production_port, staging_port = free_port(), free_port()
+    check = doc_block("development.md", "two-stores-check")
+    expected = re.findall(r"# ([0-9]{3})$", check, re.MULTILINE)
+    script = "\n".join(
+        [
+            doc_block("development.md", "two-stores"),
+            f"python -c 'from petportal.running.processes import wait_for_port as w; w({production_port}); "
+            f"w({staging_port})'",
+            check,
+            "kill $(jobs -p)",
+        ]
+    )
+    script = script.replace("8001", str(production_port)).replace("8002", str(staging_port))
+    shell = subprocess.Popen(
+        ["bash", "-euc", script],
+        cwd=tmp_path,
+        env=portal_environment(PATH=os.environ["PATH"]),
+        start_new_session=True,  # the stores in the background and the shell: one process group, stopped together
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        output, errors = shell.communicate(timeout=120)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(shell.pid, signal.SIGTERM)
+    assert expected == ["200", "401", "200", "401"]
+    assert [line for line in output.splitlines() if re.fullmatch("[0-9]{3}", line)] == expected, output + errors
+    assert (tmp_path / "instance" / "production-store.sqlite").exists()
+    assert (tmp_path / "instance" / "staging-store.sqlite").exists()
+
+
+@pytest.mark.slow
+def test_the_postgresql_database_is_made_as_written_and_init_db_fills_it(tmp_path):
+    """deploying.md's account and database, made by the superuser (here over TCP, not sudo), then init-db."""
+    if not POSTGRES_URL:
+        pytest.skip("PETPORTAL_TEST_DATABASE_URL is not set: no PostgreSQL to test against")
+    server = sqlalchemy.engine.make_url(POSTGRES_URL)
+    name = "docs_" + uuid.uuid4().hex[:10]
+    script = doc_block("deploying.md", "postgresql-database").replace("sudo -u postgres ", "")
+    script = re.sub(r"\bpetportal\b", name, script).replace("127.0.0.1:5432", f"{server.host}:{server.port or 5432}")
+    env = portal_environment(
+        PATH=os.environ["PATH"],
+        PGHOST=server.host,
+        PGPORT=str(server.port or 5432),
+        PGUSER=server.username or "postgres",
+        PETSTORE_PRODUCTION_URL="http://127.0.0.1:9/v1",
+        PETSTORE_PRODUCTION_KEY="production-key-0123456789ab",
+        PETPORTAL_SECRET_KEY="x" * 32,
+    )
+    try:
+        result = subprocess.run(
+            ["bash", "-euc", script],
+            cwd=PROJECT_ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "tables are ready" in result.stdout + result.stderr
+        database = server.set(username=name, password="choose-a-long-password-0123", database=name)
+        engine = sqlalchemy.create_engine(database)
+        try:
+            tables = set(sqlalchemy.inspect(engine).get_table_names())
+        finally:
+            engine.dispose()
+        assert {"users", "category_labels", "alembic_version"} <= tables
+    finally:
+        admin = sqlalchemy.create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
+        with admin.connect() as connection:
+            connection.execute(sqlalchemy.text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+            connection.execute(sqlalchemy.text(f"DROP ROLE IF EXISTS {name}"))
+        admin.dispose()

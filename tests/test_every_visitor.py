@@ -1,9 +1,9 @@
 """Every visitor in a real browser: each language (light, and dark in German), from a small phone to a desktop.
 
 Each page, with the longest name, label and user name the portal takes, is checked for sideways scrolling at 320, 375,
-768 and 1280 px, with axe (no violation at any impact) at the smallest and the largest of them, the top bar for one
-line at 1280 px, and its HTML, as the server sent it, with the Nu Html Checker: one Java run per language for all its
-pages.
+768 and 1280 px (and the top bar for running past its own edge), with axe (no violation at any impact) at the smallest
+and the largest of them, the top bar for one line at 1280 px, and its HTML, as the server sent it, with the Nu Html
+Checker: one Java run per language for all its pages.
 """
 
 import json
@@ -18,8 +18,8 @@ from petportal.catalog import categories
 from petportal.extensions import db
 
 from support.browsers import SCREENSHOTS, sideways_scroll
-from support.helpers import PASSWORDS
-from support.servers import serve
+from support.helpers import PASSWORDS, PRODUCTION_KEY, dispose_store, make_store
+from support.servers import free_port, serve
 
 pytestmark = pytest.mark.slow
 
@@ -33,6 +33,9 @@ PICTURES = {("de", "dark", "list"): "list-de-dark", ("es", "light", "add-errors"
 # The longest data each field takes, with no space to break at: every page must wrap or cut it, never widen.
 LONG_NAME = "Bartholomew" * 9 + "X"  # 100 characters, the add form's most
 LONG_LABEL = "Cephalopods" * 5 + "Lobsters!"  # 64, cut to the labels' 60 below
+# The labels' German and Spanish of the same length: German's long compounds are what widen a page.
+LONG_LABEL_DE = "Kopffüßerbeobachtung" * 3  # 60
+LONG_LABEL_ES = "Cefalópodosmarinos" * 3 + "!!!!!!"  # 60
 LONG_USER = "a" * 36 + "-verylongaccountname-" + "z" * 23  # 80 characters, the most a user name has
 # How tall the top bar's row of links may be at 1280 px: one line of them (two lines are about 80 px).
 ONE_LINE_PX = 48
@@ -58,6 +61,18 @@ def top_bar_height(page):
     )
 
 
+def top_bar_overflow(page):
+    """How far the top bar's furthest visible link, button, badge or name reaches past the bar's own right edge (inside
+    its padding), in px: more than 0 is cut, or pushes past the page's edge in another browser's fonts."""
+    return page.evaluate(
+        "(() => { const bar = document.querySelector('.navbar > [class^=container]');"
+        " const edge = bar.getBoundingClientRect().right - parseFloat(getComputedStyle(bar).paddingRight);"
+        " const items = [...document.querySelectorAll('.navbar .navbar-brand, .navbar .badge, .navbar .nav-link,"
+        " .navbar .btn, .navbar .navbar-toggler')].filter((e) => e.offsetParent !== null);"
+        " return Math.max(...items.map((e) => e.getBoundingClientRect().right)) - edge; })()"
+    )
+
+
 def log_in_as_admin(page, origin):
     page.goto(f"{origin}/login")
     page.fill("#username", "admin")
@@ -67,9 +82,11 @@ def log_in_as_admin(page, origin):
 
 
 def with_long_data(app):
-    """A category label and an account of the longest the portal takes (the animal comes through the form)."""
+    """A category label (in every language) and an account of the longest the portal takes (the animal comes
+    through the form)."""
     with app.app_context():
-        categories.name("production", 7, LONG_LABEL[: categories.LABEL_MAX_LENGTH], actor="admin")
+        own_labels = {"de": LONG_LABEL_DE, "es": LONG_LABEL_ES}
+        categories.name("production", 7, LONG_LABEL[: categories.LABEL_MAX_LENGTH], "admin", own_labels)
         accounts.create(LONG_USER, "staff", PASSWORDS["staff"], must_change_password=False)
         db.session.commit()
 
@@ -135,8 +152,9 @@ IMPORTED = f"name,categoryId,status\n{LONG_NAME},7,available\n{LONG_NAME}{LONG_N
 def test_every_page_in_every_language_and_theme_is_accessible_valid_and_fits(
     browser, portal_app, production_store, staging_store, tmp_path, language, theme
 ):
-    """Every page with the longest data, at 320, 375, 768 and 1280 px: nothing scrolls sideways, axe finds nothing
-    at 320 and 1280 px, and the top bar is one line at 1280 px."""
+    """Every page with the longest data, at 320, 375, 768 and 1280 px: nothing scrolls sideways (the document's
+    scrollWidth is its clientWidth) and nothing of the top bar runs past its edge, axe finds nothing at 320 and 1280
+    px, and the top bar is one line at 1280 px (German, the longest, as an admin, who has the most links)."""
     with_long_data(portal_app)
     problems, saved = [], []
     with serve(portal_app) as origin:
@@ -150,8 +168,10 @@ def test_every_page_in_every_language_and_theme_is_accessible_valid_and_fits(
                 page.set_viewport_size({"width": width, "height": 900})
                 if width in AXE_WIDTHS:
                     problems += [f"{name} at {width}px: {v}" for v in violations(page)]
-                if sideways_scroll(page) > 0:
+                if sideways_scroll(page) > 0:  # scrollWidth > clientWidth
                     problems.append(f"{name} scrolls sideways at {width}px")
+                if (overflow := top_bar_overflow(page)) > 0.5:
+                    problems.append(f"{name}: the top bar runs {overflow:.0f}px past its edge at {width}px")
                 if width == 1280 and top_bar_height(page) > ONE_LINE_PX:
                     problems.append(f"{name}: the top bar takes more than one line at 1280px")
                 if (language, theme, name) in PICTURES:
@@ -166,6 +186,32 @@ def test_every_page_in_every_language_and_theme_is_accessible_valid_and_fits(
     if theme == "light":  # the HTML is the same in both themes: it is checked once per language
         errors = html_errors(saved)
         assert errors == [], "\n".join(errors)
+
+
+@pytest.mark.parametrize("language", ["de", "es"])
+def test_the_top_bar_keeps_fitting_when_links_are_added(browser, portal_app, language):
+    """Two more links in the admin's top bar, with the longest user name: it wraps, and nothing runs past its edge
+    or the page's, at the width it opens out (1200 px) and at 1280 px."""
+    with serve(portal_app) as origin:
+        context = browser.new_context(locale=language, viewport={"width": 1280, "height": 900})
+        page = context.new_page()
+        page.set_default_timeout(10_000)
+        log_in_as_admin(page, origin)
+        page.goto(f"{origin}/animals")
+        page.evaluate(
+            "(name) => { const links = document.querySelector('.navbar-nav');"
+            " for (const word of ['Kategoriebezeichnungen', 'Zugriffsprotokolle']) {"
+            " const item = document.createElement('li'); item.className = 'nav-item';"
+            ' item.innerHTML = \'<a class="nav-link" href="#"></a>\'; item.firstChild.textContent = word;'
+            " links.appendChild(item); }"
+            " document.querySelector('.navbar .user-name').textContent = name; }",
+            LONG_USER,
+        )
+        for width in (1200, 1280):
+            page.set_viewport_size({"width": width, "height": 900})
+            assert sideways_scroll(page) <= 0, f"scrolls sideways at {width}px"
+            assert top_bar_overflow(page) <= 0.5, f"the top bar runs past its edge at {width}px"
+        context.close()
 
 
 def html_errors(files):
@@ -263,3 +309,62 @@ def test_the_login_and_add_forms_by_keyboard_alone_focus_shows_and_errors_belong
         tied = dict(errors_tied_to_fields(page))
         assert "name" in tied and "category_id" in tied and all(tied.values()), tied
         context.close()
+
+
+def test_the_store_down_in_german_with_the_longest_name_fits_and_is_accessible(browser, make_portal, tmp_path):
+    """The store's last good answer standing in (list and animal, with the notice), the add form offering to keep
+    an animal, and the kept animal waiting in Your additions: in German, with a 100-character name, at every width
+    nothing scrolls sideways, and axe finds nothing at 320 and 1280 px. Pictures of each at 320 and 1280 px."""
+    port = free_port()
+    store = make_store(tmp_path / "store.sqlite", [PRODUCTION_KEY])
+    app = make_portal.over(f"http://127.0.0.1:{port}/v1", f"http://127.0.0.1:{port}/v1")
+    problems = []
+
+    def check(page, name):
+        assert '<html lang="de"' in page.content(), f"{name} is not served in German"
+        for width in WIDTHS:
+            page.set_viewport_size({"width": width, "height": 900})
+            if width in AXE_WIDTHS:
+                problems.extend(f"{name} at {width}px: {v}" for v in violations(page))
+                SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+                page.screenshot(path=str(SCREENSHOTS / f"store-down-{name}-de-{width}.png"), full_page=True)
+            if sideways_scroll(page) > 0:
+                problems.append(f"{name} scrolls sideways at {width}px")
+        page.set_viewport_size({"width": 1280, "height": 900})
+
+    with serve(app) as origin:
+        context = browser.new_context(locale="de", viewport={"width": 1280, "height": 900})
+        page = context.new_page()
+        page.set_default_timeout(10_000)
+        with serve(store, port=port):
+            headers = {"Authorization": f"Bearer {PRODUCTION_KEY}"}
+            long_id = (
+                store.test_client()
+                .post("/v1/pets", json={"name": LONG_NAME, "categoryId": 7, "status": "available"}, headers=headers)
+                .get_json()["id"]
+            )
+            log_in_as_admin(page, origin)
+            page.goto(f"{origin}/animals/{long_id}")
+        # The store is stopped: what it last answered stands in.
+        page.goto(f"{origin}/animals")
+        page.wait_for_selector("#stale-notice")
+        assert LONG_NAME in page.content()
+        check(page, "list")
+        page.goto(f"{origin}/animals/{long_id}")
+        page.wait_for_selector("#stale-notice")
+        check(page, "animal")
+        page.goto(f"{origin}/animals/new")
+        page.fill("#name", LONG_NAME)
+        page.fill("#category_id", "7")
+        page.click("button[data-submit-once]")
+        page.wait_for_selector("#keep-for-later")
+        check(page, "add-not-sent")
+        with page.expect_navigation():
+            page.click("#keep-for-later")
+        assert page.url.endswith("/animals/mine")
+        page.wait_for_selector(".kept-additions")
+        assert LONG_NAME in page.content() and "Wartet" in page.content()
+        check(page, "kept-addition")
+        context.close()
+    dispose_store(store)
+    assert problems == [], "\n".join(problems)

@@ -125,6 +125,10 @@ def stocked(portal_app, auth_for, production_store):
         "sort=name",
         "sort=category",
         "sort=status",
+        "sort=-name",
+        "sort=-category",
+        "sort=-status",
+        "sort=-id",
         "limit=2",
         "limit=3&sort=name",
         "status=available&q=e&sort=category&limit=50",
@@ -200,7 +204,8 @@ def test_names_and_labels_a_spreadsheet_would_run_come_back_as_text(portal_app, 
         ("limit=abc", "Choose a number from 1 to 100."),
         ("limit=%D9%A1", "Choose a number from 1 to 100."),  # an Arabic-Indic 1
         ("status=bogus", "Not a valid choice"),
-        ("sort=bogus", "Not a valid choice"),
+        ("sort=bogus", "Sort by id, name, category or status"),
+        ("sort=--name", "Sort by id, name, category or status"),
         ("q=" + "x" * 101, "Search with at most 100 characters."),
         ("q=a%00b", "must not contain control characters"),
     ],
@@ -286,7 +291,9 @@ def test_the_audit_csv_is_the_whole_log_newest_first_in_the_pages_columns(make_p
     assert response.headers["Content-Disposition"] == 'attachment; filename="audit-log.csv"'
     assert response.headers["Cache-Control"] == "no-store"
     header, *rows = rows_of(response)
-    assert header == AUDIT_HEADER == re.findall(r'<th scope="col">([^<]*)</th>', page)
+    # The page's columns; its times are in the reader's zone (each says which), the file's are in UTC and say so.
+    assert header == AUDIT_HEADER
+    assert ["When (UTC)", *re.findall(r'<th scope="col">([^<]*)</th>', page)[1:]] == AUDIT_HEADER
     entries = stored_newest_first(app)
     assert [row[:5] + row[6:] for row in rows] == [
         [

@@ -106,6 +106,26 @@ def test_digits_python_reads_but_people_do_not_type_are_refused_as_the_add_form_
     assert "1 row will be refused" in page
 
 
+def test_a_category_written_in_the_readers_language_or_as_the_default_label_is_read(
+    portal_app, auth_for, production_store
+):
+    """A German reader's file names categories as the German list shows them ("Hunde"), or by the default label."""
+    with portal_app.app_context():
+        categories.name("production", 7, "Dogs", actor="admin", own_labels={"de": "Hunde"})
+        categories.name("production", 8, "Cats", actor="admin")
+        db.session.commit()
+    staff = auth_for(portal_app, "staff")
+    staff.set_cookie("language", "de")
+    path = upload(staff, "name,categoryId,status\nRex,hunde,\nMia,Cats,\nBo,Dogs,\n").headers["Location"]
+    press(staff, path, "start")
+    assert finished(staff, path)["created"] == 3
+    assert sorted((sent["name"], sent["categoryId"]) for sent in creates(production_store)) == [
+        ("Bo", 7),
+        ("Mia", 8),
+        ("Rex", 7),
+    ]
+
+
 def test_a_mixed_file_started_twice_at_once_gives_one_create_pet_per_valid_row(
     make_portal, database_url, auth_for, production_store
 ):
@@ -408,6 +428,41 @@ def test_a_preview_left_for_a_day_is_deleted_with_its_rows_at_the_next_upload(po
         assert db.session.get(BulkImport, old) is None
         assert db.session.query(ImportRow).filter_by(import_id=old).count() == 0
     assert imports_stored(portal_app) == (1, 1)
+
+
+def test_a_preview_left_for_a_day_is_gone_from_your_imports_and_a_younger_one_stays(make_portal, auth_for, clock):
+    """Unstarted previews piled up under "Your imports" until the next upload: a day after it was made, nobody
+    having started it, a preview is gone from the list and from the database, and its page is not found. (Each
+    visit logs in afresh: a day idle ends a login.)"""
+    app = make_portal(CLOCK=clock)
+    old = upload(auth_for(app, "staff"), "name,categoryId,status\nRex,1,\n", filename="old-one.csv")
+    clock.advance(hours=23)
+    staff = auth_for(app, "staff")
+    young = upload(staff, "name,categoryId,status\nMia,2,\n", filename="young-one.csv")
+    listed = staff.get("/animals/import").text
+    assert "old-one.csv" in listed and "young-one.csv" in listed
+    clock.advance(hours=1, minutes=1)
+    staff = auth_for(app, "staff")
+    listed = staff.get("/animals/import").text
+    assert "old-one.csv" not in listed
+    assert "young-one.csv" in listed
+    assert imports_stored(app) == (1, 1)
+    assert staff.get(old.headers["Location"]).status_code == 404
+    assert staff.get(young.headers["Location"]).status_code == 200
+
+
+def test_a_preview_left_for_a_day_cannot_be_opened_or_started(make_portal, auth_for, clock, production_store):
+    app = make_portal(CLOCK=clock)
+    path = upload(auth_for(app, "staff"), "name,categoryId,status\nRex Once,1,\n").headers["Location"]
+    clock.advance(days=1, minutes=1)
+    staff = auth_for(app, "staff")
+    assert staff.get(path).status_code == 404
+    assert (
+        staff.post(f"{path}/start", data={"csrf_token": csrf_token(staff.get("/animals/import").text)}).status_code
+        == 404
+    )
+    assert "Rex Once" not in [animal["name"] for animal in production_store.animals()]
+    assert imports_stored(app) == (0, 0)
 
 
 def test_rows_the_store_refuses_are_kept_with_its_reason_and_can_be_sent_again(make_portal, auth_for, fault_server):

@@ -323,3 +323,60 @@ def test_rows_of_a_gone_account_are_deleted_and_the_foreign_keys_added(tmp_path,
     assert rows == ["import-1"]
     # The ledger is history: its entry still keeps the gone account's animal from being promoted again.
     assert ledger == [1, 2]
+
+
+def test_labels_gain_a_label_per_language_and_keep_their_default_on_downgrade(tmp_path, database_url):
+    """A database of 0014 with a label: 0015 keeps it, with no German or Spanish label of its own (the default is
+    shown there); the downgrade drops the per-language labels and keeps the default one."""
+    app = create_app(
+        portal_config(tmp_path, "http://127.0.0.1:9/v1", "http://127.0.0.1:9/v1", SQLALCHEMY_DATABASE_URI=database_url)
+    )
+    with app.app_context():
+        flask_migrate.upgrade(revision="0014")
+        with db.engine.begin() as connection:
+            connection.execute(
+                sqlalchemy.text(
+                    "INSERT INTO category_labels (environment, category_id, label, label_key, updated_at) "
+                    "VALUES ('production', 1, 'Dogs', 'dogs', CURRENT_TIMESTAMP)"
+                )
+            )
+        flask_migrate.upgrade()
+        with db.engine.begin() as connection:
+            upgraded = connection.execute(
+                sqlalchemy.text("SELECT label, label_de, label_es FROM category_labels")
+            ).all()
+            connection.execute(sqlalchemy.text("UPDATE category_labels SET label_de = 'Hunde'"))
+        flask_migrate.downgrade(revision="0014")
+        columns = {column["name"] for column in sqlalchemy.inspect(db.engine).get_columns("category_labels")}
+        with db.engine.connect() as connection:
+            kept = connection.execute(sqlalchemy.text("SELECT label FROM category_labels")).scalars().all()
+        db.engine.dispose()
+    app.extensions["petportal.petstore.environments"].close()
+    assert [tuple(row) for row in upgraded] == [("Dogs", None, None)]
+    assert "label_de" not in columns and "label_es" not in columns
+    assert kept == ["Dogs"]
+
+
+def test_0016_keeps_every_import_unkept_adds_the_last_good_answers_and_goes_back(tmp_path, database_url):
+    """A database of 0014 with an import: after 0016 the import is a file's import (not an animal kept for the
+    store's return) and the store's last good answers have their table; the downgrade takes both away again."""
+    app = create_app(
+        portal_config(tmp_path, "http://127.0.0.1:9/v1", "http://127.0.0.1:9/v1", SQLALCHEMY_DATABASE_URI=database_url)
+    )
+    with app.app_context():
+        flask_migrate.upgrade(revision="0014")
+        with db.engine.begin() as connection:
+            connection.execute(sqlalchemy.text(OWNER))
+            connection.execute(sqlalchemy.text(ACCOUNT_ROWS[3].format(user=1)))
+        flask_migrate.upgrade(revision="0016")
+        with db.engine.connect() as connection:
+            kept = connection.execute(sqlalchemy.text("SELECT kept FROM imports")).scalars().all()
+        tables = set(sqlalchemy.inspect(db.engine).get_table_names())
+        flask_migrate.downgrade(revision="0014")
+        inspector = sqlalchemy.inspect(db.engine)
+        left = set(inspector.get_table_names()), {column["name"] for column in inspector.get_columns("imports")}
+        db.engine.dispose()
+    app.extensions["petportal.petstore.environments"].close()
+    assert kept == [False]
+    assert "last_good_answers" in tables
+    assert "last_good_answers" not in left[0] and "kept" not in left[1]

@@ -93,8 +93,8 @@ def test_a_form_or_an_import_opened_for_production_before_the_limit_sends_nothin
     crafted = add_through_the_form(staff, "Crafted Carl", token=token)
     assert crafted.status_code == 409
     assert "Nothing was added" in crafted.text
-    refused = press(staff, path, "start")  # production's import is no longer this account's to see
-    assert refused.status_code == 404
+    refused = press(staff, path, "start")  # production's import is no longer this account's to open
+    assert refused.status_code == 403  # and says why (test_an_import_its_owner_may_no_longer_open_says_why)
     assert creates(production_store) == [] and creates(staging_store) == []
 
 
@@ -267,8 +267,9 @@ def test_an_import_running_when_its_owner_is_limited_to_the_other_environment_st
         while staff.get(f"{path}.json").get_json()["created"] < 3:
             time.sleep(0.02)
         assert limit(app, "staff", "staging").status_code == 303
-        # The owner no longer sees production's import at all; an admin who works on both sees it stopped.
-        assert staff.get(path).status_code == 404 and staff.post(f"{path}/start").status_code in (400, 404)
+        # The owner can no longer open production's import (and is told why); an admin who works on both sees it
+        # stopped.
+        assert staff.get(path).status_code == 403 and staff.post(f"{path}/start").status_code in (400, 403)
         admin = auth_for(app, "admin")
         stopped = finished(admin, path)
         assert stopped["state"] == "stopped" and stopped["created"] < 60
@@ -277,6 +278,17 @@ def test_an_import_running_when_its_owner_is_limited_to_the_other_environment_st
             in admin.get(path).text
         )
         assert len(store.names) == stopped["created"]
+
+
+def test_an_import_its_owner_may_no_longer_open_says_why(portal_app, auth_for):
+    staff = auth_for(portal_app, "staff")
+    path = upload(staff, "name,categoryId,status\nPup,1,\n").headers["Location"]
+    assert limit(portal_app, "staff", "staging").status_code == 303
+    for page in (staff.get(path), staff.get(f"{path}.json"), staff.get(f"{path}/results.csv")):
+        assert page.status_code == 403
+        assert "made for an environment your account no longer works on" in page.text
+    stranger = staff.get("/animals/import/" + "x" * 22)  # no such import: still a plain 404
+    assert stranger.status_code == 404 and "no longer works on" not in stranger.text
 
 
 def staging_only_admin(app):
@@ -348,4 +360,4 @@ def test_a_limited_account_sees_none_of_its_imports_or_additions_on_the_other_en
     limit(portal_app, "staff", "staging")
     assert "Production Polly" not in staff.get("/animals/mine").text
     assert path not in staff.get("/animals/import").text
-    assert staff.get(path).status_code == 404 and staff.get(f"{path}/results.csv").status_code == 404
+    assert staff.get(path).status_code == 403 and staff.get(f"{path}/results.csv").status_code == 403

@@ -26,9 +26,11 @@ def labels_page() -> ResponseReturnValue:
         if form.environment.data != environment.name:
             return _page(form, _moved(form.environment.data, environment.name)), 409
         try:
-            categories.name(environment.name, form.category_id.data, form.label.data)
+            categories.name(environment.name, form.category_id.data, form.label.data, own_labels=form.own_labels())
         except categories.LabelTaken as taken:
-            form.label.errors.append(
+            # The field whose text reads the same: the language's own label, or the default one it falls back to.
+            taken_field = {"de": form.label_de, "es": form.label_es}.get(taken.language or "", form.label)
+            taken_field.errors.append(
                 _(
                     "“%(label)s” already names category %(category_id)s in %(environment)s. Choose another label, "
                     "or rename that category first.",

@@ -7,7 +7,7 @@ from typing import Any
 
 from flask_babel import gettext as _
 from wtforms import Field, HiddenField, SelectChoice, SelectField, SelectMultipleField, StringField
-from wtforms.validators import DataRequired, Length, ValidationError
+from wtforms.validators import DataRequired, Length, Optional, ValidationError
 
 from petportal.admin.audit_log import ACTIONS
 from petportal.auth.accounts import USERNAME_MAX_LENGTH, AccountError, environments_of
@@ -111,6 +111,15 @@ class ResetPasswordForm(PortalForm):
     password = new_password_field(_l("New password"))
 
 
+def _label_rules() -> list[Any]:
+    """What every label of a category must be, in whichever language."""
+    return [
+        # Length puts the number in itself (%(max)d).
+        Length(max=LABEL_MAX_LENGTH, message=_l("Keep the label to %(max)d characters or fewer.")),
+        Readable(_l("The label must not contain control characters."), _l("The label must contain something visible.")),
+    ]
+
+
 class RemoveLabelForm(ButtonForm):
     """The button that takes a label off, with the environment the page showed (see CategoryLabelForm)."""
 
@@ -118,8 +127,9 @@ class RemoveLabelForm(ButtonForm):
 
 
 class CategoryLabelForm(PortalForm):
-    """A label for one category id of the environment being served; a new label renames it. `environment`
-    is the one the page showed: a change is refused when the admin is served another one by then."""
+    """A label for one category id of the environment being served, and optionally its own label in German and
+    in Spanish (catalog.categories.OWN_LABELS); a new label renames it. `environment` is the one the page showed:
+    a change is refused when the admin is served another one by then."""
 
     environment = HiddenField()
     category_id = category_id_field()
@@ -130,15 +140,24 @@ class CategoryLabelForm(PortalForm):
             count=LABEL_MAX_LENGTH,
         ),
         filters=[stripped],
-        validators=[
-            DataRequired(_l("Enter the label.")),
-            # Length puts the number in itself (%(max)d).
-            Length(max=LABEL_MAX_LENGTH, message=_l("Keep the label to %(max)d characters or fewer.")),
-            Readable(
-                _l("The label must not contain control characters."), _l("The label must contain something visible.")
-            ),
-        ],
+        validators=[DataRequired(_l("Enter the label.")), *_label_rules()],
     )
+    label_de = StringField(
+        _l("Label in German (optional)"),
+        description=_l("What people reading German see, for example “Hunde”. Empty: the label above."),
+        filters=[stripped],
+        validators=[Optional(), *_label_rules()],
+    )
+    label_es = StringField(
+        _l("Label in Spanish (optional)"),
+        description=_l("What people reading Spanish see, for example “Perros”. Empty: the label above."),
+        filters=[stripped],
+        validators=[Optional(), *_label_rules()],
+    )
+
+    def own_labels(self) -> dict[str, str | None]:
+        """{language: its own label, or None}, as catalog.categories.name takes them."""
+        return {"de": self.label_de.data or None, "es": self.label_es.data or None}
 
 
 def is_day(form: Any, field: DayField) -> None:

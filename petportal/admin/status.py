@@ -8,6 +8,7 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from email.utils import parsedate_to_datetime
+from enum import Enum
 from typing import TYPE_CHECKING
 
 from flask_babel import gettext as _
@@ -22,6 +23,15 @@ if TYPE_CHECKING:
     from petportal.petstore.records import DescribedOperation
 
 
+class Description(Enum):
+    """What the probe learnt of an environment's API description (`openapi.json`)."""
+
+    NOT_ASKED = "not_asked"  # the store was not reached, or refused the key: nothing is known of it
+    READ = "read"
+    NOT_PUBLISHED = "not_published"  # the store answered 404
+    UNREADABLE = "unreadable"  # any other failure: it may exist
+
+
 @dataclass
 class EnvironmentStatus:
     """What an admin needs to know about one environment right now. The probe (on threads of its own) keeps the
@@ -34,6 +44,21 @@ class EnvironmentStatus:
     failure: PetStoreError | None = None
     notices: dict[str, DeprecationNotice] = field(default_factory=dict)
     operations: dict[str, DescribedOperation] | None = None
+    description: Description = Description.NOT_ASKED
+
+    @property
+    def description_unknown(self) -> str:
+        """Why no operations are listed, saying only what the probe learnt (a rejected key tells nothing of them)."""
+        match self.description:
+            case Description.NOT_PUBLISHED:
+                return _("No API description was published at %(file)s.", file="openapi.json")
+            case Description.UNREADABLE:
+                return _("The API description at %(file)s could not be read.", file="openapi.json")
+            case Description.READ:
+                return _("The API description at %(file)s lists no operations.", file="openapi.json")
+        if self.key_accepted is False:
+            return _("Not known: the pet store refused the key, so it was not asked.")
+        return _("Not known: the pet store was not asked.")
 
     @property
     def problem(self) -> str | None:
@@ -76,8 +101,11 @@ def probe(registry: Environments, environment: Store, deadline: float) -> Enviro
     if status.key_accepted:
         with suppress(PetStoreError):  # only the notices of the answer matter here
             client.get_pet(sample[0].id if sample else 1, deadline=deadline)
-        with suppress(PetStoreError):
+        try:
             status.operations = client.describe(deadline=deadline)
+            status.description = Description.READ
+        except PetStoreError as error:
+            status.description = Description.NOT_PUBLISHED if error.status == 404 else Description.UNREADABLE
     status.notices = dict(registry.health(environment.name).notices)
     return status
 

@@ -69,7 +69,7 @@ def switch_environment() -> ResponseReturnValue:
     """Switch the active environment for every user and every portal process."""
     if not login_fresh():
         return log_in_again(url_for(".environment"), _("Log in again to switch the environment for everyone."))
-    form = _switch_form()
+    form = _switch_form(sent=True)
     registry = environments()
     if not form.validate_on_submit():
         return _environment_page(form, _preview_form(), 400)
@@ -98,7 +98,7 @@ def switch_environment() -> ResponseReturnValue:
 @role_required(Role.ADMIN, every_environment=True)
 def preview_environment() -> ResponseReturnValue:
     """Serve one environment to this admin's session only, or clear the preview."""
-    form = _preview_form()
+    form = _preview_form(sent=True)
     if not form.validate_on_submit():
         return _environment_page(_switch_form(), form, 400)
     chosen = environments().get(form.environment.data)
@@ -173,20 +173,22 @@ def status() -> ResponseReturnValue:
     )
 
 
-def _switch_form() -> SwitchEnvironmentForm:
-    form = SwitchEnvironmentForm()
+# Both forms of the environment page name their field `environment`: each reads the request only when it is the one
+# sent, so a refused switch leaves the preview menu showing the preview there is (and the other way round).
+def _switch_form(sent: bool = False) -> SwitchEnvironmentForm:
+    form = SwitchEnvironmentForm() if sent else SwitchEnvironmentForm(formdata=None)
     form.environment.choices = environment_choices()
-    if not form.is_submitted():
+    if not sent:
         form.environment.data = next(
             (e.name for e in environments().all() if e.configured and e.name != active_choice().active().name), None
         )
     return form
 
 
-def _preview_form() -> PreviewForm:
-    form = PreviewForm()
+def _preview_form(sent: bool = False) -> PreviewForm:
+    form = PreviewForm() if sent else PreviewForm(formdata=None)
     form.environment.choices = environment_choices(_("No preview: see the active environment"))
-    if not form.is_submitted():
+    if not sent:
         form.environment.data = previewed_name()
     return form
 

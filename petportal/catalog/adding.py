@@ -11,13 +11,17 @@ createPet for it. The store's answer, classified by the client (petstore.errors.
 | `Refused` | 400: the store refused the values | refused | only once corrected (form) or retried (import) |
 | `Unknown` | any other answer, or none after sending | unknown | never: the store may have added it |
 | `NotSent` | never reached the store, or the key was refused | issued | yes |
+| `Kept` | the form's animal was kept for the store's return (`keep_from_form`) | kept | by its one-row import |
 
-The add form and the import only present these outcomes; neither decides one. This is the only module
+An animal the form could not send because the store was not answering may be kept (`when_back=1`): its token
+becomes `kept` and a one-row import (`BulkImport.kept`) holds it, sent by the import runner, once, when the store
+answers again. The add form and the import only present these outcomes; neither decides one. This is the only module
 outside the client that calls `create_pet`.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import secrets
 import time
@@ -33,7 +37,9 @@ from petportal.data import audit
 from petportal.data.models import (
     AuditAction,
     AuditDetail,
+    BulkImport,
     ImportRow,
+    ImportState,
     Promotion,
     Reason,
     RowReason,
@@ -100,7 +106,12 @@ class NotSent:
     reason: Outcome
 
 
-AddOutcome = Created | Refused | Unknown | NotSent
+@dataclass(frozen=True)
+class Kept:
+    """Not sent: the animal is kept as a one-row import, sent once the store answers again (`keep_from_form`)."""
+
+
+AddOutcome = Created | Refused | Unknown | NotSent | Kept
 
 
 def send(ticket: Ticket, client: PetStoreClient) -> AddOutcome:
@@ -251,6 +262,56 @@ def add_from_form(ticket: FormTicket, client: PetStoreClient) -> AddOutcome:
     return send(ticket, client)
 
 
+def keep_from_form(ticket: FormTicket, timeout: float) -> AddOutcome:
+    """Keep the form's animal, at most once for its token, as a one-row import that the import runner sends once
+    the store answers again (its watcher picks it up; the runner keeps it queued while the store is not answering).
+    `timeout`: the client's, for how long a repeat of a form being sent waits for its outcome."""
+    wait_until = time.monotonic() + timeout * 3 + 2
+    while not _claim_form(ticket):
+        earlier = _wait_for_outcome(ticket, wait_until)
+        if earlier is not None:
+            return earlier
+    animal, kept_at = ticket.animal, now()
+    import_id = secrets.token_urlsafe(16)
+    try:
+        db.session.add(
+            BulkImport(
+                id=import_id,
+                user_id=ticket.user_id,
+                username=ticket.username,
+                environment=ticket.environment,
+                filename="",
+                digest=hashlib.sha256(ticket.token.encode()).hexdigest(),
+                total=1,
+                state=ImportState.QUEUED,
+                kept=True,
+                started_at=kept_at,
+            )
+        )
+        db.session.flush()
+        db.session.add(
+            ImportRow(
+                import_id=import_id,
+                position=1,
+                line=1,
+                name=animal.name,
+                category=str(animal.category_id),
+                category_id=animal.category_id,
+                status=animal.status,
+                state=TicketState.ISSUED,
+                updated_at=kept_at,
+            )
+        )
+        ticket.settle(TicketState.KEPT, None, None)
+        db.session.commit()  # the keep step: the token and the import that now holds its animal, together
+    except SQLAlchemyError:
+        db.session.rollback()
+        ticket.settle(TicketState.ISSUED, None, None)  # nothing was kept: the form may be sent again
+        db.session.commit()
+        raise
+    return Kept()
+
+
 def _claim_form(ticket: FormTicket) -> bool:
     claimed = updated_one(
         update(SubmissionToken)
@@ -286,6 +347,8 @@ def _wait_for_outcome(ticket: FormTicket, deadline: float) -> AddOutcome | None:
             raise EnvironmentChanged(row.environment)
         if row.state == TicketState.CREATED:
             return Created(row.pet_id, repeated=True)
+        if row.state == TicketState.KEPT:
+            return Kept()
         if row.state in (TicketState.ISSUED, TicketState.REFUSED):
             return None
         if row.state == TicketState.UNKNOWN or time.monotonic() > deadline:
@@ -313,9 +376,13 @@ class RowTicket:
     animal: NewAnimal
     # A promotion's row: the animal's id on staging, claimed in the ledger (`Promotion`) with the row.
     staging_id: int | None = None
+    # The add form's animal, kept for the store's return: audited as the form's own addition.
+    kept: bool = False
 
     @property
     def source(self) -> dict[str, audit.Value]:
+        if self.kept:
+            return {}
         if self.staging_id is not None:
             return {"import_id": self.import_id, "staging_id": self.staging_id}
         return {"import_id": self.import_id, "line": self.line}

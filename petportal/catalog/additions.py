@@ -1,11 +1,16 @@
-"""What each account added through the portal: its "Your additions" page reads these, not the audit log."""
+"""What each account added through the portal: its "Your additions" page reads these, not the audit log. Beside
+them, the animals it kept for the store's return (catalog/adding.keep_from_form) until each is added."""
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
 
 from sqlalchemy import select
 
-from petportal.data.models import Addition, User
+from petportal.data.models import Addition, BulkImport, ImportRow, Reason, TicketState, User
 from petportal.extensions import db
+from petportal.petstore import StoreReason
+from petportal.petstore.words import store_words
 
 RECENT = 50
 
@@ -27,4 +32,56 @@ def recent(user: User) -> dict[str, Sequence[Addition]]:
             .limit(RECENT)
         )
         found[environment_name] = db.session.scalars(query).all()
+    return found
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """An animal kept for the store's return and not added (yet): waiting, refused by the store, or unknown."""
+
+    name: str
+    category_id: int | None
+    status: str | None
+    state: TicketState
+    reason: Reason | None
+    kept_at: datetime
+
+    @property
+    def waits(self) -> bool:
+        """Whether it is still to be sent (it may be being sent right now)."""
+        return self.state in (TicketState.ISSUED, TicketState.SENDING)
+
+    def refusal(self) -> str:
+        """Why the store refused it, in the reader's language (its state is `refused`)."""
+        reason = self.reason or {}
+        return store_words(
+            StoreReason(reason.get("said", StoreReason.STATUS)), reason.get("message", ""), reason.get("status")
+        )
+
+
+def waiting(user: User) -> dict[str, list[Waiting]]:
+    """{environment name: the animals this account kept for the store's return and that were not added, newest
+    first, at most RECENT}, for each environment it works on; an animal added since is among `recent`."""
+    found: dict[str, list[Waiting]] = {}
+    for environment_name in sorted(user.environments):
+        query = (
+            select(
+                ImportRow.name,
+                ImportRow.category_id,
+                ImportRow.status,
+                ImportRow.state,
+                ImportRow.reason,
+                BulkImport.created_at,
+            )
+            .join(BulkImport, BulkImport.id == ImportRow.import_id)
+            .where(
+                BulkImport.kept,
+                BulkImport.user_id == user.id,
+                BulkImport.environment == environment_name,
+                ImportRow.state != TicketState.CREATED,
+            )
+            .order_by(BulkImport.created_at.desc())
+            .limit(RECENT)
+        )
+        found[environment_name] = [Waiting(*row) for row in db.session.execute(query)]
     return found

@@ -12,6 +12,9 @@ if TYPE_CHECKING:
     from petportal.petstore import Pet
 
 SORTS = ("id", "name", "category", "status")
+# Each order the list offers: a column, or a column with a leading "-" for the reverse order.
+REVERSED = "-"
+SORT_ORDERS = (*SORTS, *(REVERSED + key for key in SORTS))
 # A character that folds to more than this many keeps its own form: a ligature of a phrase (U+FDFA is 18 letters under
 # NFKD) is no spelling variant, and unfolded it costs a page no more than a letter does (bench/guard.py).
 LONGEST_FOLDING = 3
@@ -41,16 +44,21 @@ def matching(animals: Iterable[Pet], text: str | None) -> list[Pet]:
     return [animal for animal in animals if wanted in folded(animal.name)]
 
 
-def sorted_by(animals: Iterable[Pet], key: str, labels: Mapping[int, str]) -> list[Pet]:
-    """`animals` in `key` order (one of SORTS); ties keep id order, and an animal without a status is last.
-    By category, labelled categories come first in label order ("Cats", "Dogs"), then the others by id."""
-    by_id = sorted(animals, key=lambda animal: animal.id)
+def sorted_by(animals: Iterable[Pet], order: str, labels: Mapping[int, str]) -> list[Pet]:
+    """`animals` in `order` (one of SORT_ORDERS: a column, reversed by a leading "-"); ties keep id order either way,
+    and an animal without a status is last in both orders of status. By category, labelled categories come first
+    in label order ("Cats", "Dogs"), then the others by id (and the other way round, reversed)."""
+    key, reverse = order.removeprefix(REVERSED), order.startswith(REVERSED)
+    by_id = sorted(animals, key=lambda animal: animal.id, reverse=reverse and key == "id")
     if key == "name":
-        return sorted(by_id, key=lambda animal: folded(animal.name))
+        return sorted(by_id, key=lambda animal: folded(animal.name), reverse=reverse)
     if key == "category":
-        return sorted(by_id, key=lambda animal: _category_order(animal.category_id, labels))
+        return sorted(by_id, key=lambda animal: _category_order(animal.category_id, labels), reverse=reverse)
     if key == "status":
-        return sorted(by_id, key=lambda animal: (animal.status is None, animal.status or ""))
+        given = sorted(
+            (animal for animal in by_id if animal.status), key=lambda animal: animal.status or "", reverse=reverse
+        )
+        return given + [animal for animal in by_id if not animal.status]
     return by_id
 
 

@@ -1,5 +1,8 @@
 """Category labels: the names admins give category ids, per environment, since the pet store shows none.
 
+A label may be given per language (German, Spanish); a language without its own shows the default label
+(`in_language`). Every page shows the labels in the visitor's language (`labels`).
+
 Each process reads an environment's labels from the database at most once a second (the busiest page
 would otherwise pay a query for every render), as it does the active environment. So a change shows
 at once in the process that made it and within a second in every other; it also bumps the environment's
@@ -8,6 +11,7 @@ page-cache generation, so no cached page shows the old label for longer.
 
 import logging
 import time
+from collections.abc import Mapping
 
 from flask import current_app
 from sqlalchemy import select
@@ -18,63 +22,105 @@ from petportal.data.database import cause
 from petportal.data.models import AuditAction, AuditDetail, CategoryLabel
 from petportal.data.unit_of_work import after_commit
 from petportal.extensions import DATABASE_OUTAGES, db
+from petportal.i18n.languages import DEFAULT_LANGUAGE, LANGUAGES, visitor_language
 from petportal.web import page_cache
 
 log = logging.getLogger(__name__)
 LABEL_MAX_LENGTH = 60
 REFRESH_SECONDS = 1.0
 _READ = "petportal.category_labels"
-# What this process last read, in app.extensions[_READ]: {environment name: (when, {category id: label})}.
-LabelsRead = dict[str, tuple[float, dict[int, str]]]
+# What this process last read, in app.extensions[_READ]: {environment name: (when, {language: {category id: label}})}.
+LabelsRead = dict[str, tuple[float, dict[str, dict[int, str]]]]
+# The languages whose label has a column of its own (CategoryLabel.label_de, ...); the default label serves the rest.
+OWN_LABELS = tuple(code for code in LANGUAGES if code != DEFAULT_LANGUAGE)
 
 
-def labels(environment_name: str) -> dict[int, str]:
-    """{category id: label} for one environment (shared: do not change it). While the database is down,
-    the labels last read, or none: customers keep browsing."""
+def in_language(row: CategoryLabel, language: str) -> str:
+    """What `row` reads in `language`: its own label there, else the default label."""
+    own: str | None = getattr(row, f"label_{language}", None) if language in OWN_LABELS else None
+    return own or row.label
+
+
+def labels(environment_name: str, language: str | None = None) -> dict[int, str]:
+    """{category id: label} for one environment, in `language` (the visitor's by default; shared: do not change
+    it). While the database is down, the labels last read, or none: customers keep browsing."""
     known: LabelsRead = current_app.extensions.setdefault(_READ, {})
     read_at, found = known.get(environment_name, (0.0, {}))
     if time.monotonic() - read_at > REFRESH_SECONDS:
-        query = select(CategoryLabel.category_id, CategoryLabel.label)
         try:
-            found = dict(db.session.execute(query.where(CategoryLabel.environment == environment_name)).all())
+            rows = db.session.scalars(select(CategoryLabel).where(CategoryLabel.environment == environment_name)).all()
+            found = {code: {row.category_id: in_language(row, code) for row in rows} for code in LANGUAGES}
         except DATABASE_OUTAGES as error:
             db.session.rollback()
             log.error("the portal's database is unavailable: %s", cause(error))
         known[environment_name] = (time.monotonic(), found)
-    return found
+    return found.get(language or visitor_language(), {})
+
+
+def choices(environment_name: str) -> list[tuple[int, str]]:
+    """(category id, label) of each labelled category in the visitor's language, in label order ignoring case,
+    then by id: what the add form offers."""
+    return sorted(labels(environment_name).items(), key=lambda choice: (folded(choice[1]), choice[0]))
+
+
+def label_ids(environment_name: str) -> dict[str, int]:
+    """{label, folded: category id}: what a category written as a label names, in the visitor's language first,
+    then by the default labels (a file written in another language still reads)."""
+    named = {folded(label): category_id for category_id, label in labels(environment_name, DEFAULT_LANGUAGE).items()}
+    named.update({folded(label): category_id for category_id, label in labels(environment_name).items()})
+    return named
 
 
 def all_labels(environment_name: str) -> list[CategoryLabel]:
-    """One environment's labels, in label order ignoring case, then by id: for the admin page and the add form."""
+    """One environment's labels, in default label order ignoring case, then by id: for the admin page."""
     rows = db.session.scalars(select(CategoryLabel).where(CategoryLabel.environment == environment_name)).all()
     return sorted(rows, key=lambda row: (folded(row.label), row.category_id))
 
 
 class LabelTaken(ValueError):
-    """Another category of the environment already has this label (ignoring case): `label` names `category_id`."""
+    """Another category of the environment already reads `label` (ignoring case) in `language` (None: in every
+    language the default label serves): `label` names `category_id` there."""
 
-    def __init__(self, label: str, category_id: int) -> None:
-        super().__init__(label, category_id)
-        self.label, self.category_id = label, category_id
+    def __init__(self, label: str, category_id: int, language: str | None = None) -> None:
+        super().__init__(label, category_id, language)
+        self.label, self.category_id, self.language = label, category_id, language
 
 
-def name(environment_name: str, category_id: int, label: str, actor: str | None = None) -> None:
-    """Give `category_id` the label `label` in one environment (adding or renaming it), audited (as `actor`, else
-    the user of the request). Raises LabelTaken when another category there already reads the same, since people
-    could not tell them apart."""
-    for other in all_labels(environment_name):
-        if other.category_id != category_id and folded(other.label) == folded(label):
-            raise LabelTaken(other.label, other.category_id)
+def name(
+    environment_name: str,
+    category_id: int,
+    label: str,
+    actor: str | None = None,
+    own_labels: Mapping[str, str | None] | None = None,
+) -> None:
+    """Give `category_id` the label `label` in one environment (adding or renaming it), and its own label in each
+    language of `own_labels` ({"de": ..., "es": ...}; None or "": the default label there), audited (as `actor`,
+    else the user of the request). Raises LabelTaken when another category there would read the same in some
+    language, since people could not tell them apart."""
+    own = {code: (own_labels or {}).get(code) or None for code in OWN_LABELS}
+    others = [other for other in all_labels(environment_name) if other.category_id != category_id]
+    for code in LANGUAGES:
+        reads = own.get(code) or label
+        for other in others:
+            if folded(in_language(other, code)) == folded(reads):
+                raise LabelTaken(in_language(other, code), other.category_id, code if own.get(code) else None)
     row = db.session.get(CategoryLabel, (environment_name, category_id))
     key = folded(label)
+    previous: dict[str, audit.Value] = {}
     if row is None:
-        db.session.add(CategoryLabel(environment=environment_name, category_id=category_id, label=label, label_key=key))
-        detail, previous = AuditDetail.CATEGORY_LABELLED, {}
+        row = CategoryLabel(environment=environment_name, category_id=category_id, label=label, label_key=key)
+        db.session.add(row)
+        detail = AuditDetail.CATEGORY_LABELLED
     elif row.label == label:
-        return
+        if all(getattr(row, f"label_{code}") == own[code] for code in OWN_LABELS):
+            return
+        # Only a language's own label changed: the entry names the label again, not a rename to itself.
+        detail = AuditDetail.CATEGORY_LABELLED
     else:
         detail, previous = AuditDetail.CATEGORY_RENAMED, {"previous": row.label}
         row.label, row.label_key = label, key
+    for code in OWN_LABELS:
+        setattr(row, f"label_{code}", own[code])
     # A second admin giving another category the same label at this moment fails here, on the unique key: 409.
     db.session.flush()
     _changed(

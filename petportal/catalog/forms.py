@@ -9,6 +9,7 @@ from urllib.parse import urlencode
 from werkzeug.datastructures import MultiDict
 from wtforms import Field, Form, HiddenField, SelectChoice, SelectField, StringField
 from wtforms.validators import (
+    AnyOf,
     DataRequired,
     InputRequired,
     Length,
@@ -17,7 +18,7 @@ from wtforms.validators import (
 )
 
 from petportal.catalog.adding import NewAnimal
-from petportal.catalog.browse import SORTS
+from petportal.catalog.browse import SORT_ORDERS
 from petportal.i18n.lazy_text import lazy_gettext as _l
 from petportal.petstore import INT64_MAX, LIMIT_DEFAULT, LIMIT_MAX, LIMIT_MIN, PET_STATUSES
 from petportal.web.forms import PortalForm
@@ -27,9 +28,7 @@ from petportal.web.readers import WholeNumberField
 # The portal's own rule, not the API's: a name people can read in a list.
 NAME_MAX_LENGTH = 100
 SEARCH_MAX_LENGTH = 100
-# Each order of the list, and each status, as the filter's choices name them.
-SORT_LABELS = {"id": _l("Id"), "name": _l("Name"), "category": _l("Category"), "status": _l("Status")}
-SORT_CHOICES = [SelectChoice(key, SORT_LABELS[key]) for key in SORTS]
+# Each status as the filter's choices name it.
 STATUS_LABELS = {"available": _l("Available"), "pending": _l("Pending"), "sold": _l("Sold")}
 
 
@@ -137,7 +136,20 @@ class AnimalFilterForm(PortalForm):
             ),
         ],
     )
-    sort = SelectField(_l("Sort by"), choices=SORT_CHOICES, default="id", filters=[lambda value: value or "id"])
+    # No menu: the table's headings link to each order (catalog/list.html), and the filter keeps the one in use.
+    sort = SelectField(
+        _l("Sort by"),
+        choices=[SelectChoice(order, order) for order in SORT_ORDERS],
+        default="id",
+        filters=[lambda value: value or "id"],
+        validate_choice=False,
+        validators=[
+            AnyOf(
+                SORT_ORDERS,
+                message=_l("Sort by id, name, category or status, each also with a leading “-” for the reverse order."),
+            )
+        ],
+    )
 
     def query(self) -> PetsQuery:
         """The listPets arguments this filter asks for."""
@@ -192,3 +204,9 @@ class AddAnimalForm(AnimalForm):
     """The staff form that adds one animal to the environment being served."""
 
     submission_token = HiddenField()
+    # "1": the store was not answering, and the animal is to be kept and added once it answers again.
+    when_back = HiddenField()
+
+    def keep_for_later(self) -> bool:
+        """Whether this submission asks to keep the animal for the store's return (`when_back=1`)."""
+        return bool(self.when_back.data == "1")

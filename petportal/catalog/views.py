@@ -1,6 +1,7 @@
 """Views of the catalog: the list and its download, one animal, and the add form."""
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 
 from flask import (
     Blueprint,
@@ -27,6 +28,7 @@ from petportal.catalog.forms import (
 )
 from petportal.clock import now
 from petportal.data.models import Role
+from petportal.i18n.languages import environment_label
 from petportal.petstore import (
     GET_PET_REMOVAL,
     LIMIT_MAX,
@@ -37,6 +39,7 @@ from petportal.petstore import (
 )
 from petportal.petstore.environments import Store
 from petportal.petstore.words import store_words
+from petportal.serving import stand_in
 from petportal.serving.request import serving
 from petportal.telemetry import metrics
 from petportal.web import page_cache
@@ -76,7 +79,8 @@ def list_animals() -> ResponseReturnValue:
     form = AnimalFilterForm(formdata=request.args)
     if not form.validate():
         return render_template("catalog/list.html", form=form, animals=None), 400
-    return list_page(form, serving().client.list_pets(**form.query()))
+    answer = stand_in.list_pets(serving(), **form.query())
+    return list_page(form, answer.value, as_of=answer.as_of)
 
 
 @bp.get("/animals.csv")
@@ -114,9 +118,9 @@ def list_withheld(_error: browse.NamesQuoteSecret) -> ErrorPage:
     return render_error(502, message, title=_("List withheld"))
 
 
-def list_page(form: AnimalFilterForm, fetched: Sequence[Pet]) -> str:
+def list_page(form: AnimalFilterForm, fetched: Sequence[Pet], as_of: datetime | None = None) -> str:
     """The list page for a valid filter `form` and the animals listPets returned for it (the benches in
-    bench/ draw it through here too)."""
+    bench/ draw it through here too); `as_of`: the time of the store's last good answer standing in for it."""
     query = form.query()
     labels = categories.labels(serving().environment.name)
     return render_template(
@@ -128,6 +132,7 @@ def list_page(form: AnimalFilterForm, fetched: Sequence[Pet]) -> str:
         kept=form.kept(),
         labels=labels,
         more_may_exist=len(fetched) == query["limit"],
+        as_of=as_of,
     )
 
 
@@ -137,7 +142,8 @@ def show_animal(pet_id: int) -> ResponseReturnValue:
     """One animal, with a way back to the list as it was filtered."""
     back = AnimalFilterForm(formdata=request.args)
     back_query = back.kept() if back.validate() else {}
-    animal = find_animal(pet_id)
+    found = find_animal(pet_id)
+    animal = found.value
     if animal is None:
         message = _(
             "The pet store no longer looks up single animals, and this one is not among the first %(count)s it lists.",
@@ -145,18 +151,23 @@ def show_animal(pet_id: int) -> ResponseReturnValue:
         )
         return render_error(404, message)
     labels = categories.labels(serving().environment.name)
-    return render_template("catalog/detail.html", animal=animal, back_query=back_query, labels=labels)
+    return render_template(
+        "catalog/detail.html", animal=animal, back_query=back_query, labels=labels, as_of=found.as_of
+    )
 
 
-def find_animal(pet_id: int) -> Pet | None:
-    """The animal from getPet before its removal date (unless it answers 410), else from listPets; None if neither."""
-    client = serving().client
+def find_animal(pet_id: int) -> stand_in.Answer[Pet | None]:
+    """The animal from getPet before its removal date (unless it answers 410), else from listPets; None if neither.
+    Either call's last good answer stands in while the store is not answering."""
+    current = serving()
     if now().date() < GET_PET_REMOVAL:
         try:
-            return client.get_pet(pet_id)
+            found = stand_in.get_pet(current, pet_id)
+            return stand_in.Answer(found.value, found.as_of)
         except Gone:
             current_app.logger.warning("getPet answered 410 Gone; finding animals through listPets instead")
-    return next((animal for animal in client.list_pets(limit=LIMIT_MAX) if animal.id == pet_id), None)
+    listed = stand_in.list_pets(current, limit=LIMIT_MAX, status=None)
+    return stand_in.Answer(next((animal for animal in listed.value if animal.id == pet_id), None), listed.as_of)
 
 
 @bp.route("/animals/new", methods=["GET", "POST"])
@@ -179,7 +190,10 @@ def add_animal() -> ResponseReturnValue:
         form.new_animal(),
     )
     try:
-        outcome = adding.add_from_form(ticket, current.client)
+        if form.keep_for_later():
+            outcome = adding.keep_from_form(ticket, current.client.timeout)
+        else:
+            outcome = adding.add_from_form(ticket, current.client)
     except adding.FormExpired:
         form.submission_token.data = adding.issue_form_token(current_user.id, environment.name)
         expired = _("This form has expired. Check the values and add the animal again.")
@@ -218,8 +232,21 @@ def add_animal() -> ResponseReturnValue:
             return key_rejected_page(environment.name)
         case adding.NotSent():
             metrics.SUBMISSIONS.labels("failed").inc()
-            message = _("The pet store is not answering, so nothing was added. Try again in a moment.")
-            return _form_again(form, environment, message, 503)
+            message = _(
+                "The pet store is not answering: nothing was sent, and nothing was added. Try again in a moment, or "
+                "keep this animal and the portal adds it once the store answers again."
+            )
+            return _form_again(form, environment, message, 503, offer_to_keep=True)
+        case adding.Kept():
+            metrics.SUBMISSIONS.labels("kept").inc()
+            kept = _(
+                "%(name)s is kept: the portal adds it to %(environment)s once the pet store answers again. It waits "
+                "in Your additions until then.",
+                name=form.name.data,
+                environment=environment_label(environment.name),
+            )
+            flash(kept, "info")
+            return redirect(url_for(".your_additions"), 303)
     return redirect(url_for(".show_animal", pet_id=pet_id), 303)
 
 
@@ -227,7 +254,12 @@ def add_animal() -> ResponseReturnValue:
 @role_required(Role.STAFF)
 def your_additions() -> str:
     """The animals this account added through the portal, the latest first, per environment."""
-    return render_template("catalog/additions.html", additions=additions.recent(current_user), recent=additions.RECENT)
+    return render_template(
+        "catalog/additions.html",
+        additions=additions.recent(current_user),
+        waiting=additions.waiting(current_user),
+        recent=additions.RECENT,
+    )
 
 
 def _refused_query(form: AnimalFilterForm) -> str:
@@ -238,15 +270,20 @@ def _refused_query(form: AnimalFilterForm) -> str:
     return _("The animals cannot be downloaded for this query. %(problems)s", problems=problems)
 
 
-def _form_again(form: AddAnimalForm, environment: Store, message: str | None, status: int) -> ErrorPage:
+def _form_again(
+    form: AddAnimalForm, environment: Store, message: str | None, status: int, *, offer_to_keep: bool = False
+) -> ErrorPage:
     if message:
         form.form_errors.append(message)
-    return _add_page(form, environment), status
+    return _add_page(form, environment, offer_to_keep=offer_to_keep), status
 
 
-def _add_page(form: AddAnimalForm, environment: Store) -> str:
-    labelled = categories.all_labels(environment.name)
-    return render_template("catalog/new.html", form=form, environment=environment, labelled=labelled)
+def _add_page(form: AddAnimalForm, environment: Store, *, offer_to_keep: bool = False) -> str:
+    """The add form; `offer_to_keep`: the store was not answering, so it offers to keep the animal for its return."""
+    labelled = categories.choices(environment.name)
+    return render_template(
+        "catalog/new.html", form=form, environment=environment, labelled=labelled, offer_to_keep=offer_to_keep
+    )
 
 
 def _not_recorded(outcome: adding.AddOutcome, name: str) -> str:

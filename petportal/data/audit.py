@@ -15,7 +15,7 @@ from typing import Any
 
 from flask import request
 from flask_login import current_user
-from sqlalchemy import Row, Select, func, select, update
+from sqlalchemy import ColumnElement, Row, Select, func, or_, select, update
 
 from petportal.clock import now
 from petportal.config import Environment
@@ -111,7 +111,7 @@ def matching(chosen: Filter) -> Select[AuditEntry]:
     """The entries `chosen` lets through, newest first: the one query of the audit page and of its download."""
     query = select(AuditEntry).order_by(AuditEntry.id.desc())
     if chosen.actor is not None:
-        query = query.where(AuditEntry.actor == chosen.actor)
+        query = query.where(_names(chosen.actor))
     if chosen.action is not None:
         query = query.where(AuditEntry.action == chosen.action)
     if chosen.environment is not None:
@@ -121,6 +121,16 @@ def matching(chosen: Filter) -> Select[AuditEntry]:
     if chosen.until is not None and chosen.until < date.max:
         query = query.where(AuditEntry.at < _midnight(chosen.until + timedelta(days=1)))
     return query
+
+
+def _names(part: str) -> ColumnElement[bool]:
+    """Entries that name `part` (any case, anywhere in the name): as who acted, as the account acted on, or as the
+    owner of the import an admin started or discarded (its details name it)."""
+    return or_(
+        AuditEntry.actor.icontains(part, autoescape=True),
+        AuditEntry.target.icontains(part, autoescape=True),
+        AuditEntry.details["owner"].as_string().icontains(part, autoescape=True),
+    )
 
 
 def _midnight(day: date) -> datetime:

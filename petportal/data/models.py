@@ -58,7 +58,8 @@ class TicketState(StrEnum):
     issued: not sent yet (or never reached the store: it may be sent); sending: one request or runner holds it
     and calls createPet; created: `pet_id` is the animal; refused: the store answered 400, nothing was added;
     unknown: the call may have reached the store, so it is never sent again. invalid: an import row the
-    portal's own checks refused at preview, never sent.
+    portal's own checks refused at preview, never sent. kept: an add form's token whose animal was kept, while the
+    store was not answering, as a one-row import sent when it answers again (`BulkImport.kept`).
     """
 
     ISSUED = "issued"
@@ -67,6 +68,7 @@ class TicketState(StrEnum):
     REFUSED = "refused"
     UNKNOWN = "unknown"
     INVALID = "invalid"
+    KEPT = "kept"
 
 
 class ImportState(StrEnum):
@@ -462,6 +464,10 @@ class CategoryLabel(Model):
     environment: Mapped[str] = mapped_column(String(32), primary_key=True)
     category_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
     label: Mapped[str] = mapped_column(String(60))
+    # The label in German and in Spanish, when it reads otherwise there; None: `label` is shown in that language
+    # too (catalog.categories.in_language). One column per language the portal speaks besides English.
+    label_de: Mapped[str | None] = mapped_column(String(60))
+    label_es: Mapped[str | None] = mapped_column(String(60))
     # The label as people compare labels (catalog.browse.folded), unique per environment: two categories never
     # read the same, not even when two admins name them at the same moment.
     label_key: Mapped[str] = mapped_column(String(240))
@@ -517,9 +523,26 @@ class BulkImport(Model):
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     # A promotion: the environment its animals are copied from (staging); None for a CSV file's import.
     source: Mapped[str | None] = mapped_column(String(32))
+    # An animal of the add form kept while the store was not answering (`when_back=1`): a one-row import that waits,
+    # queued, and is sent once the store answers again; shown in Your additions, not among the imports.
+    kept: Mapped[bool] = mapped_column(Boolean, default=False, server_default=sa_false())
     # Every row, in the file's order. Read only: rows are claimed and settled by conditional UPDATEs
     # (catalog/adding.py), never through this list.
     rows: Mapped[list["ImportRow"]] = relationship(order_by="ImportRow.position", viewonly=True)
+
+
+class LastGoodAnswer(Model):
+    """The pet store's last good answer to one read (listPets or getPet with its values) in one environment, as
+    the store's own records: it stands in while the store is not answering (serving/stand_in.py). Shared by every
+    process on this database; with Redis it is kept there instead."""
+
+    __tablename__ = "last_good_answers"
+
+    # The environment, its store's address, the operation and its values (stand_in.answer_key).
+    key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    environment: Mapped[str] = mapped_column(String(32))
+    answered_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
+    records: Mapped[Any] = mapped_column(JSON)
 
 
 class ImportRow(Model):

@@ -184,10 +184,15 @@ def register(app: Flask) -> None:
         return response
 
 
+def visitor_language() -> str:
+    """The code of the language this request is served in; outside a request (a command, the import runner),
+    English."""
+    return language_of(request.environ) if has_request_context() else DEFAULT_LANGUAGE
+
+
 def _request_language() -> Locale:
-    """Flask-Babel's locale selector: the request's language; outside a request (a command, the import
-    runner), English."""
-    return _locale(language_of(request.environ) if has_request_context() else DEFAULT_LANGUAGE)
+    """Flask-Babel's locale selector: the request's language (`visitor_language`)."""
+    return _locale(visitor_language())
 
 
 # docs/performance.md, "the i18n caches" (this, status_names, number's, lazy_text.translations, measured together).

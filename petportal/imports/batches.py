@@ -10,7 +10,8 @@ from __future__ import annotations
 import hashlib
 import secrets
 from collections import Counter
-from datetime import timedelta
+from datetime import datetime, timedelta
+from enum import Enum
 from typing import Any
 
 from sqlalchemy import CursorResult, delete, exists, func, insert, select, update
@@ -21,7 +22,8 @@ from petportal.data.unit_of_work import updated_one
 from petportal.extensions import db
 from petportal.imports.files import Row
 
-# A preview nobody started is deleted after this long (with the next upload).
+# A preview nobody started is deleted after this long (clear_expired_previews: with the next upload or list of
+# imports, or when it is opened).
 PREVIEW_LIFETIME = timedelta(days=1)
 RECENT = 20
 # A runner may take over an import in these states; the others wait for staff.
@@ -37,15 +39,7 @@ def create(
 ) -> BulkImport:
     """Store a checked file as a preview for `user` and `environment_name`; nothing is sent. `source`: the
     environment a promotion's rows come from."""
-    expired = select(BulkImport.id).where(
-        BulkImport.state == ImportState.PREVIEW, BulkImport.created_at < now() - PREVIEW_LIFETIME
-    )
-    # The rows first, by hand: SQLite enforces no foreign keys unless told to, so ON DELETE CASCADE is not enough.
-    db.session.execute(delete(ImportRow).where(ImportRow.import_id.in_(expired)))
-    db.session.execute(
-        delete(BulkImport).where(BulkImport.id.in_(expired.scalar_subquery())),
-        execution_options={"synchronize_session": False},
-    )
+    clear_expired_previews()
     batch = BulkImport(
         id=secrets.token_urlsafe(16),
         user_id=user.id,
@@ -87,11 +81,45 @@ def create(
     return batch
 
 
-def find(import_id: str, user: Any) -> BulkImport | None:
-    """The import `import_id` if `user` may see it: their own, or any for an admin; to an environment they work on."""
+class Closed(Enum):
+    """Why an import cannot be opened by the person asking (`find`)."""
+
+    MISSING = "missing"  # no such import, or another person's (which is not said)
+    OTHER_ENVIRONMENT = "other_environment"  # theirs, or any for an admin, but to an environment they no longer work on
+
+
+def _preview_expiry() -> datetime:
+    """A preview made before this moment, and never started, is gone (the portal's one clock)."""
+    return now() - PREVIEW_LIFETIME
+
+
+def clear_expired_previews() -> None:
+    """Delete every preview nobody started within PREVIEW_LIFETIME, with its rows: they would pile up under "Your
+    imports". Nothing of theirs was ever sent, so nothing is lost."""
+    expired = select(BulkImport.id).where(
+        BulkImport.state == ImportState.PREVIEW, BulkImport.created_at < _preview_expiry()
+    )
+    # The rows first, by hand: SQLite enforces no foreign keys unless told to, so ON DELETE CASCADE is not enough.
+    db.session.execute(delete(ImportRow).where(ImportRow.import_id.in_(expired)))
+    db.session.execute(
+        delete(BulkImport).where(BulkImport.id.in_(expired.scalar_subquery())),
+        execution_options={"synchronize_session": False},
+    )
+
+
+def find(import_id: str, user: Any) -> BulkImport | Closed:
+    """The import `import_id` if `user` may see it: their own, or any for an admin; to an environment they work on.
+    Otherwise why not (`Closed`). A preview left unstarted for PREVIEW_LIFETIME is gone (and cleared now, with any
+    other)."""
     batch = db.session.get(BulkImport, import_id)
-    if batch is None or not (batch.user_id == user.id or user.is_admin) or not user.works_on(batch.environment):
-        return None
+    if batch is None or not (batch.user_id == user.id or user.is_admin):
+        return Closed.MISSING
+    if batch.state == ImportState.PREVIEW and batch.created_at < _preview_expiry():
+        db.session.expunge(batch)
+        clear_expired_previews()
+        return Closed.MISSING
+    if not user.works_on(batch.environment):
+        return Closed.OTHER_ENVIRONMENT
     return batch
 
 
@@ -101,10 +129,16 @@ def still_there(import_id: str) -> bool:
 
 
 def recent(user: User) -> list[BulkImport]:
-    """This account's latest imports to the environments it works on, newest first."""
+    """This account's latest imports to the environments it works on, newest first (previews left for a day
+    cleared first)."""
+    clear_expired_previews()
     query = (
         select(BulkImport)
-        .where(BulkImport.user_id == user.id, BulkImport.environment.in_(sorted(user.environments)))
+        .where(
+            BulkImport.user_id == user.id,
+            BulkImport.environment.in_(sorted(user.environments)),
+            BulkImport.kept.is_(False),  # an animal kept by the add form is shown in Your additions
+        )
         .order_by(BulkImport.created_at.desc())
     )
     return list(db.session.scalars(query.limit(RECENT)))

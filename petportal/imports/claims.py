@@ -79,6 +79,7 @@ def claim_next_row(batch: BulkImport, runner: str) -> adding.RowTicket | None:
                 batch.environment,
                 adding.NewAnimal(row.name, row.category_id, row.status),
                 row.source_id,
+                batch.kept,
             )
         if promoted_before:
             continue

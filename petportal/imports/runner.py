@@ -9,7 +9,9 @@ their call may have reached the store, so they are never resent. The rows still 
 
 Each row's outcome settles it (created, refused, unknown, or not sent). An unknown outcome, a refused key
 or a store that cannot be reached pauses the import until staff resume it; a row not sent goes back to
-`issued`. Each step commits once: taking the import over, claiming a row, settling it, finishing.
+`issued`. An animal the add form kept for the store's return (a one-row import, `BulkImport.kept`) is never paused:
+it stays queued, and a runner tries again after KEPT_RETRY_SECONDS (KEPT_KEY_RETRY_SECONDS for a refused key).
+Each step commits once: taking the import over, claiming a row, settling it, finishing.
 
 A process that stops (SIGTERM) hands its imports back (`hand_back`): its runners claim no more rows, settle
 the rows under way and give their lease up, so another process takes each import at once rather than after
@@ -55,6 +57,10 @@ from petportal.serving.choice import active_choice
 
 log = logging.getLogger(__name__)
 RENEW_SECONDS = 1.0
+# How long an animal kept for the store's return waits between tries while the store is not answering (the engines'
+# watchers then pick it up, within `import_watch_seconds`).
+KEPT_RETRY_SECONDS = 3.0
+KEPT_KEY_RETRY_SECONDS = 60.0
 
 
 class _Runners:
@@ -215,8 +221,14 @@ def _places(app: Flask, environment: str) -> threading.BoundedSemaphore:
 def _finish(batch: BulkImport, runner: str, pause: StopReason | None, stop: Reason | None) -> None:
     if (pause is not None or stop is not None) and not counts(batch.id)[TicketState.ISSUED]:
         pause = stop = None  # nothing is left to send: the import is done, its unknown rows listed
-    state, reason = ImportState.DONE, None
-    if pause is not None:
+    reason: Reason | None = None
+    state, again_at = ImportState.DONE, None
+    if pause is not None and batch.kept:
+        # An animal kept for the store's return waits for it, queued: a runner tries again after a moment (a refused
+        # key waits longer, for an operator to fix it). Nobody resumes it by hand: it is in no list of imports.
+        wait = KEPT_RETRY_SECONDS if pause is StopReason.UNAVAILABLE else KEPT_KEY_RETRY_SECONDS
+        state, reason, again_at = ImportState.QUEUED, {"code": pause}, now() + timedelta(seconds=wait)
+    elif pause is not None:
         state, reason = ImportState.PAUSED, {"code": pause}
     elif stop is not None:
         state, reason = ImportState.STOPPED, stop
@@ -226,12 +238,12 @@ def _finish(batch: BulkImport, runner: str, pause: StopReason | None, stop: Reas
         state=state,
         reason=reason,
         runner=None,
-        lease_until=None,
+        lease_until=again_at,
         finished_at=now() if state == ImportState.DONE else None,
     )
     if ended:
         log.info("bulk import %s: %s", batch.id, state)
-    if ended and state == ImportState.DONE:
+    if ended and state == ImportState.DONE and not batch.kept:  # a kept animal's row is audited as the form's
         found = counts(batch.id)
         promotion = batch.source is not None
         audit.record(

@@ -3,7 +3,7 @@
 from collections.abc import Callable
 from typing import Any
 
-from flask import Blueprint, Response, abort, flash, redirect, render_template, request, url_for
+from flask import Blueprint, Response, abort, flash, make_response, redirect, render_template, request, url_for
 from flask.blueprints import BlueprintSetupState
 from flask.typing import ResponseReturnValue
 from flask_babel import gettext as _
@@ -13,7 +13,6 @@ from werkzeug.datastructures import CombinedMultiDict
 
 from petportal.auth.access import role_required
 from petportal.catalog import categories
-from petportal.catalog.browse import folded
 from petportal.catalog.forms import BIDI_CONTROLS
 from petportal.data import audit
 from petportal.data.models import AuditAction, AuditDetail, BulkImport, ImportRow, ImportState, Role, TicketState
@@ -46,6 +45,10 @@ STATES = {
     ImportState.DONE: _l("done"),
 }
 DISCARDED = _l("This import was discarded: nothing of it was sent.")
+OTHER_ENVIRONMENT = _l(
+    "This import was made for an environment your account no longer works on, so it cannot be opened here. "
+    "An admin who works on that environment can still open it."
+)
 RESULT_COLUMNS = ("line", "name", "categoryId", "status", "outcome", "id", "message")
 PROMOTION_COLUMNS = ("stagingId", "name", "categoryId", "status", "outcome", "productionId", "message")
 
@@ -66,9 +69,8 @@ def upload() -> ResponseReturnValue:
     if form.validate_on_submit():
         upload = form.file.data
         raw = upload.read(files.FILE_MAX_BYTES + 1)
-        label_ids = {folded(row.label): row.category_id for row in categories.all_labels(environment.name)}
         try:
-            rows = files.read(raw, label_ids)
+            rows = files.read(raw, categories.label_ids(environment.name))
         except files.FileRefused as refused:
             form.file.errors.append(_("%(problem)s Nothing was stored.", problem=str(refused)))
         else:
@@ -173,8 +175,12 @@ def discard(import_id: str) -> ResponseReturnValue:
 
 def _find(import_id: str) -> BulkImport:
     batch = batches.find(import_id, current_user)
-    if batch is None:
-        abort(404)
+    match batch:
+        case batches.Closed.MISSING:
+            abort(404)
+        case batches.Closed.OTHER_ENVIRONMENT:
+            # Theirs (or an admin's to see), but for an environment the account no longer works on: say so.
+            abort(make_response(render_error(403, str(OTHER_ENVIRONMENT), title=_("Import on another environment"))))
     if batches.needs_runner(batch):
         engines.dispatch(batch.id)  # its runner stopped (a restart): resume it
     return batch

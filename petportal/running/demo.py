@@ -32,6 +32,15 @@ STORE_COMMAND = [sys.executable, "-m", "flask", "--app", "petportal.reference_st
 DEMO_ACCOUNTS = (("staff", Role.STAFF), ("admin", Role.ADMIN))
 # The sample animals' categories, by name, in both environments (the import page's example row uses "Cats").
 DEMO_LABELS = {1: "Dogs", 2: "Cats", 3: "Fish", 4: "Birds", 5: "Rabbits", 6: "Turtles"}
+# The same labels as German and Spanish readers see them (catalog.categories.name's `own_labels`).
+DEMO_OWN_LABELS = {
+    1: {"de": "Hunde", "es": "Perros"},
+    2: {"de": "Katzen", "es": "Gatos"},
+    3: {"de": "Fische", "es": "Peces"},
+    4: {"de": "Vögel", "es": "Aves"},
+    5: {"de": "Kaninchen", "es": "Conejos"},
+    6: {"de": "Schildkröten", "es": "Tortugas"},
+}
 PR_SET_PDEATHSIG = 1
 log = logging.getLogger(__name__)
 
@@ -63,14 +72,14 @@ def portal(create_app: Callable[..., Flask], host: str, port: int) -> Flask:
         upgrade_database()
         for environment in Environment:
             for category_id, label in DEMO_LABELS.items():
-                categories.name(environment, category_id, label, actor=audit.DEMO)
+                categories.name(environment, category_id, label, audit.DEMO, DEMO_OWN_LABELS[category_id])
         create_accounts(stores)
     return app
 
 
 def _check_port(host: str, port: int) -> None:
     if not is_running_from_reloader():  # a reloader child serves on its parent's socket
-        check_free(host, port, "port with --port, for example --port 8080")
+        check_free(host, port, lambda free: f"port with --port, for example --port {free} (free when checked)")
 
 
 def start_stores(instance_path: str) -> dict[str, dict[str, str]]:

@@ -4,7 +4,7 @@ import ctypes
 import socket
 import subprocess
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from petportal.config import ConfigurationError
 
@@ -16,21 +16,47 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def check_free(host: str, port: int, choose: str) -> None:
-    """Refuse, in one line saying how to `choose` another, an address a server could not listen on now ("Address
-    already in use"). Bound as servers bind (SO_REUSEADDR: a port holding only closed connections is free), then
-    closed."""
+# How many ports after a busy one are tried for a hint before the system is asked for any free one.
+NEARBY_PORTS = 20
+
+
+def check_free(host: str, port: int, choose: Callable[[int], str]) -> None:
+    """Refuse, in one line, an address a server could not listen on now ("Address already in use"), saying how to
+    choose another: `choose(port)` words the hint for a port that was free when checked (`free_port_after`)."""
     try:
-        addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-        family, kind, _, _, address = addresses[0]
-        with socket.socket(family, kind) as sock:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            sock.bind(address)
+        _bind(host, port)
     except (OSError, UnicodeError) as error:
         reason = getattr(error, "strerror", None) or error
         raise ConfigurationError(
-            f"cannot listen on {host}:{port} ({reason}): stop what uses it, or choose another {choose}."
+            f"cannot listen on {host}:{port} ({reason}): stop what uses it, or choose another "
+            f"{choose(free_port_after(host, port))}."
         ) from None
+
+
+def free_port_after(host: str, port: int) -> int:
+    """A port a server could listen on at `host` when checked: the first free one of the NEARBY_PORTS after `port`
+    (an operator's next guess), else one the system picks. A hint never names a port that was busy."""
+    for nearby in range(port + 1, min(port + NEARBY_PORTS, 65535) + 1):
+        try:
+            _bind(host, nearby)
+        except (OSError, UnicodeError):
+            continue
+        return nearby
+    try:
+        return _bind(host, 0)
+    except (OSError, UnicodeError):  # the host itself cannot be bound: loopback can
+        return free_port()
+
+
+def _bind(host: str, port: int) -> int:
+    """Bind `host`:`port` as servers bind (SO_REUSEADDR: a port holding only closed connections is free), then
+    close; the port bound."""
+    addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    family, kind, _, _, address = addresses[0]
+    with socket.socket(family, kind) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        return int(sock.getsockname()[1])
 
 
 def wait_for_port(port: int, process: subprocess.Popen[bytes] | None = None, seconds: float = 30) -> None:

@@ -88,7 +88,7 @@ def serve_command(context: click.Context, bind: str, workers: int) -> None:
     from flask.cli import ScriptInfo
 
     host, port = parse_bind(bind)  # a bad address is refused here, before anything starts
-    check_free(host, port, f"address with --bind, for example --bind {host}:{port + 1 if port < 65535 else 8000}")
+    check_free(host, port, lambda free: f"address with --bind, for example --bind {host}:{free} (free when checked)")
     info = context.ensure_object(ScriptInfo)
     # Must be set before prometheus_client is imported: the reason the server runs in a fresh interpreter.
     environ = dict(os.environ)

@@ -50,7 +50,7 @@ PAGE_CACHE = Counter("petportal_page_cache", "Anonymous pages looked up in the m
 PAGE_CACHE_HITS, PAGE_CACHE_MISSES = PAGE_CACHE.labels("hit"), PAGE_CACHE.labels("miss")
 SUBMISSIONS = Counter(
     "petportal_submissions",
-    "Add-animal submissions by outcome (created, repeated, refused, unknown, failed).",
+    "Add-animal submissions by outcome (created, repeated, refused, unknown, failed, kept).",
     ["outcome"],
 )
 LOGINS = Counter("petportal_logins", "Login attempts by outcome (success, failure, limited).", ["outcome"])

@@ -30,6 +30,7 @@ from werkzeug.wrappers import Response
 from petportal.config import REMEMBER_COOKIE, settings
 from petportal.extensions import cache
 from petportal.i18n.languages import language_of
+from petportal.serving import stand_in
 from petportal.serving.request import serving
 from petportal.telemetry import logs, metrics, tracing
 from petportal.web.compression import encoding_for
@@ -75,7 +76,7 @@ def cached_page(
             if current_user.is_authenticated:
                 return view(*args, **kwargs)
             response = make_response(view(*args, **kwargs))
-            if response.status_code == 200:
+            if response.status_code == 200 and not stand_in.stood_in():
                 response.headers["Cache-Control"] = "no-cache"
                 response.add_etag()
                 response.make_conditional(request)

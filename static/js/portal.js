@@ -40,3 +40,26 @@ document.querySelectorAll("select[data-switch-select]").forEach((select) => {
   });
   apply(root.getAttribute("data-theme-choice") || "auto");
 })();
+
+// Every moment on the page in the reader's time zone and in the page's language. The server writes each one as
+// <time datetime="2026-11-28T13:05:00Z">…UTC</time> (what a browser without script shows); this rewrites its text
+// with Intl.DateTimeFormat, naming the zone, and keeps the UTC text as its title.
+(() => {
+  const moments = document.querySelectorAll("time[datetime]");
+  if (!moments.length || typeof Intl !== "object") { return; }
+  let format;
+  try {
+    format = new Intl.DateTimeFormat(document.documentElement.lang || undefined, {
+      year: "numeric", month: "short", day: "numeric",
+      hour: "2-digit", minute: "2-digit", second: "2-digit", timeZoneName: "short",
+    });
+  } catch (error) { return; /* a language the browser cannot format: the page keeps UTC */ }
+  moments.forEach((moment) => {
+    const value = moment.getAttribute("datetime");
+    if (!value.includes("T")) { return; }  // a day, not a moment: no zone to show it in
+    const when = new Date(value);
+    if (Number.isNaN(when.getTime())) { return; }
+    moment.title = moment.textContent;
+    moment.textContent = format.format(when);
+  });
+})();

@@ -1,8 +1,8 @@
 """A portal readied and driven from outside, as an operator and a browser do: init-db and accounts through the
 `flask` commands, a form's CSRF token, a logged-in browser.
 
-The benches keep the same few functions in bench/portal.py: the tests do not import `bench`, which is not
-installed (the wheel ships `petportal` alone), and `bench` does not import the tests."""
+The benches use it too (`python -m bench` runs from the checkout's root, where `tests.support` is importable); the
+tests never import `bench`."""
 
 import os
 import re
