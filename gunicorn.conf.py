@@ -7,11 +7,35 @@ GUNICORN_CMD_ARGS="--bind ... --workers 4".
 import os
 import tempfile
 
+from gunicorn.workers.gthread import ThreadWorker
+
+
+class RefusingThreadWorker(ThreadWorker):
+    """gunicorn's `gthread` worker, which at SIGTERM takes the connections already waiting, then stops listening.
+    gthread's own keeps listening until it exits: the connections that arrive while its requests finish wait in
+    the kernel and are reset at its exit. Closed at once, the socket refuses them: the client (or nginx) knows that
+    nothing was sent, and tries another instance."""
+
+    def handle_exit(self, sig, frame):
+        if self.alive:
+            self.method_queue.defer(self.stop_listening)
+        super().handle_exit(sig, frame)
+
+    def stop_listening(self):
+        self.set_accept_enabled(False)
+        for listener in self.sockets:
+            taken = -1
+            while taken != self.nr_conns:  # accept() takes one waiting connection, or none (EAGAIN)
+                taken = self.nr_conns
+                self.accept(listener)
+            listener.close()
+
+
 bind = "127.0.0.1:8000"
 # Threaded workers, one process per core, 8 threads each covering a page's wait on the store: the best shape
 # measured on 2 cores (docs/performance.md, "8 threads a worker, 2 workers").
 workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
-worker_class = "gthread"
+worker_class = RefusingThreadWorker
 # The upstream pool defaults to the same 8; with more threads, raise PETPORTAL_UPSTREAM_POOL_SIZE to match.
 threads = 8
 keepalive = 5
@@ -43,14 +67,15 @@ uncaught_exceptions_logged()  # so they pass the egress guard, as every log line
 fewer_malloc_arenas()
 
 
-def when_ready(server):
+def on_starting(server):
+    """Refuse to start, before listening, on a database the portal cannot use (as `flask serve` does)."""
     from petportal.running import commands
 
     if not server.cfg.preload_app:
         return  # the workers load the app; the master has none to ask
     app = server.app.wsgi()
     if SETTINGS in getattr(app, "extensions", {}):  # the portal (this file also serves the reference store)
-        commands.warn_before_init_db(app)
+        commands.refuse_unusable_database(app)
 
 
 def post_worker_init(worker):
@@ -62,6 +87,15 @@ def post_worker_init(worker):
     if settings is not None:  # the portal (this file also serves the reference store)
         engines.watch(worker.wsgi)
         logs.batch_access_lines(settings.logging.format)
+
+
+def worker_exit(server, worker):
+    """A stopping worker, its last request answered, hands back the bulk imports it sends (as under `flask serve`)."""
+    from petportal.imports import engines
+
+    app = getattr(worker, "wsgi", None)  # none when the worker failed to boot
+    if "LOG_FORMAT" in getattr(app, "config", {}):
+        engines.hand_back(app)
 
 
 def pre_request(worker, req):

@@ -2,6 +2,7 @@
 
     python -m bench [--seconds 3] [--rounds 5] [--memory-requests 10000] [--figures] [--checkout NAME=FOLDER ...]
     [--smoke]
+    python -m bench --soak MINUTES [--connections 32]
 
 Needs wrk (apt-get install wrk). Starts, on loopback: the reference store seeded with 100 animals under
 gunicorn; a slow copy of it (2 s per answer) as the staging environment; then under granian (`flask --app
@@ -19,6 +20,10 @@ portal worker's RSS after a warm-up and after 10,000 mixed requests (bench/memor
 catalogs compiled) under granian, cache off and cached, as "portal NAME" and "cached NAME", loaded in the same
 rounds: issue 41's four figures are printed for each, side by side. `--figures` loads only what those figures need
 (no gunicorn, traced or German portal, no slow environment, no memory section).
+
+`--soak MINUTES` runs only the soak (bench/soak.py): the portal under `flask serve` for that long at `--connections`
+clients, over a store with faults and outages, with each worker's RSS and open file descriptors at the start, after
+the first minute and at the end.
 """
 
 import argparse
@@ -162,6 +167,13 @@ def _figures_options(parser):
     )
 
 
+def _soak_options(parser):
+    parser.add_argument(
+        "--soak", type=float, metavar="MINUTES", help="run only the soak, this long, over a store with faults"
+    )
+    parser.add_argument("--connections", type=int, default=32, help="the soak's clients asking at once")
+
+
 def run_options(description, memory=False, more=None):
     """`--seconds` and `--rounds`, as every benchmark here takes them (and, with `memory`, `--memory-requests`;
     `more` adds a bench's own)."""
@@ -228,7 +240,12 @@ def checkout_option(text):
 
 
 def main():
-    args = run_options(__doc__, memory=True, more=_figures_options)
+    args = run_options(__doc__, memory=True, more=lambda parser: (_figures_options(parser), _soak_options(parser)))
+    if args.soak:
+        from bench import soak
+
+        soak.run(args.soak, args.connections)
+        return
     checkouts = dict(args.checkout)
     plan = dict(FIGURES_PLAN if args.figures else PLAN)
     for name in checkouts:

@@ -131,7 +131,7 @@ def test_a_new_account_must_choose_its_own_password_before_any_other_page(portal
         ({"username": "<script>"}, "only letters, digits and . _ @ -"),
         ({"username": ".."}, "starts with a letter or digit"),
         ({"username": "."}, "starts with a letter or digit"),
-        ({"username": "x" * 81}, "Field cannot be longer than 80 characters."),
+        ({"username": "x" * 81}, "A user name is 1 to 80 characters long."),
         ({"password": "short"}, "Use at least 12 characters"),
         ({"password": "password1234"}, "one of the most common"),
         ({"role": "owner"}, "Not a valid choice"),
@@ -408,3 +408,24 @@ def test_two_admins_adding_one_name_at_once_get_one_account_and_an_honest_answer
             db.session.delete(twin)
             db.session.commit()
     assert "Traceback" not in caplog.text and "scrypt" not in caplog.text
+
+
+def test_every_error_of_the_new_account_form_is_shown_at_once(portal_app, admin):
+    """An invalid user name is not hidden behind a short password's error until the next try."""
+    response = create(admin, "bad name", password="short", environments=[])
+    assert response.status_code == 400
+    assert "only letters, digits and . _ @ -" in response.text
+    assert "Use at least 12 characters" in response.text
+    assert "Choose production, staging or both." in response.text
+    assert account(portal_app, "bad name") is None
+
+
+@pytest.mark.parametrize("password", ["password1234", "short", "aaaaaaaaaaaaaaaa", "correct horse battery staple"])
+def test_the_form_and_the_command_line_share_one_password_rule(portal_app, admin, runner, password):
+    """`flask user create` and the admins' form give the same verdict on a password: both ask passwords.problem."""
+    by_form = create(admin, "formuser", password=password).status_code == 303
+    command = runner.invoke(
+        args=["user", "create", "lineuser", "--role", "staff", "--password-stdin"], input=password + "\n"
+    )
+    assert by_form == (command.exit_code == 0), command.output
+    assert (account(portal_app, "formuser") is not None) == (account(portal_app, "lineuser") is not None)

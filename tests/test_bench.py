@@ -54,3 +54,12 @@ def test_the_import_benchmark_runs_and_prints_its_ratio():
     result = run_bench("bench.imports", "--rows", "20", "--rounds", "1")
     assert "| import rate / store rate |" in result.stdout
     assert "| list page p50, while an import runs (ms) |" in result.stdout
+
+
+def test_the_soak_runs_and_prints_each_workers_memory_and_descriptors():
+    """A soak of 18 s: the start (after 10 s of load) and the end, each worker's RSS and descriptors."""
+    result = run_bench("bench", "--soak", "0.3", "--connections", "4")
+    worker = r"worker \d+: \d+\.\d MB, \d+ fds"
+    taken = re.findall(rf"^\s+(start|end) \(\s*\d+ s, [\d,]+ answers\): {worker}; {worker}$", result.stdout, re.M)
+    assert taken == ["start", "end"], result.stdout
+    assert re.search(r"^answers: .*\b200 [\d,]+", result.stdout, re.MULTILINE), result.stdout

@@ -200,7 +200,7 @@ def test_invalid_values_show_errors_next_to_the_fields(page, origin, production_
     page.click("button[data-submit-once]")
     page.wait_for_selector(".invalid-feedback")
     assert "Enter the animal's name." in page.inner_text("#name ~ .invalid-feedback")
-    assert "whole number from 0" in page.inner_text("#category_id ~ .invalid-feedback")
+    assert "too large for the pet store" in page.inner_text("#category_id ~ .invalid-feedback")
     assert page.get_attribute("#name", "class").count("is-invalid") == 1
     assert [r for r in production_store.received if r.method == "POST"] == []
 

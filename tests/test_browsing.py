@@ -199,10 +199,10 @@ def test_each_environment_keeps_its_own_labels(portal_app, auth_for):
         ("1", "", "Enter the label."),
         ("1", "x" * 61, "Keep the label to 60 characters or fewer."),
         ("1", "Dogs\x00", "must not contain control characters"),
-        ("one", "Dogs", "The category id must be a whole number from 0 to 9223372036854775807."),
-        ("-5", "Dogs", "The category id must be a whole number from 0 to 9223372036854775807."),
-        ("\u0661", "Dogs", "The category id must be a whole number from 0 to 9223372036854775807."),
-        (str(2**63), "Dogs", "The category id must be a whole number from 0 to 9223372036854775807."),
+        ("one", "Dogs", "The category id must be a whole number from 0 up."),
+        ("-5", "Dogs", "The category id must be a whole number from 0 up."),
+        ("\u0661", "Dogs", "The category id must be a whole number from 0 up."),
+        (str(2**63), "Dogs", "This category id is too large for the pet store."),
     ],
 )
 def test_a_bad_label_gets_a_400_with_the_reason_and_nothing_is_stored(portal_app, auth_for, category_id, text, error):
@@ -299,7 +299,7 @@ def test_search_keeps_the_names_that_contain_the_text_and_says_what_it_searched(
     assert names_on(page.text) == ["Mittens"]
     assert "1 of the 4 animals fetched matches “IT”." in page.text
     assert list_calls(production_store) == ["/v1/pets?limit=20"]  # searched here, not upstream
-    assert 'name="q" type="search" maxlength="100" value="IT"' in page.text
+    assert 'name="q" type="search" value="IT"' in page.text
 
 
 def test_search_is_unicode_aware(client, production_store):

@@ -11,6 +11,7 @@ import pytest
 from sqlalchemy import String, type_coerce
 
 from petportal import create_app
+from petportal.config import ConfigurationError
 from petportal.data.models import User
 from petportal.extensions import db
 from petportal.running import commands
@@ -196,14 +197,46 @@ def test_user_create_before_init_db_names_init_db(tmp_path):
     assert "no tables" in line and "flask --app app init-db" in line
 
 
-def test_readyz_and_the_log_say_no_tables_before_init_db(tmp_path, caplog, production_store):
+def test_readyz_and_the_start_say_no_tables_before_init_db(tmp_path, production_store):
     portal = create_app(portal_config(tmp_path, production_store.url, None))  # no create_all, no init-db
-    commands.warn_before_init_db(portal)
-    assert "the portal's database has no tables: run `flask --app app init-db` first" in caplog.text
+    with pytest.raises(ConfigurationError, match=r"has no tables: run `flask --app app init-db` first"):
+        commands.refuse_unusable_database(portal)
     answer = portal.test_client().get("/readyz")
     assert answer.status_code == 503
     assert answer.json["checks"]["database"] == "no tables" and answer.json["checks"]["petstore"] == "ok"
     portal.extensions["petportal.petstore.environments"].close()
+
+
+UNUSABLE_DATABASES = {
+    "no tables": (lambda folder: f"sqlite:///{folder / 'new.sqlite'}", ["has no tables", "flask --app app init-db"]),
+    "unreachable": (
+        lambda folder: "postgresql+psycopg://portal:database-password-0123456789@127.0.0.1:1/portal",
+        ["Cannot reach the portal's database", "Connection refused", "PETPORTAL_DATABASE_URL", "portal:***@"],
+    ),
+}
+# gunicorn writes this line of its own before the configuration's first hook can refuse (docs/configuration.md).
+GUNICORN_START = re.compile(r"^\[[^]]+\] \[\d+\] \[INFO\] Starting gunicorn ")
+
+
+@pytest.mark.parametrize("entry", ["flask serve", "gunicorn app:app"])
+@pytest.mark.parametrize("database", UNUSABLE_DATABASES)
+def test_a_server_refuses_a_database_it_cannot_use_in_one_line_naming_cause_and_fix(tmp_path, entry, database):
+    url, named = UNUSABLE_DATABASES[database]
+    result = subprocess.run(
+        [part.format(port=free_port()) for part in PRODUCTION_ENTRY_POINTS[entry]],
+        cwd=PROJECT_ROOT,
+        env=portal_environment(**CONFIGURED, PETPORTAL_DATABASE_URL=url(tmp_path)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    lines = [line for line in result.stderr.strip().splitlines() if not GUNICORN_START.match(line)]
+    assert len(lines) == 1, result.stderr
+    assert all(words in lines[0] for words in named), lines[0]
+    assert "database-password" not in result.stderr + result.stdout
+    assert "Listening at" not in result.stderr, "nothing listened"
 
 
 @pytest.mark.parametrize(

@@ -69,7 +69,8 @@ ROLES = ("anonymous", "staff", "admin")
 TRUSTED_HOSTS = ["localhost", "127.0.0.1"]  # the host names the portal over a real socket answers
 FORM_BODY = "application/x-www-form-urlencoded"
 BOUNDARY = "fuzz-boundary-5c1e0b7a94d2"
-SEED_CSV = "name,categoryId,status\r\nSeed One,1,available\r\nSeed Two,2,\r\nSeed Bad,x,lost\r\n"
+# Rex is a copy of a production animal: its preview offers the `row` box that adds it anyway.
+SEED_CSV = "name,categoryId,status\r\nSeed One,1,available\r\nSeed Two,2,\r\nSeed Bad,x,lost\r\nRex,1,available\r\n"
 NASTY = [
     "",
     " ",
@@ -161,10 +162,12 @@ class PageParser(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.page, self.links, self.forms = page, [], []
         self._form = self._select = None
+        self._by_id = {}  # forms with an id: a field elsewhere on the page joins one with its `form` attribute
 
     def handle_starttag(self, tag, attrs):
         attributes = {name: value or "" for name, value in attrs}
         name = attributes.get("name")
+        form = self._by_id.get(attributes["form"]) if attributes.get("form") else self._form
         if tag == "a" and attributes.get("href"):
             self.links.append(attributes["href"])
         elif tag == "form":
@@ -172,16 +175,18 @@ class PageParser(HTMLParser):
             multipart = "multipart" in attributes.get("enctype", "")
             self._form = Form(self.page, attributes.get("action") or self.page, method, multipart)
             self.forms.append(self._form)
-        elif self._form is None or (not name and tag != "option"):
+            if attributes.get("id"):
+                self._by_id[attributes["id"]] = self._form
+        elif form is None or (not name and tag != "option"):
             return
         elif tag == "input" and attributes.get("type") == "file":
-            self._form.files.add(name)
+            form.files.add(name)
         elif tag in ("input", "select", "textarea", "button"):
-            offered = self._form.fields.setdefault(name, [])
+            offered = form.fields.setdefault(name, [])
             if "value" in attributes:
                 offered.append(attributes["value"])
             if attributes.get("type") == "hidden":
-                self._form.hidden.add(name)
+                form.hidden.add(name)
             if tag == "select":
                 self._select = offered
         elif tag == "option" and self._select is not None and "value" in attributes:

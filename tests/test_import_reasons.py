@@ -17,7 +17,7 @@ from support.portal import csrf_token
 
 FILE = (
     "name,categoryId,status\r\n"
-    "Rex,1,available\r\n"
+    "Rex Junior,1,available\r\n"  # not a copy of the sample Rex, which would be left out
     "Bad Id,abc,available\r\n"
     ",5,\r\n"
     "Too,many,cells,here\r\n"

@@ -4,7 +4,11 @@ page is drawn whatever failed, and one log line per failure."""
 import socket
 import time
 
+from sqlalchemy.exc import OperationalError
+
+from petportal.data.database import cause
 from petportal.extensions import db
+from petportal.imports.engines import Watcher
 from petportal.serving.choice import ActiveChoice
 
 from support.helpers import AuthActions
@@ -103,3 +107,36 @@ def test_a_refused_redis_costs_one_log_line_not_one_per_page(make_portal, caplog
         assert client.get("/animals").status_code == 200
     cache_lines = [r for r in caplog.records if "page cache" in r.getMessage()]
     assert len(cache_lines) == 1 and not cache_lines[0].exc_info
+
+
+def test_a_log_line_about_the_database_names_its_cause(make_portal, tmp_path, caplog):
+    app = make_portal()
+    staff = app.test_client()
+    AuthActions(staff).login("staff")
+    break_database(app, tmp_path)
+    caplog.clear()
+    assert staff.get("/animals/new").status_code == 503
+    lines = [r.getMessage() for r in caplog.records if r.levelname == "ERROR" and r.name.startswith("petportal")]
+    assert lines and all("OperationalError: unable to open database file" in line for line in lines), lines
+
+
+def test_a_cause_names_the_drivers_message_with_its_password_hidden():
+    refused = OperationalError(
+        "SELECT 1", {}, Exception("connection to postgresql://portal:hunter2-secret-password@db:5432/portal failed")
+    )
+    assert cause(refused) == "Exception: connection to postgresql://portal:***@db:5432/portal failed"
+    assert cause(OperationalError("SELECT 1", {}, Exception("host=db password=hunter2 user=portal"))).endswith(
+        "host=db password=*** user=portal"
+    )
+
+
+def test_the_look_for_unfinished_imports_is_said_failing_once_while_the_database_is_down(make_portal, tmp_path, caplog):
+    app = make_portal()
+    watcher = Watcher(app, lambda import_id: None)
+    break_database(app, tmp_path)
+    caplog.clear()
+    for _ in range(3):
+        assert not watcher.once()
+    lines = [r.getMessage() for r in caplog.records if "no look for unfinished bulk imports" in r.getMessage()]
+    assert len(lines) == 1, lines
+    assert "unable to open database file" in lines[0]

@@ -177,3 +177,20 @@ def test_a_replayed_assertion_is_refused(passkey_portal, page):
     assert "not accepted" in json.loads(replay.text())["error"] or "too long" in json.loads(replay.text())["error"]
     page.goto(f"{origin}/animals")
     assert page.locator("text=Log out").count() == 0
+
+
+def test_a_passkey_name_too_long_is_refused_with_a_message_not_cut(passkey_portal, page):
+    """The name field has no maxlength: 81 characters typed are said to be too many, and no passkey is added."""
+    app, origin = passkey_portal
+    log_in(page, origin, "staff")
+    page.wait_for_selector("text=Logged in as staff.")
+    page.goto(f"{origin}/account/passkeys")
+    page.locator("#passkey-name").press_sequentially("k" * 81)
+    assert len(page.input_value("#passkey-name")) == 81
+    page.click("#passkey-add")
+    page.wait_for_selector("#passkey-add-status:has-text('Name the passkey in at most 80 characters.')")
+    with app.app_context():
+        assert db.session.scalar(db.select(db.func.count()).select_from(Passkey)) == 0
+    add_passkey(page, origin, "k" * 80)  # the longest name, kept whole
+    with app.app_context():
+        assert db.session.scalar(db.select(Passkey.name)) == "k" * 80

@@ -130,6 +130,8 @@ def passkeys_page() -> ResponseReturnValue:
         form=ButtonForm(),
         fresh=login_fresh(),
         available=bool(settings().public_url),
+        name_max_length=passkeys.NAME_MAX_LENGTH,
+        name_too_long=passkeys.too_long_name(),
     )
 
 

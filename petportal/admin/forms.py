@@ -10,7 +10,7 @@ from wtforms import Field, HiddenField, SelectChoice, SelectField, SelectMultipl
 from wtforms.validators import DataRequired, Length, Optional, ValidationError
 
 from petportal.admin.audit_log import ACTIONS
-from petportal.auth.accounts import USERNAME_MAX_LENGTH, AccountError, environments_of
+from petportal.auth.accounts import AccountError, environments_of, username_problem
 from petportal.auth.forms import new_password_field
 from petportal.catalog.categories import LABEL_MAX_LENGTH
 from petportal.catalog.forms import Readable, category_id_field, stripped
@@ -85,12 +85,17 @@ class NewUserForm(PortalForm):
 
     username = StringField(
         _l("User name"),
-        validators=[DataRequired(_l("Enter a user name.")), Length(max=USERNAME_MAX_LENGTH)],
+        validators=[DataRequired(_l("Enter a user name."))],
         description=_l("Letters, digits and . _ @ - only."),
     )
     role = SelectField(_l("Role"), choices=ROLE_CHOICES, default=Role.STAFF)
     environments = EnvironmentsField(_l("Works on"))
     password = new_password_field(_l("Initial password"))
+
+    def validate_username(self, field: Field) -> None:
+        """The account's own rules for a name (accounts.create asks them too), shown with every other field's."""
+        if problem := username_problem((field.data or "").strip()):
+            raise ValidationError(problem)
 
 
 class RoleForm(PortalForm):

@@ -48,25 +48,27 @@ def create(
     """Add an account, working on `environments` (`environments_of`); with `must_change_password` it must choose
     its own password at its first login."""
     username = username.strip()
-    if not username or len(username) > USERNAME_MAX_LENGTH:
-        raise AccountError(_("A user name is 1 to %(count)s characters long.", count=USERNAME_MAX_LENGTH))
-    if not USERNAME_PATTERN.fullmatch(username):
-        raise AccountError(
-            _("A user name starts with a letter or digit and has only letters, digits and . _ @ - in it.")
-        )
-    if audit.is_reserved(username):
-        raise AccountError(
-            _("%(username)s is a name the audit log uses for itself; choose another.", username=repr(username))
-        )
-    # Logins are counted per name whatever its case, so "Kim" and "kim" would share one limit.
-    if db.session.scalar(select(User).where(func.lower(User.username) == username.lower())) is not None:
-        raise AccountError(_("An account called %(username)s already exists.", username=repr(username)))
-    if problem := passwords.problem(password):
+    if problem := username_problem(username) or passwords.problem(password):
         raise AccountError(problem)
     user = User(username=username, role=role, must_change_password=must_change_password, environments=environments)
     user.set_password(password)
     db.session.add(user)
     return user
+
+
+def username_problem(username: str) -> str | None:
+    """What is wrong with `username` (stripped) as a new account's name, in words for the admin, or None: the
+    admins' form and `flask user create` ask this one question."""
+    if not username or len(username) > USERNAME_MAX_LENGTH:
+        return _("A user name is 1 to %(count)s characters long.", count=USERNAME_MAX_LENGTH)
+    if not USERNAME_PATTERN.fullmatch(username):
+        return _("A user name starts with a letter or digit and has only letters, digits and . _ @ - in it.")
+    if audit.is_reserved(username):
+        return _("%(username)s is a name the audit log uses for itself; choose another.", username=repr(username))
+    # Logins are counted per name whatever its case, so "Kim" and "kim" would share one limit.
+    if db.session.scalar(select(User).where(func.lower(User.username) == username.lower())) is not None:
+        return _("An account called %(username)s already exists.", username=repr(username))
+    return None
 
 
 def change_role(actor: User, user: User, role: Role) -> None:

@@ -84,8 +84,11 @@ def register(user: User, credential: object, name: str) -> Passkey:
     from webauthn import verify_registration_response
     from webauthn.helpers import bytes_to_base64url
 
+    name = _readable(name)
+    if len(name) > NAME_MAX_LENGTH:  # refused, never cut: the name kept is the name typed
+        raise PasskeyError(too_long_name())
+    name = name or _("Passkey")
     challenge = _take("register", user)
-    name = _readable(name)[:NAME_MAX_LENGTH] or _("Passkey")
     rp_id, origin = relying_party()
     try:
         verified = verify_registration_response(
@@ -207,6 +210,11 @@ def remove(user: User, passkey_id: int, second_factor_required: bool) -> Passkey
 
 def accounts_with_passkeys() -> set[int]:
     return set(db.session.scalars(select(Passkey.user_id).distinct()))
+
+
+def too_long_name() -> str:
+    """What a passkey's name longer than NAME_MAX_LENGTH is told (the page's script says it before the ceremony)."""
+    return _("Name the passkey in at most %(count)s characters.", count=NAME_MAX_LENGTH)
 
 
 def _unreadable() -> tuple[type[BaseException], ...]:

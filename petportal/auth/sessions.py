@@ -21,6 +21,7 @@ from petportal.auth import logins, remember
 from petportal.clock import now
 from petportal.config import REMEMBER_COOKIE, SESSION_ABSOLUTE_LIMIT, SESSION_IDLE_LIMIT, settings
 from petportal.data import session_store
+from petportal.data.database import cause
 from petportal.data.models import LoginSession, User
 from petportal.extensions import DATABASE_OUTAGES, db, login
 from petportal.i18n.lazy_text import lazy_gettext as _l
@@ -138,7 +139,7 @@ def _database_failed(error: SQLAlchemyError) -> None:
     if not isinstance(error, DATABASE_OUTAGES):
         raise error
     if not g.get("database_unavailable"):
-        current_app.logger.error("the portal's database is unavailable: %s", type(error).__name__)
+        current_app.logger.error("the portal's database is unavailable: %s", cause(error))
     g.database_unavailable = True
 
 

@@ -242,6 +242,15 @@ class FormTicket:
         )
 
 
+def form_sent_before(token: str, user_id: int) -> bool:
+    """Whether this form was sent before and not given back (being sent, added, or unknown): a repeat of it is
+    answered with that outcome, and is no new animal to check for copies."""
+    state = db.session.scalar(
+        select(SubmissionToken.state).where(SubmissionToken.token == token, SubmissionToken.user_id == user_id)
+    )
+    return state is not None and state not in (TicketState.ISSUED, TicketState.REFUSED)
+
+
 def add_from_form(ticket: FormTicket, client: PetStoreClient) -> AddOutcome:
     """Add the form's animal at most once for its token, across double clicks, refreshes and processes.
 

@@ -18,6 +18,7 @@ from sqlalchemy import select
 
 from petportal.catalog.browse import folded
 from petportal.data import audit
+from petportal.data.database import cause
 from petportal.data.models import AuditAction, AuditDetail, CategoryLabel
 from petportal.data.payloads import AuditDetails, LabelChange
 from petportal.data.unit_of_work import after_commit
@@ -52,7 +53,7 @@ def labels(environment_name: str, language: str | None = None) -> dict[int, str]
             found = {code: {row.category_id: in_language(row, code) for row in rows} for code in LANGUAGES}
         except DATABASE_OUTAGES as error:
             db.session.rollback()
-            log.error("the portal's database is unavailable: %s", type(error).__name__)
+            log.error("the portal's database is unavailable: %s", cause(error))
         known[environment_name] = (time.monotonic(), found)
     return found.get(language or visitor_language(), {})
 

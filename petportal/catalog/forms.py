@@ -23,7 +23,7 @@ from petportal.i18n.lazy_text import lazy_gettext as _l
 from petportal.petstore import INT64_MAX, LIMIT_DEFAULT, LIMIT_MAX, LIMIT_MIN, PET_STATUSES
 from petportal.web.forms import PortalForm
 from petportal.web.front_door import NOT_UTF8
-from petportal.web.readers import WholeNumberField
+from petportal.web.readers import ASCII_SPACE, MAX_DIGITS, WholeNumberField
 
 # The portal's own rule, not the API's: a name people can read in a list.
 NAME_MAX_LENGTH = 100
@@ -43,12 +43,21 @@ class WholeNumberRange:
     (a typed 10**400), turning a bad input into a 500.
     """
 
-    def __init__(self, low: int, high: int, message: object) -> None:
-        self.low, self.high, self.message = low, high, message
+    def __init__(self, low: int, high: int, message: object, too_large: object = None) -> None:
+        self.low, self.high, self.message, self.too_large = low, high, message, too_large
 
     def __call__(self, form: Form, field: Field) -> None:
+        if self.too_large is not None and self._too_large(field):
+            raise ValidationError(self.too_large)
         if field.data is None or not self.low <= field.data <= self.high:
             raise ValidationError(self.message)
+
+    def _too_large(self, field: Field) -> bool:
+        """Above the bound, or digits too many for the reader to read at all (it reads no more than MAX_DIGITS)."""
+        if field.data is not None:
+            return bool(field.data > self.high)
+        given = field.raw_data[0].strip(ASCII_SPACE) if field.raw_data and isinstance(field.raw_data[0], str) else ""
+        return len(given) > MAX_DIGITS and given.isascii() and given.isdigit()
 
 
 # Right-to-left overrides and isolates: they reorder the text shown after them (on a page, in a flash).
@@ -82,8 +91,12 @@ def category_id_field(**options: Any) -> WholeNumberField:
         validators=[
             InputRequired(_l("Enter the category id, a whole number.")),
             # Ids are ASCII digits everywhere in the portal: the API would take a negative one, no person means it.
+            # Said as people read it: the API's 19-digit bound means nothing to them.
             WholeNumberRange(
-                0, INT64_MAX, _l("The category id must be a whole number from 0 to %(max)s.", max=INT64_MAX)
+                0,
+                INT64_MAX,
+                _l("The category id must be a whole number from 0 up."),
+                too_large=_l("This category id is too large for the pet store."),
             ),
         ],
         **options,
@@ -204,8 +217,15 @@ class AddAnimalForm(AnimalForm):
     """The staff form that adds one animal to the environment being served."""
 
     submission_token = HiddenField()
+    # "1" once the person has seen that the animal copies one the store lists, and adds it anyway (duplicates.py).
+    confirm_duplicate = HiddenField()
     # "1": the store was not answering, and the animal is to be kept and added once it answers again.
     when_back = HiddenField()
+
+    @property
+    def copy_confirmed(self) -> bool:
+        """Whether this submission confirms adding a copy of an animal the store already lists."""
+        return bool(self.confirm_duplicate.data == "1")
 
     def keep_for_later(self) -> bool:
         """Whether this submission asks to keep the animal for the store's return (`when_back=1`)."""

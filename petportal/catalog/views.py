@@ -19,7 +19,7 @@ from flask_login import current_user
 from werkzeug.wrappers import Response
 
 from petportal.auth.access import role_required
-from petportal.catalog import adding, additions, browse, categories
+from petportal.catalog import adding, additions, browse, categories, duplicates
 from petportal.catalog.forms import (
     NAME_MAX_LENGTH,
     SEARCH_MAX_LENGTH,
@@ -36,6 +36,8 @@ from petportal.petstore import (
     Gone,
     Outcome,
     Pet,
+    Unauthorized,
+    Unavailable,
 )
 from petportal.petstore.environments import Store
 from petportal.petstore.words import store_words
@@ -60,7 +62,6 @@ def share_the_bounds(state: BlueprintSetupState) -> None:
         LIMIT_MAX=LIMIT_MAX,
         NAME_MAX_LENGTH=NAME_MAX_LENGTH,
         SEARCH_MAX_LENGTH=SEARCH_MAX_LENGTH,
-        LABEL_MAX_LENGTH=categories.LABEL_MAX_LENGTH,
     )
     # Each row carries its name folded as the server's search folds it, for static/js/search.js.
     state.app.jinja_env.filters["folded"] = browse.folded
@@ -182,6 +183,23 @@ def add_animal() -> ResponseReturnValue:
         return _add_page(form, environment)
     if not form.validate_on_submit():
         return _form_again(form, environment, None, 400)
+    # A copy is looked for while the store answers; an animal kept for its return (when_back=1) was offered only
+    # because the store did not answer, so there is nothing to look in.
+    looks_for_copy = not form.copy_confirmed and not form.keep_for_later()
+    if looks_for_copy and not adding.form_sent_before(form.submission_token.data, current_user.id):
+        try:
+            copy = duplicates.copy_of(form.new_animal(), duplicates.listed(current.client))
+        except Unauthorized:
+            return key_rejected_page(environment.name)
+        except Unavailable:
+            metrics.SUBMISSIONS.labels("failed").inc()
+            return _form_again(form, environment, _not_answering(), 503, offer_to_keep=True)
+        # Asked again after the listing: a double click's other request may have added this very animal meanwhile
+        # (the token is claimed before createPet goes out), and its repeat is answered with that outcome below.
+        if copy is not None and not adding.form_sent_before(form.submission_token.data, current_user.id):
+            # Nothing is sent: the form again, asking to confirm (the same token, so a confirmed copy is added once).
+            form.confirm_duplicate.data = "1"
+            return _add_page(form, environment, copy_of=copy), 409
     ticket = adding.FormTicket(
         form.submission_token.data,
         current_user.id,
@@ -232,11 +250,7 @@ def add_animal() -> ResponseReturnValue:
             return key_rejected_page(environment.name)
         case adding.NotSent():
             metrics.SUBMISSIONS.labels("failed").inc()
-            message = _(
-                "The pet store is not answering: nothing was sent, and nothing was added. Try again in a moment, or "
-                "keep this animal and the portal adds it once the store answers again."
-            )
-            return _form_again(form, environment, message, 503, offer_to_keep=True)
+            return _form_again(form, environment, _not_answering(), 503, offer_to_keep=True)
         case adding.Kept():
             metrics.SUBMISSIONS.labels("kept").inc()
             kept = _(
@@ -278,11 +292,27 @@ def _form_again(
     return _add_page(form, environment, offer_to_keep=offer_to_keep), status
 
 
-def _add_page(form: AddAnimalForm, environment: Store, *, offer_to_keep: bool = False) -> str:
-    """The add form; `offer_to_keep`: the store was not answering, so it offers to keep the animal for its return."""
+def _add_page(
+    form: AddAnimalForm, environment: Store, *, offer_to_keep: bool = False, copy_of: int | None = None
+) -> str:
+    """The add form; `offer_to_keep`: the store was not answering, so it offers to keep the animal for its return;
+    `copy_of`: the id of the listed animal this one would copy, asking to confirm."""
     labelled = categories.choices(environment.name)
     return render_template(
-        "catalog/new.html", form=form, environment=environment, labelled=labelled, offer_to_keep=offer_to_keep
+        "catalog/new.html",
+        form=form,
+        environment=environment,
+        labelled=labelled,
+        offer_to_keep=offer_to_keep,
+        copy_of=copy_of,
+    )
+
+
+def _not_answering() -> str:
+    """What the add form says when the store did not answer (its listPets or its createPet): nothing was added."""
+    return _(
+        "The pet store is not answering: nothing was sent, and nothing was added. Try again in a moment, or "
+        "keep this animal and the portal adds it once the store answers again."
     )
 
 

@@ -1,5 +1,7 @@
 """The state of the portal's database as its pages, probes and commands report it."""
 
+import re
+from dataclasses import dataclass
 from enum import StrEnum
 
 from sqlalchemy.exc import SQLAlchemyError
@@ -9,6 +11,21 @@ from petportal.extensions import db
 
 # What to run when the portal's tables are not there: said by the commands, the error pages' log line and /readyz.
 INIT_DB_HINT = "run `flask --app app init-db` first"
+# A password in a database URL (`scheme://user:password@host`) or a connection string (`password=...`).
+_PASSWORDS = re.compile(r"(?P<keep>://[^:/@\s]*:)[^@\s]*@|(?P<name>password\s*=\s*)(?:'[^']*'|\S+)", re.IGNORECASE)
+CAUSE_MAX = 300
+
+
+def cause(error: BaseException) -> str:
+    """What went wrong, for a log line about the portal's database (or its session store): the error's class and
+    the first line of its message (the driver's, under SQLAlchemy's wrapper), any password in it hidden."""
+    inner = getattr(error, "orig", None) or error
+    lines = str(inner).strip().splitlines()
+    message = _PASSWORDS.sub(
+        lambda found: f"{found['keep']}***@" if found["keep"] else f"{found['name']}***", lines[0] if lines else ""
+    )
+    named = type(inner).__name__
+    return f"{named}: {message[:CAUSE_MAX]}" if message else named
 
 
 def tables_missing(error: SQLAlchemyError) -> bool:
@@ -26,11 +43,24 @@ class DatabaseState(StrEnum):
     UNAVAILABLE = "unavailable"
 
 
-def database_state() -> DatabaseState:
+@dataclass(frozen=True)
+class Probe:
+    """What a probe of the portal's database found, and why (`cause`) when it is not OK."""
+
+    state: DatabaseState
+    cause: str = ""
+
+
+def probe() -> Probe:
     """Probe the portal's database with a read of one of its tables (a bare SELECT 1 needs none); in an app context."""
     try:
         db.session.execute(db.select(User.id).limit(1))
     except SQLAlchemyError as error:
         db.session.rollback()
-        return DatabaseState.NO_TABLES if tables_missing(error) else DatabaseState.UNAVAILABLE
-    return DatabaseState.OK
+        return Probe(DatabaseState.NO_TABLES if tables_missing(error) else DatabaseState.UNAVAILABLE, cause(error))
+    return Probe(DatabaseState.OK)
+
+
+def database_state() -> DatabaseState:
+    """What a probe of the portal's database finds (`probe`); in an app context."""
+    return probe().state

@@ -88,7 +88,9 @@ class RowReason(StrEnum):
     answered 400 (`said`: its `StoreReason`, with `message` and `status`); no_answer: its call got no usable
     answer; portal_stopped: the portal stopped while it was being sent; promoted_before: a promotion's staging
     animal was promoted already (`pet_id`: its production id, when known); gone: the staging store no longer has
-    it; recorded: words kept before reasons were codes (`text`). Its words are chosen when it is shown
+    it; duplicate: the target store already lists an animal with the same name, category and status (`pet_id`: its
+    id), so the row is left out unless it is chosen at the start; recorded: words kept before reasons were codes
+    (`text`). Its words are chosen when it is shown
     (imports/reasons.py), in the visitor's language.
     """
 
@@ -98,6 +100,7 @@ class RowReason(StrEnum):
     PORTAL_STOPPED = "portal_stopped"
     PROMOTED_BEFORE = "promoted_before"
     GONE = "gone"
+    DUPLICATE = "duplicate"
     RECORDED = "recorded"
 
 

@@ -48,7 +48,8 @@ class StoreRefusal(RowReasonPayload):
 
 @dataclass(frozen=True, kw_only=True)
 class PromotedBefore(RowReasonPayload):
-    """A promotion's staging animal was promoted already: `pet_id`, its production id when known."""
+    """A promotion's staging animal was promoted already (promoted_before), or production lists it already
+    (duplicate): `pet_id`, its production id when known."""
 
     code: RowReason = RowReason.PROMOTED_BEFORE
     pet_id: int | None = None
@@ -190,6 +191,7 @@ SHAPES: dict[type[Payload], dict[StrEnum, type[Payload]]] = {
         RowReason.REFUSED: StoreRefusal,
         RowReason.GONE: StoreRefusal,
         RowReason.PROMOTED_BEFORE: PromotedBefore,
+        RowReason.DUPLICATE: PromotedBefore,
         RowReason.RECORDED: RecordedRow,
     },
     StopReasonPayload: {StopReason.SWITCHED: Switched, StopReason.RECORDED: RecordedStop},

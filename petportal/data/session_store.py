@@ -21,6 +21,7 @@ from sqlalchemy import delete, text
 from petportal.clock import now
 from petportal.config import STATIC_ENDPOINTS, settings
 from petportal.data import unit_of_work
+from petportal.data.database import cause
 from petportal.data.models import ServerSession
 from petportal.extensions import db
 
@@ -45,7 +46,7 @@ class ResilientSessions(ServerSideSessionInterface):
         try:
             self._ping()
         except Exception as error:  # noqa: BLE001 - any failure of the store
-            log.error("the session store is unavailable: %s", type(error).__name__)
+            log.error("the session store is unavailable: %s", cause(error))
             # A failed statement leaves the database session unusable until it is rolled back.
             db.session.rollback()
             return False
@@ -55,7 +56,7 @@ class ResilientSessions(ServerSideSessionInterface):
         try:
             opened: ServerSideSession = super().open_session(app, request)
         except Exception as error:  # noqa: BLE001 - any failure of the store: Redis or the database
-            log.error("the session store is unavailable: %s", type(error).__name__)
+            log.error("the session store is unavailable: %s", cause(error))
             db.session.rollback()
             return UnavailableSession(sid=secrets.token_urlsafe(ID_BYTES))
         opened.unavailable = False
@@ -72,7 +73,7 @@ class ResilientSessions(ServerSideSessionInterface):
             super().save_session(app, session, response)
             self._saved()
         except Exception as error:  # noqa: BLE001 - as above
-            log.error("the session could not be saved: %s", type(error).__name__)
+            log.error("the session could not be saved: %s", cause(error))
             db.session.rollback()
 
     @abstractmethod

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 from collections import Counter
+from collections.abc import Collection
 from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any
@@ -17,8 +18,8 @@ from typing import Any
 from sqlalchemy import ColumnElement, CursorResult, delete, exists, func, insert, select, update
 
 from petportal.clock import now
-from petportal.data.models import BulkImport, ImportRow, ImportState, TicketState, User
-from petportal.data.payloads import InvalidRow, encode
+from petportal.data.models import BulkImport, ImportRow, ImportState, RowReason, TicketState, User
+from petportal.data.payloads import InvalidRow, RowReasonPayload, decode, encode
 from petportal.data.unit_of_work import updated_one
 from petportal.extensions import db
 from petportal.imports.files import Row
@@ -180,21 +181,57 @@ def progress(batch: BulkImport, found: Counter[str] | None = None) -> dict[str, 
     }
 
 
-def start(batch: BulkImport, active_name: str | None) -> bool:
+def start(batch: BulkImport, active_name: str | None, chosen: Collection[int] = ()) -> bool:
     """Queue the import's unsent rows, bound to its environment while `active_name` stays active (None: a
-    promotion, bound to none); False when it was already queued, running or done (another tab or process started
-    it first)."""
-    changed = change(
-        batch.id,
-        BulkImport.state.in_(STARTABLE),
-        state=ImportState.QUEUED,
-        reason=None,
-        active_at_start=active_name,
-        started_at=func.coalesce(BulkImport.started_at, now()),
-    )
+    promotion, bound to none), with the rows at the positions `chosen` that were left out as copies of animals the
+    store lists (only at the first start, from the preview); False when it was already queued, running or done
+    (another tab or process started it first)."""
+    values = {
+        "state": ImportState.QUEUED,
+        "reason": None,
+        "active_at_start": active_name,
+        "started_at": func.coalesce(BulkImport.started_at, now()),
+    }
+    # From the preview first: that UPDATE holds the import, so the chosen copies join only the start that wins.
+    changed = change(batch.id, BulkImport.state == ImportState.PREVIEW, **values)
+    if changed:
+        _add_chosen_copies(batch.id, chosen)
+    else:
+        changed = change(batch.id, BulkImport.state.in_(STARTABLE), **values)
     if changed:
         db.session.refresh(batch)  # only then: the loser of a race with a discard finds no row to refresh
     return changed
+
+
+def copies(import_id: str) -> list[int]:
+    """The positions of the rows left out as copies of animals the store lists (RowReason.DUPLICATE), not sent."""
+    query = select(ImportRow.position, ImportRow.reason).where(
+        ImportRow.import_id == import_id, ImportRow.state == TicketState.INVALID
+    )
+    found = db.session.execute(query)
+    return [position for position, reason in found if _is_copy(decode(RowReasonPayload, reason))]
+
+
+def sendable(import_id: str) -> int:
+    """How many of the import's rows a start would send as they stand (the copies not chosen are not)."""
+    query = select(func.count()).where(ImportRow.import_id == import_id, ImportRow.state == TicketState.ISSUED)
+    return db.session.scalar(query) or 0
+
+
+def _add_chosen_copies(import_id: str, chosen: Collection[int]) -> None:
+    """Queue the rows at the positions `chosen` that were left out as copies: the person chose to add them anyway."""
+    positions = sorted(set(copies(import_id)) & set(chosen))
+    if positions:
+        db.session.execute(
+            update(ImportRow)
+            .where(
+                ImportRow.import_id == import_id,
+                ImportRow.position.in_(positions),
+                ImportRow.state == TicketState.INVALID,
+            )
+            .values(state=TicketState.ISSUED, reason=None, updated_at=now()),
+            execution_options={"synchronize_session": False},
+        )
 
 
 def retry_refused(batch: BulkImport, active_name: str | None) -> int:
@@ -244,3 +281,7 @@ def unheld_ids() -> list[str]:
 def change(import_id: str, condition: ColumnElement[bool], **values: object) -> bool:
     """Set the import's columns to `values` where `condition` holds, in one UPDATE; whether it did."""
     return updated_one(update(BulkImport).where(BulkImport.id == import_id, condition).values(**values))
+
+
+def _is_copy(reason: RowReasonPayload | None) -> bool:
+    return reason is not None and reason.code == RowReason.DUPLICATE

@@ -2,7 +2,8 @@
 without Redis (demo mode, one process), threads of the portal's own process.
 
 Either way the runner's lease decides who sends (runner.py): a second dispatch of the same import, from
-another tab, process or worker, sends nothing twice.
+another tab, process or worker, sends nothing twice. A process that stops hands the imports it sends back
+(`hand_back`; an RQ worker at its SIGTERM), for another to take at once.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from flask import Flask, current_app
 from flask.cli import AppGroup
 
 from petportal.config import settings
+from petportal.data.database import cause
 from petportal.data.unit_of_work import after_commit
 from petportal.extensions import DATABASE_OUTAGES, db
 from petportal.imports import batches, runner
@@ -24,6 +26,9 @@ log = logging.getLogger(__name__)
 QUEUE = "petportal-imports"
 # An import of 1,000 rows against a store at its timeout would take far less than this.
 JOB_TIMEOUT_SECONDS = 6 * 3600
+# A stopping process waits this long at most for its runners to settle the rows under way and hand their imports
+# back: a createPet call under way ends within PETPORTAL_UPSTREAM_TIMEOUT, and a server must be gone within 10 s.
+HAND_BACK_SECONDS = 6.0
 _ENGINE = "petportal.import_engine"
 
 import_commands = AppGroup("imports", help="Run bulk imports (with PETPORTAL_REDIS_URL set).")
@@ -36,17 +41,29 @@ class Watcher:
     def __init__(self, app: Flask, dispatch: Callable[[str], None]) -> None:
         self._app, self._dispatch, self._every = app, dispatch, settings(app).import_watch_seconds
         self._stopped = threading.Event()
+        self._failing = False
 
     def once(self) -> bool:
-        """One look; False when the database could not be read."""
+        """One look; False when the database could not be read. An outage is logged at its first failed look, and
+        its end at the next look that works: not at every look."""
         with self._app.app_context():
             try:
                 waiting = batches.unheld_ids()
             except DATABASE_OUTAGES as error:
-                log.error("no look for unfinished bulk imports: the database is unavailable: %s", type(error).__name__)
+                if not self._failing:
+                    log.error(
+                        "no look for unfinished bulk imports until the portal's database answers (looking again "
+                        "every %s s): %s",
+                        self._every,
+                        cause(error),
+                    )
+                self._failing = True
                 return False
             finally:
                 db.session.remove()
+        if self._failing:
+            log.info("the portal's database answers again: looking for unfinished bulk imports")
+            self._failing = False
         for import_id in waiting:
             self._dispatch(import_id)
         return True
@@ -84,10 +101,10 @@ class Embedded:
             if self._watcher is not None:
                 return
             self._watcher = Watcher(self._app, self.dispatch)
-        if self._watcher.once():
-            self._watcher.start()
-        else:
-            self._watcher = None  # try again at the next request
+        # Started whatever the first look found: a database down at the start is looked at again by the watcher,
+        # not by every request.
+        self._watcher.once()
+        self._watcher.start()
 
     def dispatch(self, import_id: str) -> None:
         """Start a thread for the import, unless one of this process runs it already."""
@@ -96,6 +113,17 @@ class Embedded:
                 return
             self._running.add(import_id)
         threading.Thread(target=self._run, args=(import_id,), name=f"import-{import_id[:8]}", daemon=True).start()
+
+    def hand_back(self) -> None:
+        """Look for no more imports, and hand back those this process sends (it stops)."""
+        if self._watcher is not None:
+            self._watcher.stop()
+        if not runner.hand_back(HAND_BACK_SECONDS):
+            log.warning(
+                "bulk imports: a runner of this stopping process did not hand its import back within %s s; "
+                "another runner goes on with it once its lease runs out",
+                HAND_BACK_SECONDS,
+            )
 
     def _run(self, import_id: str) -> None:
         try:
@@ -138,8 +166,12 @@ class Queued:
 
 
 def run_job(import_id: str) -> None:
-    """The RQ job: run in the worker's app context (the worker command pushes it)."""
+    """The RQ job: run in the worker's app context (the worker command pushes it). An import handed back as the
+    worker stops is queued again for another worker."""
     runner.run(import_id)
+    engine = current_app.extensions[_ENGINE]
+    if runner.stopping() and isinstance(engine, Queued):
+        engine.dispatch(import_id, again=True)
 
 
 def dispatch(import_id: str) -> None:
@@ -156,6 +188,14 @@ def watch(app: Flask) -> None:
         engine.watch()
 
 
+def hand_back(app: Flask) -> None:
+    """This process stops: hand back the imports it sends, for another process to take at once (a server's
+    worker as it exits, after its last request)."""
+    engine = app.extensions.get(_ENGINE)
+    if isinstance(engine, Embedded):
+        engine.hand_back()
+
+
 def register(app: Flask) -> None:
     """Give `app` its import engine, and the `imports worker` command."""
     app.extensions[_ENGINE] = Queued(app) if settings(app).import_runner == "rq" else Embedded(app)
@@ -167,6 +207,14 @@ def register(app: Flask) -> None:
 def worker(burst: bool) -> None:
     """Run bulk imports from the Redis queue until stopped; first pick up any import a stopped worker left."""
     from rq import SimpleWorker
+
+    class HandingBack(SimpleWorker):
+        """RQ's worker, whose SIGTERM also has the import under way handed back (RQ then stops once the job
+        returns: a warm shutdown that waits for one row at a time, not the import's end)."""
+
+        def request_stop(self, signum: int, frame: object) -> None:
+            runner.stopping_now()
+            super().request_stop(signum, frame)  # type: ignore[no-untyped-call]  # rq leaves it unannotated
 
     engine = current_app.extensions[_ENGINE]
     if not isinstance(engine, Queued):
@@ -180,6 +228,6 @@ def worker(burst: bool) -> None:
     watcher.start()
     try:
         # SimpleWorker runs each job in this process, inside the app context this command runs in.
-        SimpleWorker([engine.queue], connection=engine.connection).work(burst=burst, with_scheduler=False)
+        HandingBack([engine.queue], connection=engine.connection).work(burst=burst, with_scheduler=False)
     finally:
         watcher.stop()

@@ -10,15 +10,19 @@ from __future__ import annotations
 
 import csv
 import io
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 
 from flask_babel import format_number, ngettext
 from flask_babel import gettext as _
 from werkzeug.datastructures import MultiDict
 
+from petportal.catalog import duplicates
+from petportal.catalog.adding import NewAnimal
 from petportal.catalog.browse import folded
 from petportal.catalog.forms import AnimalForm
-from petportal.data.payloads import RowReasonPayload
+from petportal.data.models import RowReason
+from petportal.data.payloads import PromotedBefore, RowReasonPayload
 from petportal.petstore import PET_STATUSES
 from petportal.web.readers import ASCII_SPACE, WHOLE_NUMBER
 
@@ -113,6 +117,20 @@ def _header(cells: list[str]) -> tuple[str, ...]:
         shown = ",".join(found)[:80]
         raise FileRefused(_("The first line must be the header name,categoryId,status, not “%(found)s”.", found=shown))
     return found
+
+
+def left_out_copies(rows: list[Row], listed: Mapping[duplicates.Likeness, int]) -> list[Row]:
+    """`rows` with each one that would copy an animal the target store lists (`duplicates.listed`) left out, unless
+    it is chosen when the import starts; rows refused or left out for another reason stay as they are."""
+    marked = []
+    for row in rows:
+        copy = None
+        if not row.problems and row.left_out is None and row.category_id is not None:
+            copy = duplicates.copy_of(NewAnimal(row.name, row.category_id, row.status), listed)
+        marked.append(
+            row if copy is None else replace(row, left_out=PromotedBefore(code=RowReason.DUPLICATE, pet_id=copy))
+        )
+    return marked
 
 
 def animal_row(line: int, name: str, category_id: int, status: str | None) -> Row:

@@ -16,13 +16,13 @@ from flask.typing import ResponseReturnValue
 from flask_babel import gettext as _
 from flask_login import current_user
 from sqlalchemy import select
-from wtforms import Field, SelectMultipleField
+from wtforms import BooleanField, Field, SelectMultipleField
 from wtforms.validators import ValidationError
 
 from petportal.auth.access import role_required
-from petportal.catalog import browse, categories
+from petportal.catalog import browse, categories, duplicates
 from petportal.catalog.forms import AnimalFilterForm
-from petportal.data.models import BulkImport, Promotion, Role, RowReason
+from petportal.data.models import BulkImport, ImportRow, Promotion, Role, RowReason
 from petportal.data.payloads import PromotedBefore, RowReasonPayload, StoreRefusal
 from petportal.extensions import db
 from petportal.i18n.lazy_text import lazy_gettext as _l
@@ -49,7 +49,7 @@ class PromoteForm(PortalForm):
         if not given:
             raise ValidationError(_("Choose at least one animal to promote."))
         if any(number is None or not 0 <= number <= INT64_MAX for number in ids):
-            raise ValidationError(_("An animal's id is a whole number from 0 to %(max)s.", max=INT64_MAX))
+            raise ValidationError(_("An animal's id is a whole number from 0 up."))
         self.ids = list(dict.fromkeys(number for number in ids if number is not None))
         if len(self.ids) > LIMIT_MAX:
             raise ValidationError(_("Choose at most %(count)s animals at once.", count=LIMIT_MAX))
@@ -64,23 +64,34 @@ def promote() -> ResponseReturnValue:
         return render_error(409, _("Promoting needs both production and staging to be configured."))
     chosen = PromoteForm()
     if chosen.validate_on_submit():
-        batch = _preview(chosen.ids, registry.client(SOURCE))
+        batch = _preview(chosen.ids, registry.client(SOURCE), registry.client(TARGET))
         return redirect(url_for("imports.show", import_id=batch.id), 303)
-    form = AnimalFilterForm(formdata=request.args)
+    form = PromoteFilterForm(formdata=request.args)
     if not form.validate():
-        return _page(form, chosen, None), 400
+        return _page(form, chosen, None, {}), 400
     fetched = registry.client(SOURCE).list_pets(**form.query())
     animals = browse.matching(fetched, form.q.data)
-    return _page(form, chosen, animals), 400 if chosen.is_submitted() else 200
+    promoted = _promoted([animal.id for animal in animals])
+    if form.not_promoted.data:
+        animals = [animal for animal in animals if animal.id not in promoted]
+    return _page(form, chosen, animals, promoted), 400 if chosen.is_submitted() else 200
 
 
-def _page(form: AnimalFilterForm, chosen: PromoteForm, animals: list[Pet] | None) -> str:
+class PromoteFilterForm(AnimalFilterForm):
+    """The list's filter, and whether to show only the animals not yet promoted to production."""
+
+    not_promoted = BooleanField(_l("Only those not yet on production"))
+
+
+def _page(
+    form: PromoteFilterForm, chosen: PromoteForm, animals: list[Pet] | None, promoted: dict[int, Promotion]
+) -> str:
     return render_template(
         "imports/promote.html",
         form=form,
         chosen=chosen,
         animals=animals,
-        promoted=_promoted([animal.id for animal in animals or []]),
+        promoted=promoted,
         labels=categories.labels(SOURCE),
     )
 
@@ -93,14 +104,18 @@ def _promoted(staging_ids: list[int]) -> dict[int, Promotion]:
     return {entry.staging_id: entry for entry in found}
 
 
-def _preview(ids: list[int], client: PetStoreClient) -> BulkImport:
-    """A promotion of these staging animals, as a preview: what production will receive; the animals promoted
-    before and those staging no longer has are listed, left out."""
+def _preview(ids: list[int], client: PetStoreClient, target: PetStoreClient) -> BulkImport:
+    """A promotion of these staging animals, as a preview: what production (`target`) will receive; the animals
+    promoted before and those staging no longer has are listed, left out, and those production already lists
+    left out unless chosen."""
     promoted = _promoted(ids)
-    animals = _staging_animals([number for number in ids if number not in promoted], client)
+    # Every chosen animal is looked up, the ones promoted before too: each row of the preview is named.
+    animals = _staging_animals(ids, client)
     rows = []
     for line, staging_id in enumerate(ids, start=1):
         animal = animals.get(staging_id)
+        if not isinstance(animal, Pet) and staging_id in promoted:
+            animal = _as_promoted(staging_id, promoted[staging_id]) or animal
         if isinstance(animal, Pet):
             row = files.animal_row(line, animal.name, animal.category_id, animal.status)
         else:
@@ -113,8 +128,18 @@ def _preview(ids: list[int], client: PetStoreClient) -> BulkImport:
         elif animal is None:
             row = replace(row, left_out=RowReasonPayload(code=RowReason.GONE))
         rows.append(replace(row, source_id=staging_id))
+    rows = files.left_out_copies(rows, duplicates.listed(target))
     digest = hashlib.sha256(",".join(map(str, ids)).encode()).digest()
     return batches.create(current_user, TARGET, SOURCE, digest, rows, source=SOURCE)
+
+
+def _as_promoted(staging_id: int, entry: Promotion) -> Pet | None:
+    """The animal as its promotion sent it (the row of the import that promoted it), for one staging no longer
+    lists: None when that import is gone."""
+    row = db.session.get(ImportRow, (entry.import_id, entry.position))
+    if row is None or row.category_id is None:
+        return None
+    return Pet(staging_id, row.name, row.category_id, row.status)
 
 
 def _staging_animals(ids: list[int], client: PetStoreClient) -> dict[int, Pet | NotFound | None]:

@@ -14,7 +14,7 @@ from flask.sansio.app import App
 from flask_babel import force_locale
 from flask_babel import gettext as _
 
-from petportal.data.models import BulkImport, ImportRow, RowReason, StopReason
+from petportal.data.models import BulkImport, ImportRow, RowReason, StopReason, TicketState
 from petportal.data.payloads import (
     InvalidRow,
     PromotedBefore,
@@ -56,9 +56,17 @@ def row_reason(row: ImportRow) -> str | None:
             return _("Staging no longer has this animal: %(message)s", message=words)
         case RowReasonPayload(code=RowReason.GONE):
             return _("Staging no longer has this animal.")
+        case PromotedBefore(code=RowReason.DUPLICATE, pet_id=pet_id):
+            return _("The pet store already lists this animal (id %(id)s): left out unless chosen.", id=pet_id)
         case RecordedRow(text=text):
             return text or None
     return None
+
+
+def is_copy(row: ImportRow) -> bool:
+    """Whether the row was left out as a copy of an animal the target store lists, and may still be chosen."""
+    reason = decode(RowReasonPayload, row.reason)
+    return row.state == TicketState.INVALID and reason is not None and reason.code == RowReason.DUPLICATE
 
 
 def import_reason(batch: BulkImport) -> str | None:
@@ -107,4 +115,4 @@ def for_the_file(rows: Iterable[ImportRow]) -> list[str | None]:
 
 def register(app: App) -> None:
     """Let the import's page say why: `{{ import_row_reason(row) }}` and `{{ import_reason(batch) }}`."""
-    app.jinja_env.globals.update(import_row_reason=row_reason, import_reason=import_reason)
+    app.jinja_env.globals.update(import_row_reason=row_reason, import_reason=import_reason, import_row_is_copy=is_copy)

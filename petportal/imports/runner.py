@@ -12,6 +12,10 @@ or a store that cannot be reached pauses the import until staff resume it; a row
 `issued`. An animal the add form kept for the store's return (a one-row import, `BulkImport.kept`) is never paused:
 it stays queued, and a runner tries again after KEPT_RETRY_SECONDS (KEPT_KEY_RETRY_SECONDS for a refused key).
 Each step commits once: taking the import over, claiming a row, settling it, finishing.
+
+A process that stops (SIGTERM) hands its imports back (`hand_back`): its runners claim no more rows, settle
+the rows under way and give their lease up, so another process takes each import at once rather than after
+the lease runs out.
 """
 
 from __future__ import annotations
@@ -60,17 +64,58 @@ KEPT_RETRY_SECONDS = 3.0
 KEPT_KEY_RETRY_SECONDS = 60.0
 
 
+class _Runners:
+    """This process's runners under way, and whether the process is stopping."""
+
+    def __init__(self) -> None:
+        self.stopping = threading.Event()
+        self.count = 0
+        self.changed = threading.Condition()
+
+    def __enter__(self) -> None:
+        with self.changed:
+            self.count += 1
+
+    def __exit__(self, *_exc_info: object) -> None:
+        with self.changed:
+            self.count -= 1
+            self.changed.notify_all()
+
+
+_RUNNERS = _Runners()
+
+
+def stopping_now() -> None:
+    """Have every runner of this process stop claiming rows, settle those under way and give its import's lease
+    up, for this process stops; no runner of this process takes an import after it. Returns at once (a signal
+    handler may call it)."""
+    _RUNNERS.stopping.set()
+
+
+def hand_back(seconds: float) -> bool:
+    """`stopping_now`, then wait `seconds` at most for every runner to have handed back; whether all had."""
+    stopping_now()
+    with _RUNNERS.changed:
+        return _RUNNERS.changed.wait_for(lambda: _RUNNERS.count == 0, timeout=seconds)
+
+
+def stopping() -> bool:
+    """Whether this process's runners are handing their imports back (`hand_back`)."""
+    return _RUNNERS.stopping.is_set()
+
+
 def run(import_id: str) -> None:
     """Send every unsent row of the import, unless another live runner holds it. In an app context."""
     app: Flask = current_app._get_current_object()  # type: ignore[attr-defined]  # the app, for the sending threads
     runner = f"{socket.gethostname()[:40]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-    if not _take_over(import_id, runner, settings(app).import_lease_seconds):
-        return
-    log.info("bulk import %s: sending, runner %s", import_id, runner)
-    try:
-        _send_rows(app, import_id, runner)
-    finally:
-        db.session.rollback()
+    with _RUNNERS:
+        if stopping() or not _take_over(import_id, runner, settings(app).import_lease_seconds):
+            return
+        log.info("bulk import %s: sending, runner %s", import_id, runner)
+        try:
+            _send_rows(app, import_id, runner)
+        finally:
+            db.session.rollback()
 
 
 def _take_over(import_id: str, runner: str, lease: float) -> bool:
@@ -118,6 +163,7 @@ def _send_rows(app: Flask, import_id: str, runner: str) -> None:
     pause: StopReason | None = None
     stop: StopReasonPayload | None = None
     all_claimed = False
+    handing_back = False
     renewed_at = time.monotonic()  # _take_over has just set the lease
     with ThreadPoolExecutor(concurrency, thread_name_prefix="import") as pool:
         while True:
@@ -131,7 +177,8 @@ def _send_rows(app: Flask, import_id: str, runner: str) -> None:
             active = active_choice().active().name
             if stop is None and batch.active_at_start is not None and active != batch.active_at_start:
                 stop = Switched(previous=Environment(batch.active_at_start), active=active)
-            while not all_claimed and pause is None and stop is None and len(in_flight) < concurrency:
+            handing_back = handing_back or stopping()
+            while not (all_claimed or handing_back) and pause is None and stop is None and len(in_flight) < concurrency:
                 if not places.acquire(timeout=0 if in_flight else RENEW_SECONDS):
                     break  # another import of this process has the places; wait for one
                 try:
@@ -147,14 +194,24 @@ def _send_rows(app: Flask, import_id: str, runner: str) -> None:
                 future = pool.submit(_send_one, app, ticket)
                 future.add_done_callback(lambda _: places.release())
                 in_flight.add(future)
-            if not in_flight and (all_claimed or pause is not None or stop is not None):
+            if not in_flight and (all_claimed or handing_back or pause is not None or stop is not None):
                 break
             if not in_flight:
                 continue
             finished, in_flight = wait(in_flight, timeout=RENEW_SECONDS, return_when=FIRST_COMPLETED)
             for future in finished:
                 pause = pause or _pause_for(future.result())
-    _finish(batch, runner, pause, stop)
+    if handing_back and pause is None and stop is None and not all_claimed:
+        _give_up(batch, runner)
+    else:
+        _finish(batch, runner, pause, stop)
+
+
+def _give_up(batch: BulkImport, runner: str) -> None:
+    """Hand the import back, its rows under way settled: queued again, held by no one, for another runner now."""
+    if change(batch.id, held_by(runner), state=ImportState.QUEUED, runner=None, lease_until=None):
+        log.info("bulk import %s: handed back as this process stops; another runner goes on with it", batch.id)
+    db.session.commit()  # the handing-back step
 
 
 _PLACES_LOCK = threading.Lock()

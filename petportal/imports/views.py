@@ -11,7 +11,7 @@ from flask_login import current_user
 from werkzeug.datastructures import CombinedMultiDict
 
 from petportal.auth.access import role_required
-from petportal.catalog import categories
+from petportal.catalog import categories, duplicates
 from petportal.catalog.forms import BIDI_CONTROLS
 from petportal.config import settings
 from petportal.data import audit
@@ -19,7 +19,8 @@ from petportal.data.models import AuditAction, AuditDetail, BulkImport, ImportRo
 from petportal.data.payloads import ImportDetails
 from petportal.i18n.lazy_text import lazy_gettext as _l
 from petportal.imports import batches, engines, files, reasons
-from petportal.imports.forms import UploadForm
+from petportal.imports.forms import StartForm, UploadForm
+from petportal.petstore import Unavailable
 from petportal.serving.choice import active_choice
 from petportal.serving.request import serving
 from petportal.web.downloads import Cell, csv_download
@@ -75,8 +76,19 @@ def upload() -> ResponseReturnValue:
         except files.FileRefused as refused:
             form.file.errors.append(_("%(problem)s Nothing was stored.", problem=str(refused)))
         else:
-            batch = batches.create(current_user, environment.name, _shown_name(upload.filename), raw, rows)
-            return redirect(url_for(".show", import_id=batch.id), 303)
+            try:
+                # Rows the store already lists are left out unless chosen: a copy made by mistake stays forever.
+                rows = files.left_out_copies(rows, duplicates.listed(serving().client))
+            except Unavailable:
+                form.file.errors.append(
+                    _(
+                        "The pet store is not answering, so the file could not be checked against the animals it "
+                        "lists. Nothing was stored; upload it again in a moment."
+                    )
+                )
+            else:
+                batch = batches.create(current_user, environment.name, _shown_name(upload.filename), raw, rows)
+                return redirect(url_for(".show", import_id=batch.id), 303)
     page = render_template("imports/upload.html", form=form, recent=batches.recent(current_user))
     return page, 400 if form.is_submitted() else 200
 
@@ -121,10 +133,19 @@ def results(import_id: str) -> Response:
 @bp.post(f"/{IMPORT_ID}/start")
 @role_required(Role.STAFF)
 def start(import_id: str) -> ResponseReturnValue:
-    """Send the rows not yet sent: the first start, or a resume after a pause or a switch."""
+    """Send the rows not yet sent: the first start (with the copies chosen to add anyway), or a resume after a
+    pause or a switch."""
+    form = StartForm()
+    chosen = form.chosen() if form.validate_on_submit() else set()
+    batch = _find(import_id)
+    if batch.state == ImportState.PREVIEW and not batches.sendable(batch.id):
+        if not batches.still_there(batch.id):  # discarded in another tab meanwhile: its rows are gone
+            return render_error(404, str(DISCARDED))
+        if not chosen & set(batches.copies(batch.id)):
+            return _page(batch, _("Nothing was sent: no row is chosen to add.")), 400
     return _send(
         import_id,
-        batches.start,
+        lambda batch, active: batches.start(batch, active, chosen),
         AuditDetail.IMPORT_STARTED,
         lambda batch, count: _(
             "Sending the animals to %(environment)s. You can leave this page and come back.",
@@ -249,6 +270,8 @@ def _page(batch: BulkImport, problem: str | None = None) -> str:
         labels=categories.labels(batch.environment),
         button=ButtonForm(),
         problem=problem,
+        sendable=batches.sendable(batch.id),
+        copies=len(batches.copies(batch.id)) if batch.state == ImportState.PREVIEW else 0,
     )
 
 

@@ -9,9 +9,9 @@ from sqlalchemy import inspect
 from sqlalchemy.exc import OperationalError
 
 from petportal.auth import accounts
-from petportal.config import Environment
+from petportal.config import ConfigurationError, Environment
 from petportal.data import audit
-from petportal.data.database import INIT_DB_HINT, DatabaseState, database_state
+from petportal.data.database import INIT_DB_HINT, DatabaseState, database_state, probe
 from petportal.data.models import AuditAction, AuditDetail, Role
 from petportal.data.payloads import RoleDetails
 from petportal.extensions import db
@@ -28,14 +28,21 @@ def init_db() -> None:
     click.echo("The portal's tables are ready.")
 
 
-def warn_before_init_db(app: Flask) -> None:
-    """At a server's start, log an error naming init-db when the database has no tables (no connection kept)."""
+def refuse_unusable_database(app: Flask) -> None:
+    """At a server's start: stop it with one line naming the cause and the fix when the portal's database cannot be
+    used (unreachable, or without tables); no connection is kept for the workers."""
     with app.app_context():
-        state = database_state()
+        found = probe()
+        url = db.engine.url.render_as_string(hide_password=True)
         db.session.remove()
         db.engine.dispose()
-    if state is DatabaseState.NO_TABLES:
-        app.logger.error("the portal's database has no tables: %s", INIT_DB_HINT)
+    if found.state is DatabaseState.NO_TABLES:
+        raise ConfigurationError(f"The portal's database at {url} has no tables: {INIT_DB_HINT}.")
+    if found.state is DatabaseState.UNAVAILABLE:
+        raise ConfigurationError(
+            f"Cannot reach the portal's database at {url} ({found.cause}): start it, or set PETPORTAL_DATABASE_URL "
+            "to a database that answers."
+        )
 
 
 def _unreachable(error: OperationalError | None = None) -> str:

@@ -25,7 +25,7 @@ from petportal.config import DEMO_STARTED_VARIABLE, INSTANCE_PATH, Environment, 
 from petportal.data import audit
 from petportal.data.models import Role, User
 from petportal.extensions import db
-from petportal.running.commands import upgrade_database, warn_before_init_db
+from petportal.running.commands import refuse_unusable_database, upgrade_database
 from petportal.running.processes import check_free, free_port, stop, wait_for_port
 
 STORE_COMMAND = [sys.executable, "-m", "flask", "--app", "petportal.reference_store"]
@@ -52,7 +52,7 @@ def portal(create_app: Callable[..., Flask], host: str, port: int) -> Flask:
     if not demo_wanted(os.environ):
         app = create_app()
         _check_port(host, port)
-        warn_before_init_db(app)
+        refuse_unusable_database(app)
         return app
     started = os.environ.get(DEMO_STARTED_VARIABLE)
     if started:

@@ -21,7 +21,7 @@ import click
 from petportal.config import ConfigurationError, secret_variables, settings
 from petportal.extensions import db
 from petportal.imports import engines
-from petportal.running.commands import warn_before_init_db
+from petportal.running.commands import refuse_unusable_database
 from petportal.running.processes import check_free, fewer_malloc_arenas
 from petportal.telemetry import logs, tracing
 
@@ -151,16 +151,19 @@ def main(argv: list[str] | None = None) -> None:
     app = ScriptInfo(app_import_path=args.app_import_path).load_app()
     if app.import_name != "petportal":
         raise ConfigurationError(f"`flask serve` serves the portal (flask --app app serve), not {app.import_name}.")
-    warn_before_init_db(app)
+    refuse_unusable_database(app)
     # The secret variables go once the app has read them: granian copies the environment into each WSGI environ.
     for name in secret_variables(os.environ):
         del os.environ[name]
 
     def load() -> Flask:
-        """In each forked worker: drop the parent's database connections and run bulk imports."""
+        """In each forked worker: drop the parent's database connections and run bulk imports, handed back when the
+        worker stops."""
         with app.app_context():
             db.engine.dispose(close=False)  # the parent's connections stay the parent's
         engines.watch(app)
+        # Run once the worker has answered its last request, before its threads are joined (the runner's pool too).
+        multiprocessing.util.Finalize(None, engines.hand_back, args=(app,), exitpriority=20)
         logs.batch_access_lines(settings(app).logging.format)
         # A forked worker ends without running atexit: the spans still in the batch are sent from its finaliser.
         multiprocessing.util.Finalize(None, tracing.flush, exitpriority=10)

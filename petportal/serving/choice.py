@@ -11,6 +11,7 @@ from typing import cast
 from flask import Flask, current_app, has_app_context
 
 from petportal.config import Environment, settings
+from petportal.data.database import cause
 from petportal.data.models import Setting
 from petportal.data.unit_of_work import after_commit
 from petportal.extensions import DATABASE_OUTAGES, db
@@ -43,7 +44,7 @@ class ActiveChoice:
                 except DATABASE_OUTAGES as error:
                     # Customers keep browsing the last known (or default) environment while the database is down.
                     db.session.rollback()
-                    log.error("the portal's database is unavailable: %s", type(error).__name__)
+                    log.error("the portal's database is unavailable: %s", cause(error))
                     name = name or self._default
                 self._now_active(name)
         environment = self._registry.get(name)

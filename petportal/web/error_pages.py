@@ -18,7 +18,7 @@ from werkzeug.exceptions import (
     SecurityError,
 )
 
-from petportal.data.database import INIT_DB_HINT, tables_missing
+from petportal.data.database import INIT_DB_HINT, cause, tables_missing
 from petportal.extensions import DATABASE_OUTAGES, db
 from petportal.i18n.lazy_text import lazy_gettext as _l
 from petportal.petstore import Outcome, PetStoreError
@@ -89,7 +89,7 @@ def handle_database_error(error: SQLAlchemyError) -> ErrorPage:
     an outage (a statement on a row another request deleted, say) is a bug, and answered as one."""
     if isinstance(error, IntegrityError):
         # Two requests wrote the same thing at once (two admins adding one account name, say): this one lost.
-        current_app.logger.warning("a change lost a race with another: %s", type(error.orig).__name__)
+        current_app.logger.warning("a change lost a race with another: %s", cause(error))
         message = _("Someone else made the same change at the same moment, so nothing was saved. Reload and check.")
         return render_error(409, message, title=_("Changed at the same moment"))
     missing = tables_missing(error)  # not a bug either: the database was never set up
@@ -98,7 +98,7 @@ def handle_database_error(error: SQLAlchemyError) -> ErrorPage:
     if missing:
         current_app.logger.error("the portal's database has no tables: %s", INIT_DB_HINT)
     else:
-        current_app.logger.error("the portal's database is unavailable: %s", type(error).__name__)
+        current_app.logger.error("the portal's database is unavailable: %s", cause(error))
     message = _("The portal cannot reach its own database, so this page cannot be shown. Customers' pages still work.")
     return render_error(503, message, title=_("Temporarily unavailable"), retry=True)
 

@@ -58,6 +58,13 @@
   const add = document.getElementById("passkey-add");
   if (add) {
     wire(add, document.getElementById("passkey-add-status"), async () => {
+      // A name too long is said before the ceremony, as the portal would refuse it after; it is never cut.
+      const field = document.getElementById("passkey-name");
+      if ([...field.value.trim()].length > Number(field.dataset.max)) {
+        const failure = new Error(field.dataset.tooLong);
+        failure.fromPortal = true;
+        throw failure;
+      }
       const options = await post(add.dataset.options, add.dataset.csrf);
       const credential = await navigator.credentials.create({
         publicKey: PublicKeyCredential.parseCreationOptionsFromJSON(options),

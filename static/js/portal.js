@@ -6,6 +6,16 @@ document.querySelectorAll("button[data-submit-once]").forEach((button) => {
   });
 });
 
+// "Select all" buttons (the promote page): tick every box of that name in the form that is not disabled. Shown
+// only where this script runs.
+document.querySelectorAll("button[data-select-all]").forEach((button) => {
+  button.hidden = false;
+  button.addEventListener("click", () => {
+    button.form.querySelectorAll(`input[type=checkbox][name="${button.dataset.selectAll}"]:not(:disabled)`)
+      .forEach((box) => { box.checked = true; });
+  });
+});
+
 // On the switch form, name the environment everyone will see as soon as the admin picks it.
 document.querySelectorAll("select[data-switch-select]").forEach((select) => {
   const target = document.querySelector("[data-switch-target]");

@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import requests
@@ -54,3 +55,32 @@ def logged_in(origin, username, password):
     response = browser.post(f"{origin}/login", data={"username": username, "password": password, "csrf_token": token})
     assert response.status_code == 200, response.status_code
     return browser
+
+
+def start_import(origin, username, password, names):
+    """Log in as `username`, upload a CSV of `names` (category 1, no status) and start it, as staff do;
+    (the logged-in browser, the import's path)."""
+    browser = logged_in(origin, username, password)
+    token = csrf_token(browser.get(f"{origin}/animals/import").text)
+    rows = "".join(f"{name},1,\n" for name in names)
+    response = browser.post(
+        f"{origin}/animals/import",
+        data={"csrf_token": token},
+        files={"file": ("animals.csv", "name,categoryId,status\n" + rows)},
+        allow_redirects=False,
+    )
+    assert response.status_code == 303, response.text
+    path = response.headers["Location"]
+    token = csrf_token(browser.get(f"{origin}{path}").text)
+    assert browser.post(f"{origin}{path}/start", data={"csrf_token": token}, allow_redirects=False).status_code == 303
+    return browser, path
+
+
+def wait_for(condition, seconds, what):
+    """Wait until `condition()` holds; fails saying `what` did not happen within `seconds`."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{what} did not happen within {seconds} s")

@@ -402,12 +402,12 @@ class EchoingStore:
 
 
 @contextmanager
-def running(command, env, output):
-    """Start `command` on a free port with `env`, its output (both streams) going to the file `output`; yields
-    (origin, process). The caller may stop it; else it is stopped here with SIGTERM."""
+def running(command, env, output, port=None):
+    """Start `command` on `port` (else a free one) with `env`, its output (both streams) going to the file `output`
+    (appended to); yields (origin, process). The caller may stop it; else it is stopped here with SIGTERM."""
     prepare_portal(env)
-    port = free_port()
-    with open(output, "wb") as sink:
+    port = port or free_port()
+    with open(output, "ab") as sink:
         process = subprocess.Popen(
             SERVERS[command](port), cwd=PROJECT_ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT
         )
