@@ -29,6 +29,13 @@ def pytest_xdist_auto_num_workers(config):
     return min(16, 2 * len(os.sched_getaffinity(0)))
 
 
+def pytest_collection_modifyitems(items):
+    """The slow tests first, each file's in its order: the workers then end on short tests, together, rather than
+    one worker running a long browser sweep after the others have finished (with `--dist worksteal`, in addopts,
+    an idle worker takes tests queued for a busy one)."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 # Before they are imported: their asserts then explain themselves as a test's own do.
 pytest.register_assert_rewrite("support")
 
