@@ -94,7 +94,7 @@ def worker_exit(server, worker):
     from petportal.imports import engines
 
     app = getattr(worker, "wsgi", None)  # none when the worker failed to boot
-    if "LOG_FORMAT" in getattr(app, "config", {}):
+    if SETTINGS in getattr(app, "extensions", {}):  # the portal (this file also serves the reference store)
         engines.hand_back(app)
 
 

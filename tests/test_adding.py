@@ -55,6 +55,21 @@ def test_a_valid_form_sends_exactly_one_create_pet_then_303s_to_the_animal(clien
     assert "Added Biscuit to production." in page.text
 
 
+def test_a_copy_posted_to_be_kept_while_the_store_answers_is_asked_about_and_nothing_is_kept(
+    client, auth, production_store
+):
+    """`when_back=1` is offered while the store is not answering; posted while it answers, a copy of a listed animal
+    is asked about as any other add, and neither sent nor kept for later."""
+    auth.login("staff")
+    listed = production_store.animals()[0]
+    copy = {"name": listed["name"], "category_id": str(listed["categoryId"]), "status": listed.get("status", "")}
+    page = client.post("/animals/new", data={**open_form(client), **copy, "when_back": "1"})
+    assert page.status_code == 409 and 'id="duplicate-warning"' in page.text
+    assert posts(production_store) == []
+    assert "is kept" not in client.get("/animals/mine").text
+    assert [a["name"] for a in production_store.animals()].count(listed["name"]) == 1
+
+
 def test_a_chosen_status_is_sent(client, auth, production_store):
     auth.login("staff")
     client.post("/animals/new", data={**open_form(client), "name": "Pip", "category_id": "0", "status": "pending"})

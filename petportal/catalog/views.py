@@ -183,17 +183,18 @@ def add_animal() -> ResponseReturnValue:
         return _add_page(form, environment)
     if not form.validate_on_submit():
         return _form_again(form, environment, None, 400)
-    # A copy is looked for while the store answers; an animal kept for its return (when_back=1) was offered only
-    # because the store did not answer, so there is nothing to look in.
-    looks_for_copy = not form.copy_confirmed and not form.keep_for_later()
-    if looks_for_copy and not adding.form_sent_before(form.submission_token.data, current_user.id):
+    # A copy is looked for whenever the store answers, also for an animal posted to be kept (when_back=1): that is
+    # offered because the store did not answer, but the post itself says nothing of the store now.
+    if not form.copy_confirmed and not adding.form_sent_before(form.submission_token.data, current_user.id):
         try:
             copy = duplicates.copy_of(form.new_animal(), duplicates.listed(current.client))
         except Unauthorized:
             return key_rejected_page(environment.name)
         except Unavailable:
-            metrics.SUBMISSIONS.labels("failed").inc()
-            return _form_again(form, environment, _not_answering(), 503, offer_to_keep=True)
+            copy = None
+            if not form.keep_for_later():
+                metrics.SUBMISSIONS.labels("failed").inc()
+                return _form_again(form, environment, _not_answering(), 503, offer_to_keep=True)
         # Asked again after the listing: a double click's other request may have added this very animal meanwhile
         # (the token is claimed before createPet goes out), and its repeat is answered with that outcome below.
         if copy is not None and not adding.form_sent_before(form.submission_token.data, current_user.id):

@@ -47,6 +47,8 @@ def row_reason(row: ImportRow) -> str | None:
             return _("The pet store gave no usable answer: it may or may not have added this animal.")
         case RowReasonPayload(code=RowReason.PORTAL_STOPPED):
             return _("The portal stopped while this animal was being sent: the pet store may or may not have added it.")
+        case PromotedBefore(code=RowReason.DUPLICATE, pet_id=pet_id):
+            return _("The pet store already lists this animal (id %(id)s): left out unless chosen.", id=pet_id)
         case PromotedBefore(pet_id=int() as pet_id):
             return _("Promoted before: production has it as id %(id)s. It is never sent twice.", id=pet_id)
         case PromotedBefore():
@@ -56,8 +58,6 @@ def row_reason(row: ImportRow) -> str | None:
             return _("Staging no longer has this animal: %(message)s", message=words)
         case RowReasonPayload(code=RowReason.GONE):
             return _("Staging no longer has this animal.")
-        case PromotedBefore(code=RowReason.DUPLICATE, pet_id=pet_id):
-            return _("The pet store already lists this animal (id %(id)s): left out unless chosen.", id=pet_id)
         case RecordedRow(text=text):
             return text or None
     return None
