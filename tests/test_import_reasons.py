@@ -137,3 +137,16 @@ def test_a_row_the_store_refused_keeps_its_reason_as_a_code_and_is_read_in_the_v
         "Die Tierhandlung hat es abgelehnt: name is empty",
         "Die Tierhandlung hat es abgelehnt: name is empty",
     ]
+
+
+def test_a_row_left_out_as_a_copy_says_so_and_a_promoted_one_says_it_was_promoted(portal_app):
+    """Both keep a production id in one shape: the copy must not read as "promoted before, never sent twice" beside
+    the box that lets it be added anyway."""
+    rows = [
+        ImportRow(reason={"code": "duplicate", "pet_id": 2}),
+        ImportRow(reason={"code": "promoted_before", "pet_id": 2}),
+    ]
+    assert reasons_in(portal_app, rows, "en") == [
+        "The pet store already lists this animal (id 2): left out unless chosen.",
+        "Promoted before: production has it as id 2. It is never sent twice.",
+    ]

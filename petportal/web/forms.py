@@ -5,7 +5,7 @@ from typing import Any
 from flask import g, request
 from flask_wtf import FlaskForm
 
-from petportal.web.front_door import NOT_UTF8
+from petportal.web.front_door import NOT_UTF8, NUL, NUL_TEXT
 
 SUBMIT_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 # A form shown again after an error repeats at most this much of what was typed in a field.
@@ -21,8 +21,13 @@ class PortalForm(FlaskForm):
         super().__init__(*args, **kwargs)
 
     def validate(self, extra_validators: Any = None) -> bool:
-        """The fields' checks, plus a refusal of fields that were not UTF-8; a failed form echoes a short prefix."""
+        """The fields' checks, plus a refusal of fields that were not UTF-8 or hold a NUL character; a failed form
+        echoes a short prefix."""
         valid: bool = super().validate(extra_validators)
+        for field in self:
+            if isinstance(field.data, str) and NUL in field.data:
+                field.errors = [*field.errors, NUL_TEXT]
+                valid = False
         for name in g.get("unreadable_fields", ()):
             if name in self._fields:
                 field = self._fields[name]

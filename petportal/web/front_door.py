@@ -33,7 +33,11 @@ UNREADABLE_PARTS = {
     "query": _l("This request could not be read: its query is not UTF-8 text."),
     "cookies": _l("This request could not be read: its cookies are not UTF-8 text."),
     "headers": _l("This request could not be read: its headers are not UTF-8 text."),
+    "nul": _l("This request could not be read: its path holds a NUL character, which no text may hold."),
 }
+# What no text the portal reads may hold: PostgreSQL refuses it in any text column (a 500 for a name holding it).
+NUL = "\x00"
+NUL_TEXT = _l("This holds a NUL character, which no text may hold.")
 BODIES_BUSY = "petportal.bodies_busy"
 # Threads of a process that may wait on request bodies at once: half of a worker's 8.
 BODY_READERS = 4
@@ -57,7 +61,8 @@ class UnreadableRequest(BadRequest):
 
 
 def unreadable(environ: WSGIEnvironment) -> str | None:
-    """The part of the request that is not UTF-8 ("path", "query", "cookies", "headers"), or None; worked out once."""
+    """The part of the request that is not UTF-8 ("path", "query", "cookies", "headers"), or "nul" for a path
+    holding a NUL character, or None; worked out once."""
     if UNREADABLE not in environ:
         environ[UNREADABLE] = _unreadable_part(environ)
     return cast(str | None, environ[UNREADABLE])
@@ -77,6 +82,8 @@ def _unreadable_part(environ: WSGIEnvironment) -> str | None:
             unquote_to_bytes(query.encode("latin-1").replace(b"+", b" ")).decode("utf-8")
         except UnicodeError:
             return "query"
+    if NUL in path:
+        return "nul"
     own = environ.keys() - PROCESS_ONLY
     if "".join([value for name in own if isinstance(value := environ[name], str)]).isascii():
         return None
