@@ -126,6 +126,18 @@ def test_a_label_in_a_language_may_not_read_as_another_categorys_there(portal_ap
         ]
 
 
+def test_a_label_may_not_read_as_another_categorys_in_another_language(portal_app, auth_for):
+    """An import reads a category's label in the uploader's language, then by the default labels: "Dogs" as category
+    4's German label and category 1's default label would name 4 for a German uploader and 1 for everyone else."""
+    admin = auth_for(portal_app, "admin")
+    assert label_in_languages(admin, 1, "Dogs", de="Hunde").status_code == 303
+    refused = label_in_languages(admin, 4, "Birds", de="dogs")
+    assert refused.status_code == 400
+    assert "“Dogs” already names category 1 in production." in html.unescape(refused.text)
+    assert label_in_languages(admin, 2, "Hunde", de="Jagdhunde").status_code == 400
+    assert label_in_languages(admin, 4, "Birds", de="Vögel").status_code == 303
+
+
 def test_changing_only_a_languages_label_is_saved_and_audited(portal_app, auth_for):
     admin = auth_for(portal_app, "admin")
     label(admin, 1, "Dogs")

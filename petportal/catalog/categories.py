@@ -100,11 +100,14 @@ def name(
     language, since people could not tell them apart."""
     own = {code: (own_labels or {}).get(code) or None for code in OWN_LABELS}
     others = [other for other in all_labels(environment_name) if other.category_id != category_id]
+    # In any language against the others' in every language: a file naming a category by its label is read in the
+    # uploader's language first, then by the default labels, so "Dogs" must name one category in every reading.
     for code in LANGUAGES:
-        reads = own.get(code) or label
+        reads = folded(own.get(code) or label)
         for other in others:
-            if folded(in_language(other, code)) == folded(reads):
-                raise LabelTaken(in_language(other, code), other.category_id, code if own.get(code) else None)
+            for there in LANGUAGES:
+                if folded(in_language(other, there)) == reads:
+                    raise LabelTaken(in_language(other, there), other.category_id, code if own.get(code) else None)
     row = db.session.get(CategoryLabel, (environment_name, category_id))
     key = folded(label)
     previous: str | None = None
