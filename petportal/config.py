@@ -1,10 +1,6 @@
-"""The one place that turns the process environment (and `.env`) into the portal's settings.
-
-`load` gives every setting the app and its extensions read, in three layers: the defaults below, then
-the `PETSTORE_*` and `PETPORTAL_*` variables, then a test's overrides; then the settings that follow
-from those (cookies, the cache and login counters' back ends) and a check that refuses what cannot work. No
-other module adds or changes a setting.
-"""
+"""The one place that turns the process environment (and `.env`) into the portal's settings; no other module adds or
+changes one. `load` layers the defaults below, the `PETSTORE_*` and `PETPORTAL_*` variables and a test's overrides, then
+derives what follows from them (cookies, the cache's and login counters' back ends) and refuses what cannot work."""
 
 from __future__ import annotations
 
@@ -29,13 +25,8 @@ INSTANCE_PATH = str(PACKAGE_DIR.parent / "instance") if (PACKAGE_DIR.parent / "p
 # Compressed encodings, best first. Every browser takes both; zstd would add a third copy of each cached page.
 ENCODINGS = ("br", "gzip")
 # What is worth compressing: pages, their assets, the JSON of an import's progress.
-COMPRESSED_TYPES = (
-    "text/html",
-    "text/css",
-    "text/javascript",
-    "application/javascript",
-    "application/json",
-    "image/svg+xml",
+COMPRESSED_TYPES = tuple(
+    "text/html text/css text/javascript application/javascript application/json image/svg+xml".split()
 )
 # The cookie that keeps a login across browser restarts (auth/remember.py).
 REMEMBER_COOKIE = "remember"
@@ -53,8 +44,7 @@ SHORTEST_STORE_KEY = 16
 SECRET_KEY_LENGTH = 32
 # The demo's stores and database, kept for `flask run --debug`'s reloader child to reuse (demo.py): their keys too.
 DEMO_STARTED_VARIABLE = "PETPORTAL_DEMO_STARTED"
-# A bulk import sends this many createPet calls at once: a few, so a large file goes quickly and the
-# store still serves everyone else.
+# How many createPet calls a bulk import sends at once: a few, so a large file goes quickly and others are served.
 IMPORT_CONCURRENCY = 4
 # Where the app keeps its `Settings`.
 SETTINGS = "petportal.settings"
@@ -109,10 +99,9 @@ class Logging:
 
 @dataclass(frozen=True)
 class Settings:
-    """Every setting of one app, typed: built once by `load`, before the app's `config`, which is filled from it
-    (`flask_config`). Each is the setting of the same name in capitals (a test's overrides use those names); the
-    sections are `PETSTORE_ENVIRONMENTS` (`stores`), `OIDC` (`single_sign_on`) and `LOG_FORMAT`, `TRACING` and
-    `TRUST_TRACE_HEADERS` (`logging`)."""
+    """Every setting of one app, typed, built once by `load`; the app's `config` is filled from it (`flask_config`).
+    Each is the setting of the same name in capitals (a test's overrides use those names), but for the sections that
+    `of` builds: `stores`, `single_sign_on` and `logging`."""
 
     stores: Mapping[Environment, PetStore]
     default_environment: Environment
@@ -213,13 +202,8 @@ class Settings:
 
 
 # The portal's own settings by name, and the names of its sections' settings: none of them goes to `app.config`.
-PORTAL_SETTINGS = {field.name for field in fields(Settings)} | {
-    "petstore_environments",
-    "oidc",
-    "log_format",
-    "tracing",
-    "trust_trace_headers",
-}
+PORTAL_SETTINGS = {field.name for field in fields(Settings)}
+PORTAL_SETTINGS |= {"petstore_environments", "oidc", "log_format", "tracing", "trust_trace_headers"}
 
 
 def stores(given: Mapping[str, PetStore | Mapping[str, str | None]]) -> dict[Environment, PetStore]:
@@ -272,13 +256,10 @@ def defaults(instance_path: str) -> dict[str, Any]:
 
 
 def load(
-    instance_path: str,
-    overrides: Mapping[str, Any] | None = None,
-    demo: Mapping[str, Any] | None = None,
+    instance_path: str, overrides: Mapping[str, Any] | None = None, demo: Mapping[str, Any] | None = None
 ) -> Settings:
-    """Every setting of one app, from the process environment, checked: raises `ConfigurationError` naming the
-    variable to fix. `demo` is the settings of a demo an entry point started (its stores, database and address;
-    demo.py), else None."""
+    """Every setting of one app, from the process environment, checked (`ConfigurationError` names the variable to
+    fix). `demo`: the settings of the demo an entry point started (its stores, database and address; demo.py)."""
     values = defaults(instance_path)
     values.update(from_environment(os.environ))
     values["DEMO"] = demo is not None
@@ -335,6 +316,11 @@ def _flag(environ: Mapping[str, str], name: str, default: bool | None) -> bool |
     raise ConfigurationError(f"{name} must be 1 or 0, not {raw!r}.")
 
 
+def _listed(environ: Mapping[str, str], name: str) -> list[str]:
+    """The comma-separated values of the variable `name`, blanks left out."""
+    return [value.strip() for value in environ.get(name, "").split(",") if value.strip()]
+
+
 def _read_dotenv() -> None:
     """The working directory's .env into the process environment (without usecwd python-dotenv searches from this
     file instead); a variable already set wins."""
@@ -379,16 +365,14 @@ def from_environment(environ: Mapping[str, str], read_dotenv: bool = True) -> di
         "UPSTREAM_TIMEOUT": _number(environ, "PETPORTAL_UPSTREAM_TIMEOUT", 5.0, minimum=0.1),
         # gunicorn.conf.py's threads per worker: every thread can hold its own keep-alive connection upstream.
         "UPSTREAM_POOL_SIZE": _number(environ, "PETPORTAL_UPSTREAM_POOL_SIZE", 8, kind=int, minimum=1),
-        # None until `load` knows whether this is demo mode, as REQUIRE_ADMIN_MFA below.
+        # HTTPS and REQUIRE_ADMIN_MFA: None until `load` knows whether this is demo mode (a test's overrides may say).
         "HTTPS": _flag(environ, "PETPORTAL_HTTPS", None),
-        "TRUSTED_HOSTS": [h.strip() for h in environ.get("PETPORTAL_TRUSTED_HOSTS", "").split(",") if h.strip()]
-        or None,
+        "TRUSTED_HOSTS": _listed(environ, "PETPORTAL_TRUSTED_HOSTS") or None,
         "TRUSTED_PROXIES": _number(environ, "PETPORTAL_TRUSTED_PROXIES", 0, kind=int),
         "CACHE_SECONDS": _number(environ, "PETPORTAL_CACHE_SECONDS", 2.0),
         # How long the store's last good answer to a read may stand in while the store is not answering (0: never).
         "STALE_SECONDS": _number(environ, "PETPORTAL_STALE_SECONDS", 3600.0),
         "REDIS_URL": environ.get("PETPORTAL_REDIS_URL", "").strip() or None,
-        # None until `load` knows whether this is demo mode (a test's overrides may decide that).
         "REQUIRE_ADMIN_MFA": _flag(environ, "PETPORTAL_REQUIRE_ADMIN_MFA", None),
         "METRICS_TOKEN": environ.get("PETPORTAL_METRICS_TOKEN", "").strip() or None,
         "LOG_FORMAT": environ.get("PETPORTAL_LOG_FORMAT", "").strip().lower() or "text",
@@ -410,10 +394,6 @@ def _single_sign_on(environ: Mapping[str, str]) -> SingleSignOn | None:
     issuer = environ.get("PETPORTAL_OIDC_ISSUER", "").strip()
     if not issuer:
         return None
-
-    def values(name: str) -> frozenset[str]:
-        return frozenset(value.strip() for value in environ.get(name, "").split(",") if value.strip())
-
     max_age = _number(environ, "PETPORTAL_OIDC_SESSION_MAX_AGE", None, int, minimum=60)
     return SingleSignOn(
         issuer=issuer,
@@ -422,8 +402,8 @@ def _single_sign_on(environ: Mapping[str, str]) -> SingleSignOn | None:
         name=environ.get("PETPORTAL_OIDC_NAME", "").strip() or "single sign-on",
         role_claim=environ.get("PETPORTAL_OIDC_ROLE_CLAIM", "").strip() or "groups",
         environments_claim=environ.get("PETPORTAL_OIDC_ENVIRONMENTS_CLAIM", "").strip() or None,
-        admin_values=values("PETPORTAL_OIDC_ADMIN_VALUES"),
-        staff_values=values("PETPORTAL_OIDC_STAFF_VALUES"),
+        admin_values=frozenset(_listed(environ, "PETPORTAL_OIDC_ADMIN_VALUES")),
+        staff_values=frozenset(_listed(environ, "PETPORTAL_OIDC_STAFF_VALUES")),
         session_max_age=None if max_age is None else timedelta(seconds=max_age),
     )
 
