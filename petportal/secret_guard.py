@@ -9,8 +9,7 @@ worth guessing at: `run` characters, at least SECRET_RUN, so that what a guard w
 a name can see, tells nothing about fewer characters of a key than that (about 2^72 guesses for a key's run).
 
 Reading costs time linear in a text's length, with a small constant whatever its characters: one `str.translate`
-through a table made once a process, where no character becomes more than a few.
-"""
+through a table made once a process, where no character becomes more than a few."""
 
 from __future__ import annotations
 
@@ -22,7 +21,6 @@ import re
 import string
 import unicodedata
 from collections.abc import Iterable
-from dataclasses import dataclass
 from urllib.parse import unquote
 
 from confusable_homoglyphs.utils import load as load_confusables
@@ -85,8 +83,7 @@ class SecretGuard:
 
     Each secret is looked for as runs of `run(secret)` of its characters, as it is, reversed, in hex (either case)
     and in base64 (any alignment, and so after "Bearer "); all of a secret shorter than its run. Case counts:
-    folding it would cost every letter of a key a bit of what a run takes to guess.
-    """
+    folding it would cost every letter of a key a bit of what a run takes to guess."""
 
     def __init__(self, secrets: Iterable[str]) -> None:
         self._pieces = _pieces(tuple(secret for secret in secrets if secret))
@@ -128,7 +125,7 @@ def run(secret: str) -> int:
 
 
 def reading(text: str) -> str:
-    """`text` as the guard reads it, tag characters unread (see `_Tables`)."""
+    """`text` as the guard reads it, tag characters unread (see `_table`)."""
     return _readings(text)[0]
 
 
@@ -136,13 +133,14 @@ def _readings(text: str) -> tuple[str, ...]:
     """The readings of what `text` says, escapes decoded: as it shows; where it has tag characters, also with them
     read in place as the ASCII they spell."""
     text = _unescaped(text)
-    table = _tables().characters
-    shown = _BEYOND.sub("\ufffd", _UNREAD_BEYOND.sub("", text)).translate(table)
     if not _TAGGED.search(text):
-        return (shown,)
+        return (_shown(text),)
     # Each run of tags translated on its own: a dict that misses raises, for each character it does not hold.
-    spelt = _TAGGED.sub(lambda tags: tags[0].translate(_TAG_LETTERS), text)
-    return (shown, _BEYOND.sub("\ufffd", _UNREAD_BEYOND.sub("", spelt)).translate(table))
+    return (_shown(text), _shown(_TAGGED.sub(lambda tags: tags[0].translate(_TAG_LETTERS), text)))
+
+
+def _shown(text: str) -> str:
+    return _BEYOND.sub("\ufffd", _UNREAD_BEYOND.sub("", text)).translate(_table())
 
 
 def _unescaped(text: str) -> str:
@@ -171,27 +169,20 @@ def _byte_unescaped(escape: re.Match[str]) -> str:
     return chr(code) if code <= 0x10FFFF else escape[0]
 
 
-@dataclass(frozen=True)
-class _Tables:
-    """How each character below U+20000 reads, for `str.translate`: an ASCII letter or digit as itself, ASCII
-    punctuation and what shows as nothing as nothing, any other character as the ASCII letters and digits a person
-    reads in it (compatibility forms decomposed, look-alikes as their Latin letter, Unicode TR39), or as itself
-    where it reads as none. Beyond the table, tags and variation selectors read as nothing, the rest as U+FFFD."""
-
-    characters: tuple[str, ...]  # indexed by code point: a tuple translates faster than a dict
-
-
 @functools.cache
-def _tables() -> _Tables:
-    """The table, made from Unicode's data and confusable-homoglyphs' copy of confusables.txt once a process, when
-    the first text is read."""
+def _table() -> tuple[str, ...]:
+    """How each character below _TABLE_SIZE reads, for `str.translate` (indexed by code point: a tuple translates
+    faster than a dict): an ASCII letter or digit as itself, ASCII punctuation and what shows as nothing as nothing,
+    any other character as the ASCII letters and digits a person reads in it (compatibility forms decomposed,
+    look-alikes as their Latin letter, Unicode TR39), or as itself where it reads as none. Made from Unicode's data
+    and confusable-homoglyphs' copy of confusables.txt once a process, when the first text is read."""
     lookalikes = _lookalikes()
     characters = [chr(code) if chr(code).isalnum() else "" for code in range(128)]
     for code in range(128, _TABLE_SIZE):
         char = chr(code)
         read = "" if unread(char) else _read(unicodedata.normalize("NFKD", char), lookalikes)
         characters.append(char if read is None or len(read) > _LONGEST_READING else read)
-    return _Tables(tuple(characters))
+    return tuple(characters)
 
 
 def _read(decomposed: str, lookalikes: dict[str, str]) -> str | None:
