@@ -5,28 +5,14 @@ from datetime import UTC, datetime
 from enum import StrEnum
 
 from flask_login import UserMixin
-from sqlalchemy import (
-    JSON,
-    BigInteger,
-    Boolean,
-    DateTime,
-    ForeignKey,
-    Index,
-    Integer,
-    LargeBinary,
-    String,
-    Text,
-    TypeDecorator,
-    UniqueConstraint,
-    literal,
-    type_coerce,
-)
+from sqlalchemy import ForeignKey, Index, UniqueConstraint, literal, type_coerce
 from sqlalchemy import false as sa_false
 from sqlalchemy import true as sa_true
 from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.hybrid import hybrid_method
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 from sqlalchemy.sql import ColumnElement
+from sqlalchemy.types import JSON, BigInteger, Boolean, DateTime, Integer, LargeBinary, String, Text, TypeDecorator
 
 from petportal.clock import now
 from petportal.config import EVERY_ENVIRONMENT, Environment
@@ -58,8 +44,7 @@ class TicketState(StrEnum):
     and calls createPet; created: `pet_id` is the animal; refused: the store answered 400, nothing was added;
     unknown: the call may have reached the store, so it is never sent again. invalid: an import row the
     portal's own checks refused at preview, never sent. kept: an add form's token whose animal was kept, while the
-    store was not answering, as a one-row import sent when it answers again (`BulkImport.kept`).
-    """
+    store was not answering, as a one-row import sent when it answers again (`BulkImport.kept`)."""
 
     ISSUED = "issued"
     SENDING = "sending"
@@ -82,17 +67,14 @@ class ImportState(StrEnum):
 
 
 class RowReason(StrEnum):
-    """Why an import row stands where it does, kept as `ImportRow.reason`: `{"code": ..., values}`.
+    """Why an import row stands where it does, kept as `ImportRow.reason` with its values (data/payloads.py) and
+    put into words when shown (imports/reasons.py), in the visitor's language.
 
-    invalid: the portal's checks refused it (`values`: how many values its line held); refused: the store
-    answered 400 (`said`: its `StoreReason`, with `message` and `status`); no_answer: its call got no usable
-    answer; portal_stopped: the portal stopped while it was being sent; promoted_before: a promotion's staging
-    animal was promoted already (`pet_id`: its production id, when known); gone: the staging store no longer has
-    it; duplicate: the target store already lists an animal with the same name, category and status (`pet_id`: its
-    id), so the row is left out unless it is chosen at the start; recorded: words kept before reasons were codes
-    (`text`). Its words are chosen when it is shown
-    (imports/reasons.py), in the visitor's language.
-    """
+    invalid: the portal's checks refused it; refused: the store answered 400; no_answer: its call got no usable
+    answer; portal_stopped: the portal stopped while it was being sent; promoted_before: a promotion's staging animal
+    was promoted already; gone: the staging store no longer has it; duplicate: the target store already lists an
+    animal with the same name, category and status, so the row is left out unless it is chosen at the start;
+    recorded: words kept before reasons were codes."""
 
     INVALID = "invalid"
     REFUSED = "refused"
@@ -105,12 +87,10 @@ class RowReason(StrEnum):
 
 
 class StopReason(StrEnum):
-    """Why an import stopped sending, kept as `BulkImport.reason`: `{"code": ..., values}`.
+    """Why an import stopped sending, kept as `BulkImport.reason` with its values (data/payloads.py).
 
     key_rejected, unavailable, row_unknown (a row got no usable answer): paused; switched: the active environment
-    changed (`previous`, `active`); limited: its owner no longer works on its environments; recorded: words kept
-    before reasons were codes (`text`).
-    """
+    changed; limited: its owner no longer works on its environments; recorded: words kept before reasons were codes."""
 
     KEY_REJECTED = "key_rejected"
     UNAVAILABLE = "unavailable"
@@ -166,10 +146,9 @@ class AuditAction(StrEnum):
 
 
 class AuditDetail(StrEnum):
-    """What more an audit entry says, kept as `AuditEntry.details`: `{"code": ..., values}`, never words. The values
-    each code carries are the ones admin/audit_log.py fills its words with, in the reader's language (an entry's own
-    columns, such as its environment, are not repeated). recorded: words kept before details were codes (`text`).
-    """
+    """What more an audit entry says beyond its own columns, kept as `AuditEntry.details` with its values
+    (data/payloads.py), never words: admin/audit_log.py words it in the reader's language. recorded: words kept
+    before details were codes."""
 
     CATEGORY_LABELLED = "category_labelled"
     CATEGORY_RENAMED = "category_renamed"
@@ -355,8 +334,7 @@ class User(UserMixin, Model):
 class RecoveryCode(Model):
     """One of an account's single-use recovery codes, for a lost second-factor device.
 
-    Only the SHA-256 of the code is kept: the codes are random (50 bits), so a slow hash adds nothing.
-    """
+    Only the SHA-256 of the code is kept: the codes are random (50 bits), so a slow hash adds nothing."""
 
     __tablename__ = "recovery_codes"
 
@@ -500,8 +478,7 @@ class BulkImport(Model):
     States: preview (nothing sent; may be discarded), queued (started, waiting for a runner), running,
     paused (the store was unavailable or refused the key; `reason` says which), stopped (the active
     environment changed), done. A runner holds the import while `lease_until` is in the future and
-    renews it as it goes; another may take it over only once the lease has run out.
-    """
+    renews it as it goes; another may take it over only once the lease has run out."""
 
     __tablename__ = "imports"
 
@@ -579,8 +556,7 @@ class Promotion(Model):
     A promotion's row claims its staging id here in the same commit that claims the row for sending, so no
     other promotion, session or instance sends it again. States (`TicketState`): sending, created
     (`production_id` is the animal), unknown (the call may have reached production: never resent). A row the
-    store refused, or that never reached it, gives its claim back (the entry is deleted).
-    """
+    store refused, or that never reached it, gives its claim back (the entry is deleted)."""
 
     __tablename__ = "promotions"
 
@@ -601,8 +577,7 @@ class LoginSession(Model):
 
     Every request of a logged-in user checks its row, so ending it (logout, or an admin ending the
     account's sessions) takes effect on that browser's next request, in every portal process.
-    `remember_hash` is the SHA-256 of the current "keep me logged in" token; it changes at every use.
-    """
+    `remember_hash` is the SHA-256 of the current "keep me logged in" token; it changes at every use."""
 
     __tablename__ = "login_sessions"
 
