@@ -59,8 +59,3 @@ def probe() -> Probe:
         db.session.rollback()
         return Probe(DatabaseState.NO_TABLES if tables_missing(error) else DatabaseState.UNAVAILABLE, cause(error))
     return Probe(DatabaseState.OK)
-
-
-def database_state() -> DatabaseState:
-    """What a probe of the portal's database finds (`probe`); in an app context."""
-    return probe().state

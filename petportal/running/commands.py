@@ -11,7 +11,7 @@ from sqlalchemy.exc import OperationalError
 from petportal.auth import accounts
 from petportal.config import ConfigurationError, Environment
 from petportal.data import audit
-from petportal.data.database import INIT_DB_HINT, DatabaseState, database_state, probe
+from petportal.data.database import INIT_DB_HINT, DatabaseState, probe
 from petportal.data.models import AuditAction, AuditDetail, Role
 from petportal.data.payloads import RoleDetails
 from petportal.extensions import db
@@ -67,7 +67,7 @@ def upgrade_database() -> None:
 @with_appcontext
 def user_commands() -> None:
     """Manage staff and admin accounts."""
-    state = database_state()
+    state = probe().state
     if state is DatabaseState.NO_TABLES:
         raise click.ClickException(f"The portal's database has no tables yet: {INIT_DB_HINT}.")
     if state is DatabaseState.UNAVAILABLE:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint
 
-from petportal.data.database import DatabaseState, database_state
+from petportal.data.database import DatabaseState, probe
 from petportal.petstore import PetStoreError
 from petportal.petstore.environments import environments
 from petportal.serving.choice import active_choice
@@ -22,7 +22,7 @@ def healthz() -> dict[str, str]:
 @bp.get("/readyz")
 def readyz() -> tuple[dict[str, str | dict[str, str]], int]:
     """200 when the database and the active environment's API answer; else 503 naming what does not (not why)."""
-    checks = {"database": str(database_state()), "petstore": "ok"}
+    checks = {"database": str(probe().state), "petstore": "ok"}
     active = active_choice().active()  # the last known, or the default, while the database is down
     try:
         environments().client(active.name).list_pets(limit=1)
