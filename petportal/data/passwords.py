@@ -6,12 +6,7 @@ characters long, so zxcvbn's estimate refuses the rest of the easily guessed one
 repeats, keyboard walks, common words with substitutions): no composition rules.
 
 zxcvbn and its lists (13 MB) load with the first password set, not in every worker at start-up: most
-requests never set one.
-
-Every check runs one real hash, whatever the account: an unknown name, and an account of the company's sign-in
-(no password here), are checked against a stand-in hash made the same way, so how long a wrong password takes
-tells nobody which kind of name it was tried on.
-"""
+requests never set one."""
 
 from __future__ import annotations
 
@@ -60,8 +55,9 @@ def hashed(password: str) -> str:
 
 
 def matches(stored: str | None, password: str) -> bool:
-    """Whether `password` is the one `stored` was made from; with no stored hash (no such account, or one without
-    a password) the same work is done against a stand-in, and the answer is no."""
+    """Whether `password` is the one `stored` was made from. With no stored hash (no such account, or one of the
+    company's sign-in) the same work is done against a stand-in and the answer is no, so how long a wrong password
+    takes tells nobody which kind of name it was tried on."""
     if stored is None:
         check_password_hash(_stand_in(settings().password_hash), password)
         return False
