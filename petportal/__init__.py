@@ -1,8 +1,7 @@
 """Pet Portal: a server-rendered web portal over the Pet Store v1 API.
 
 `create_app` is the table of contents: the settings (config.py), the request's way through the portal
-(pipeline.py), the pages (one blueprint per area a user recognises) and the `flask` commands.
-"""
+(pipeline.py), the pages (one blueprint per area a user recognises) and the `flask` commands."""
 
 from collections.abc import Mapping
 from pathlib import Path

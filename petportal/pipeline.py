@@ -3,8 +3,7 @@
 Flask runs `before_request` hooks in the order they are added and `after_request` hooks in the reverse order, so
 the first hook added below is the last to see a response. WSGI layers wrap what is there already, so the last
 one added is the first to see a request. Read top to bottom, `build` is the response's way out through the hooks,
-then the request's way in through the layers.
-"""
+then the request's way in through the layers."""
 
 from flask import Flask
 from flask_bootstrap import Bootstrap5

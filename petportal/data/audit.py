@@ -2,8 +2,7 @@
 
 An entry keeps codes, never words (`AuditAction`, `AuditDetail`); admin/audit_log.py words them when shown. Floods
 of failed attempts are counted on one entry per window (`COUNTED`), outside names are bounded, and the log's own
-names can never be an account's (`is_reserved`).
-"""
+names can never be an account's (`is_reserved`)."""
 
 from __future__ import annotations
 

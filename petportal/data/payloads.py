@@ -4,8 +4,7 @@
 Each is one frozen dataclass of its family (`RowReasonPayload`, `StopReasonPayload`, `AuditDetails`): the family's
 own class for a code with no values, a subclass for each shape of values. `encode` and `decode` are the one codec
 between them and the JSON kept, `{"code": ..., values}`: a set of environments as `User.environments` keeps it, a
-value of None left out. Readers match on the classes; none reads the JSON.
-"""
+value of None left out. Readers match on the classes; none reads the JSON."""
 
 from __future__ import annotations
 

@@ -2,8 +2,7 @@
 
 With the store down, a request carries on with an empty session marked `unavailable` (pages needing a login answer
 503). The database store is the portal's own: Flask-Session's creates its table outside migrations, keeps naive
-utcnow() expiries, and commits the request's shared session mid-login (`regenerate`).
-"""
+utcnow() expiries, and commits the request's shared session mid-login (`regenerate`)."""
 
 from __future__ import annotations
 

@@ -2,8 +2,7 @@
 
 A request commits once after every hook has run, unless its answer is a server error; views and helpers only add.
 An import job step commits itself. A few protocol steps commit on their own, and say so where they do. Work that must
-follow a commit (waking a runner, clearing cached pages) goes to `after_commit`.
-"""
+follow a commit (waking a runner, clearing cached pages) goes to `after_commit`."""
 
 from __future__ import annotations
 
