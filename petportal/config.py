@@ -185,8 +185,8 @@ class Settings:
                 "logging": Logging(log_format, values["TRACING"], values["TRUST_TRACE_HEADERS"]),
                 "single_sign_on": SingleSignOn(**oidc) if isinstance(oidc, Mapping) else oidc,
                 "secret_key": values.get("SECRET_KEY"),
-                # Two threads of each worker never wait on the pet store, so health checks, cached pages and
-                # static files are served even while the store hangs.
+                # Two threads of each worker never wait on the pet store: health checks, cached pages and static files
+                # are served even while the store hangs.
                 "upstream_concurrency": values.get("UPSTREAM_CONCURRENCY", max(1, values["UPSTREAM_POOL_SIZE"] - 2)),
                 # Bulk imports run on RQ workers where there is a Redis, else on threads of the portal's own process.
                 "import_runner": values.get("IMPORT_RUNNER", "rq" if redis_url else "embedded"),
@@ -235,8 +235,7 @@ def defaults(instance_path: str) -> dict[str, Any]:
         "LOGIN_LIMIT_PER_DEVICE": "5 per minute; 20 per hour",
         # Second-factor codes, per account from anywhere: a million codes, three valid at a time.
         "MFA_LIMIT_PER_ACCOUNT": "5 per minute; 20 per hour",
-        # A request body over 1 MB gets 413; the CSV upload of the bulk add (1 MB) has room for its form around it
-        # (front_door.body_limit).
+        # A body over 1 MB gets 413; the bulk add's CSV upload (1 MB) has room for its form (front_door.body_limit).
         "MAX_CONTENT_LENGTH": 1024 * 1024,
         "IMPORT_CONCURRENCY": IMPORT_CONCURRENCY,
         # How long a bulk import's runner holds it without renewing; it renews every second. Another runner
@@ -322,8 +321,7 @@ def _listed(environ: Mapping[str, str], name: str) -> list[str]:
 
 
 def _read_dotenv() -> None:
-    """The working directory's .env into the process environment (without usecwd python-dotenv searches from this
-    file instead); a variable already set wins."""
+    """The working directory's .env (not this file's: hence usecwd) into the environment; a variable set wins."""
     load_dotenv(find_dotenv(usecwd=True), override=False)
 
 

@@ -130,8 +130,7 @@ def reading(text: str) -> str:
 
 
 def _readings(text: str) -> tuple[str, ...]:
-    """The readings of what `text` says, escapes decoded: as it shows; where it has tag characters, also with them
-    read in place as the ASCII they spell."""
+    """What `text` says, escapes decoded: as it shows and, where it has tag characters, with them spelling ASCII."""
     text = _unescaped(text)
     if not _TAGGED.search(text):
         return (_shown(text),)
@@ -186,8 +185,7 @@ def _table() -> tuple[str, ...]:
 
 
 def _read(decomposed: str, lookalikes: dict[str, str]) -> str | None:
-    """The ASCII letters and digits a person reads in `decomposed` (a character's NFKD), or None where it holds a
-    letter that reads as none (any other script's)."""
+    """The ASCII letters and digits a person reads in `decomposed` (a character's NFKD); None: another script's."""
     read = []
     for char in decomposed:
         if char.isascii() or unread(char):
@@ -246,9 +244,8 @@ def _pieces(secrets: tuple[str, ...]) -> frozenset[str]:
         for first, last in zip(kept, kept[length - 1 :] or [len(secret) - 1], strict=False):
             stretch = secret[first : last + 1].encode()
             pieces.update((stretch.hex(), stretch.hex().upper()))
-            # Base64 writes whole groups of three bytes: where the stretch starts in a group, the group also holds
-            # bytes from before it; so the stretch with two bytes either side, from each of the three alignments,
-            # where its whole groups still hold a run.
+            # Base64 writes whole groups of three bytes, which may hold bytes from either side of the stretch: so
+            # the stretch with two bytes either side, from each of the three alignments, where its groups hold a run.
             wider = secret[max(first - 2, 0) : last + 3].encode()
             for start in range(3):
                 grouped = wider[start : start + (len(wider) - start) // 3 * 3]

@@ -81,14 +81,10 @@ def record(
     remote_addr = request.remote_addr[:64] if request and request.remote_addr else None
     if action in COUNTED and _counted(action, actor, remote_addr):
         return
+    details = encode(detail) if detail is not None else None
     db.session.add(
         AuditEntry(
-            actor=actor,
-            action=action,
-            target=target,
-            environment=environment,
-            details=encode(detail) if detail is not None else None,
-            remote_addr=remote_addr,
+            actor=actor, action=action, target=target, environment=environment, details=details, remote_addr=remote_addr
         )
     )
 

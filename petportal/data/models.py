@@ -222,8 +222,7 @@ class StateColumn(TypeDecorator[StrEnum]):
 
 
 class EnvironmentSet(TypeDecorator[frozenset[Environment]]):
-    """Environments stored as their names, sorted and space-separated (`names`), read back as a frozenset (`read`);
-    the audit log keeps them in the same form."""
+    """Environments stored as their names, sorted and space-separated (`names`; so in the audit log too)."""
 
     impl = String(64)
     cache_ok = True
@@ -437,8 +436,7 @@ class SubmissionToken(Model):
 
 
 class CategoryLabel(Model):
-    """A name people read for one category id of one environment ("Dogs" for 1); staging's ids need not be
-    production's, so each environment has its own."""
+    """A name people read for a category id ("Dogs" for 1), per environment: staging's ids need not be production's."""
 
     __tablename__ = "category_labels"
 
@@ -506,8 +504,7 @@ class BulkImport(Model):
     # An animal of the add form kept while the store was not answering (`when_back=1`): a one-row import that waits,
     # queued, and is sent once the store answers again; shown in Your additions, not among the imports.
     kept: Mapped[bool] = mapped_column(Boolean, default=False, server_default=sa_false())
-    # Every row, in the file's order. Read only: rows are claimed and settled by conditional UPDATEs
-    # (catalog/adding.py), never through this list.
+    # Every row in file order, read only: rows are claimed and settled by conditional UPDATEs (catalog/adding.py).
     rows: Mapped[list["ImportRow"]] = relationship(order_by="ImportRow.position", viewonly=True)
 
 
@@ -589,8 +586,7 @@ class LoginSession(Model):
     remember_hash: Mapped[str | None] = mapped_column(String(64))
     address: Mapped[str | None] = mapped_column(String(64))
     user_agent: Mapped[str | None] = mapped_column(String(255))
-    # How this login proved a second factor, or None: an admin page asks for one where PETPORTAL_REQUIRE_ADMIN_MFA
-    # says so.
+    # How this login proved a second factor, or None: admin pages ask for one where PETPORTAL_REQUIRE_ADMIN_MFA says.
     second_factor: Mapped[SecondFactor | None] = mapped_column(StateColumn(SecondFactor))
 
 

@@ -37,8 +37,7 @@ class InvalidRow(RowReasonPayload):
 
 @dataclass(frozen=True, kw_only=True)
 class StoreRefusal(RowReasonPayload):
-    """The store refused the row (refused), or staging no longer has it (gone): `said`, the `StoreReason`'s code
-    (None: not known), with its `message` and `status`."""
+    """The store refused the row (refused) or staging lost it (gone): `said` (a `StoreReason`), `message`, `status`."""
 
     said: str | None = None
     message: str = ""
@@ -47,8 +46,7 @@ class StoreRefusal(RowReasonPayload):
 
 @dataclass(frozen=True, kw_only=True)
 class PromotedBefore(RowReasonPayload):
-    """A promotion's staging animal was promoted already (promoted_before), or production lists it already
-    (duplicate): `pet_id`, its production id when known."""
+    """Promoted already (promoted_before), or listed already (duplicate): `pet_id`, the target's id when known."""
 
     code: RowReason = RowReason.PROMOTED_BEFORE
     pet_id: int | None = None

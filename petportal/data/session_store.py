@@ -113,16 +113,11 @@ class DatabaseSessions(ResilientSessions):
 
 
 def register(app: Flask) -> None:
-    options = {
-        "key_prefix": KEY_PREFIX,
-        "use_signer": False,
-        "permanent": True,
-        "sid_length": ID_BYTES,
-        "serialization_format": "msgpack",
-    }
+    options = dict(
+        key_prefix=KEY_PREFIX, use_signer=False, permanent=True, sid_length=ID_BYTES, serialization_format="msgpack"
+    )
     if redis_url := settings(app).redis_url:
-        # The Redis client (about 4 MB), which Flask-Session's Redis store imports, is loaded only by a portal that
-        # keeps its sessions there.
+        # The Redis client (about 4 MB), imported by Flask-Session's Redis store, loads only where sessions live there.
         import redis
         from flask_session.redis import RedisSessionInterface
 
