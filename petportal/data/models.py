@@ -199,9 +199,7 @@ class UTCDateTime(TypeDecorator[datetime]):
         return value.astimezone(UTC) if value is not None else None
 
     def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        if value is not None and value.tzinfo is None:
-            return value.replace(tzinfo=UTC)
-        return value
+        return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value
 
 
 class StateColumn(TypeDecorator[StrEnum]):
