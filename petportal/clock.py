@@ -1,7 +1,5 @@
 """The portal's one clock: every timestamp it stores or compares comes from `now()`."""
 
-from __future__ import annotations
-
 from datetime import UTC, datetime
 
 from flask import has_app_context

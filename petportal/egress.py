@@ -4,8 +4,6 @@ Libraries write secrets too (urllib3 logs an unparsable header line whole; spans
 log record is checked as it is made and every span before export, with the pet store client's `SecretGuard` (handed
 over by `pipeline.build`). What quotes a secret is replaced whole, never partly redacted."""
 
-from __future__ import annotations
-
 import logging
 from collections.abc import Callable
 from typing import Any

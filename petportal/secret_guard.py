@@ -11,8 +11,6 @@ a name can see, tells nothing about fewer characters of a key than that (about 2
 Reading costs time linear in a text's length, with a small constant whatever its characters: one `str.translate`
 through a table made once a process, where no character becomes more than a few."""
 
-from __future__ import annotations
-
 import base64
 import functools
 import html

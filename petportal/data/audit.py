@@ -4,8 +4,6 @@ An entry keeps codes, never words (`AuditAction`, `AuditDetail`); admin/audit_lo
 of failed attempts are counted on one entry per window (`COUNTED`), outside names are bounded, and the log's own
 names can never be an account's (`is_reserved`)."""
 
-from __future__ import annotations
-
 import unicodedata
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass

@@ -8,8 +8,6 @@ repeats, keyboard walks, common words with substitutions): no composition rules.
 zxcvbn and its lists (13 MB) load with the first password set, not in every worker at start-up: most
 requests never set one."""
 
-from __future__ import annotations
-
 import secrets
 from functools import cache
 

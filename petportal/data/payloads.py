@@ -6,8 +6,6 @@ own class for a code with no values, a subclass for each shape of values. `encod
 between them and the JSON kept, `{"code": ..., values}`: a set of environments as `User.environments` keeps it, a
 value of None left out. Readers match on the classes; none reads the JSON."""
 
-from __future__ import annotations
-
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from enum import StrEnum

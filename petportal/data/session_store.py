@@ -4,8 +4,6 @@ With the store down, a request carries on with an empty session marked `unavaila
 503). The database store is the portal's own: Flask-Session's creates its table outside migrations, keeps naive
 utcnow() expiries, and commits the request's shared session mid-login (`regenerate`)."""
 
-from __future__ import annotations
-
 import logging
 import random
 import secrets

@@ -4,8 +4,6 @@ A request commits once after every hook has run, unless its answer is a server e
 An import job step commits itself. A few protocol steps commit on their own, and say so where they do. Work that must
 follow a commit (waking a runner, clearing cached pages) goes to `after_commit`."""
 
-from __future__ import annotations
-
 from collections.abc import Callable
 from typing import Any, cast
 
