@@ -241,10 +241,9 @@ class EnvironmentSet(TypeDecorator[frozenset[Environment]]):
 
 
 class User(UserMixin, Model):
-    """A staff member or an admin; customers have no account.
-
-    An account is disabled, never deleted: the rows that name it (its logins, tokens, additions, imports and second
-    factors) have foreign keys without ON DELETE, so deleting it while they exist is refused."""
+    """A staff member or an admin; customers have no account. An account is disabled, never deleted: the rows that name
+    it (its logins, tokens, additions, imports and second factors) have foreign keys without ON DELETE, so deleting it
+    while they exist is refused."""
 
     __tablename__ = "users"
 
@@ -329,9 +328,8 @@ class User(UserMixin, Model):
 
 
 class RecoveryCode(Model):
-    """One of an account's single-use recovery codes, for a lost second-factor device.
-
-    Only the SHA-256 of the code is kept: the codes are random (50 bits), so a slow hash adds nothing."""
+    """One of an account's single-use recovery codes, for a lost second-factor device. Only the SHA-256 of the code is
+    kept: the codes are random (50 bits), so a slow hash adds nothing."""
 
     __tablename__ = "recovery_codes"
 
@@ -342,10 +340,9 @@ class RecoveryCode(Model):
 
 
 class Passkey(Model):
-    """A passkey (a WebAuthn credential) of an account: it signs in alone, and is an admin's second factor.
-
-    `sign_count` and the backup flags are the authenticator's, as last seen; a use whose count does not move on
-    from a non-zero count is refused (a cloned authenticator)."""
+    """A passkey (a WebAuthn credential) of an account: it signs in alone, and is an admin's second factor. `sign_count`
+    and the backup flags are the authenticator's, as last seen; a use whose count does not move on from a non-zero count
+    is refused (a cloned authenticator)."""
 
     __tablename__ = "passkeys"
 
@@ -394,12 +391,10 @@ class AuditEntry(Model):
 
 
 class LoginCounter(Model):
-    """One login (or code) counter of one window, kept in the portal's database when there is no Redis, so every
-    worker and instance counts on the same rows (auth/throttle.py).
-
-    `key` names the counter, its limit and whom it counts ("login_limit_per_address/20/1/minute/192.0.2.7");
-    `hits` are the attempts counted in the window that ends at `expires_at`. An expired row starts again at its
-    next attempt, and is deleted when no attempt comes."""
+    """One login (or code) counter of one window, kept in the portal's database when there is no Redis, so every worker
+    and instance counts on the same rows (auth/throttle.py). `key` names the counter, its limit and whom it counts
+    ("login_limit_per_address/20/1/minute/192.0.2.7"); `hits` are the attempts counted in the window that ends at
+    `expires_at`. An expired row starts again at its next attempt, and is deleted when no attempt comes."""
 
     __tablename__ = "login_counters"
 
@@ -568,11 +563,10 @@ class Promotion(Model):
 
 
 class LoginSession(Model):
-    """One login of an account in one browser, from the password to logout or a limit.
-
-    Every request of a logged-in user checks its row, so ending it (logout, or an admin ending the
-    account's sessions) takes effect on that browser's next request, in every portal process.
-    `remember_hash` is the SHA-256 of the current "keep me logged in" token; it changes at every use."""
+    """One login of an account in one browser, from the password to logout or a limit. Every request of a logged-in user
+    checks its row, so ending it (logout, or an admin ending the account's sessions) takes effect on that browser's next
+    request, in every portal process. `remember_hash` is the SHA-256 of the current "keep me logged in" token; it
+    changes at every use."""
 
     __tablename__ = "login_sessions"
 
