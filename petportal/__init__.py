@@ -27,8 +27,7 @@ BLUEPRINTS = (catalog, imports, promote, auth, account, admin, users, categories
 
 
 def create_app(test_config: dict[str, Any] | None = None, *, demo: Mapping[str, Any] | None = None) -> Flask:
-    """Build the portal. `demo` is the settings of the demo that a demo entry point started (running/demo.py);
-    without it, and without a pet store configured, the portal refuses to start."""
+    """Build the portal; without `demo` (what a demo entry point started: running/demo.py), it needs a pet store."""
     app = Flask(
         __name__,
         template_folder=config.shipped_folder("templates"),

@@ -166,8 +166,7 @@ class Settings:
 
     @classmethod
     def of(cls, values: Mapping[str, Any]) -> Settings:
-        """The settings `values` give by name in capitals (what `load` gathered), typed; raises `ConfigurationError`
-        for a closed choice that is none of its values."""
+        """The typed settings of `values`, what `load` gathered by name in capitals; refuses unknown closed choices."""
         name, log_format, redis_url = values["DEFAULT_ENVIRONMENT"], values["LOG_FORMAT"], values["REDIS_URL"]
         if name not in EVERY_ENVIRONMENT:
             raise ConfigurationError(
@@ -431,8 +430,7 @@ def secret_values(settings: Settings) -> tuple[str, ...]:
 
 
 def check(settings: Settings) -> None:
-    """Refuse to start with a configuration that cannot work, naming the variable to fix (the pet stores' own are
-    checked as `load` reads them, and the closed choices by `Settings.of`)."""
+    """Refuse a configuration that cannot work, naming the variable (`load` checks the stores, `of` closed choices)."""
     name = settings.default_environment
     if not settings.demo and not settings.stores[name].url:
         raise ConfigurationError(
@@ -477,8 +475,7 @@ def check(settings: Settings) -> None:
 
 
 def _check_pet_store(name: str, url: str | None, key: str | None) -> None:
-    """Refuse an environment's URL that is not the API's base URL, and a URL without its key or a key without
-    its URL (the first page would find out, as "the key was rejected")."""
+    """Refuse a URL that is not the API's base, or a URL or key without the other (pages would say: key rejected)."""
     prefix = f"PETSTORE_{name.upper()}"
     if url and not url.startswith(("http://", "https://")):
         raise ConfigurationError(f"{prefix}_URL must start with http:// or https://, not {url!r}.")

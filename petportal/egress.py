@@ -43,8 +43,7 @@ def withheld(value: Any) -> Any:
 
 
 def guard_record(record: logging.LogRecord) -> logging.LogRecord:
-    """`record`, changed in place when anything it can write quotes a secret: message WITHHELD_LINE, exception
-    and stack dropped, each extra field that quotes one WITHHELD_VALUE."""
+    """`record`, changed in place if it quotes a secret: message and quoting fields withheld, exception, stack gone."""
     if _Guard.check is None or getattr(record, CHECKED, False):
         return record
     if _record_quotes_secret(record):

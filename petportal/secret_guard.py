@@ -195,8 +195,7 @@ def _read(decomposed: str, lookalikes: dict[str, str]) -> str | None:
 
 
 def _lookalikes() -> dict[str, str]:
-    """Each non-ASCII character that reads as ASCII letters or digits, to them: its Latin look-alike (Unicode
-    TR39), the letter it dresses, the digit it is in another script."""
+    """Non-ASCII characters read as ASCII letters or digits, to them: a Latin look-alike, dressed letter or digit."""
     linked: dict[str, set[str]] = {}
     for glyph, confusables in load_confusables("confusables.json").items():
         partners = linked.setdefault(glyph.translate(_DIRECTION_MARKS), set())

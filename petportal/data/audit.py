@@ -69,8 +69,7 @@ def record(
     environment: str | None = None,
     detail: AuditDetails | AuditDetail | None = None,
 ) -> None:
-    """Add one audit entry (`target`: the account changed, `detail`: what more it says, or its code alone when that
-    has no values), or count a `COUNTED` action on its window's entry."""
+    """Add an audit entry (`target`: the account changed; `detail`: payload or bare code), or count a `COUNTED` one."""
     if isinstance(detail, AuditDetail):
         detail = AuditDetails(code=detail)
     if actor is None:
@@ -130,8 +129,7 @@ def matching(chosen: Filter) -> Select[AuditEntry]:
 
 
 def _names(part: str) -> ColumnElement[bool]:
-    """Entries that name `part` (any case, anywhere in the name): as who acted, as the account acted on, or as the
-    owner of the import an admin started or discarded (its details name it)."""
+    """Entries naming `part` (any case, anywhere): as actor, as target, or as an import's owner (in its details)."""
     return or_(
         AuditEntry.actor.icontains(part, autoescape=True),
         AuditEntry.target.icontains(part, autoescape=True),

@@ -328,8 +328,7 @@ class User(UserMixin, Model):
 
 
 class RecoveryCode(Model):
-    """One of an account's single-use recovery codes, for a lost second-factor device. Only the SHA-256 of the code is
-    kept: the codes are random (50 bits), so a slow hash adds nothing."""
+    """A single-use recovery code for a lost second factor: random (50 bits), so its SHA-256 is kept, no slow hash."""
 
     __tablename__ = "recovery_codes"
 
