@@ -77,10 +77,9 @@ def unread(char: str) -> bool:
 
 
 class SecretGuard:
-    """The guard for one set of secrets: `guard(text)` says whether `text` quotes one of them. Each secret is looked for
-    as runs of `run(secret)` of its characters, as it is, reversed, in hex (either case) and in base64 (any alignment,
-    and so after "Bearer "); all of a secret shorter than its run. Case counts: folding it would cost every letter of a
-    key a bit of what a run takes to guess."""
+    """`guard(text)`: whether `text` quotes one of the secrets. Each is looked for as runs of `run(secret)` of its
+    characters, as is, reversed, in hex (either case) and in base64 (any alignment, so after "Bearer "); all of a secret
+    shorter than its run. Case counts: folding it would cost each letter of a key a bit of what a run takes to guess."""
 
     def __init__(self, secrets: Iterable[str]) -> None:
         self._pieces = _pieces(tuple(secret for secret in secrets if secret))

@@ -146,9 +146,8 @@ class AuditAction(StrEnum):
 
 
 class AuditDetail(StrEnum):
-    """What more an audit entry says beyond its own columns, kept as `AuditEntry.details` with its values
-    (data/payloads.py), never words: admin/audit_log.py words it in the reader's language. recorded: words kept
-    before details were codes."""
+    """What more an audit entry says beyond its columns, as `AuditEntry.details` with its values (data/payloads.py),
+    worded by admin/audit_log.py in the reader's language. recorded: words kept before codes."""
 
     CATEGORY_LABELLED = "category_labelled"
     CATEGORY_RENAMED = "category_renamed"
@@ -241,9 +240,8 @@ class EnvironmentSet(TypeDecorator[frozenset[Environment]]):
 
 
 class User(UserMixin, Model):
-    """A staff member or an admin; customers have no account. An account is disabled, never deleted: the rows that name
-    it (its logins, tokens, additions, imports and second factors) have foreign keys without ON DELETE, so deleting it
-    while they exist is refused."""
+    """A staff member or an admin (customers have no account). Disabled, never deleted: the rows that name it (logins,
+    tokens, additions, imports, second factors) have foreign keys without ON DELETE, so a delete is refused."""
 
     __tablename__ = "users"
 
@@ -339,9 +337,8 @@ class RecoveryCode(Model):
 
 
 class Passkey(Model):
-    """A passkey (a WebAuthn credential) of an account: it signs in alone, and is an admin's second factor. `sign_count`
-    and the backup flags are the authenticator's, as last seen; a use whose count does not move on from a non-zero count
-    is refused (a cloned authenticator)."""
+    """An account's passkey (a WebAuthn credential): it signs in alone, and is an admin's second factor. `sign_count`
+    and the backup flags are as last seen; a use whose non-zero count does not move on is refused (a clone)."""
 
     __tablename__ = "passkeys"
 
@@ -562,10 +559,9 @@ class Promotion(Model):
 
 
 class LoginSession(Model):
-    """One login of an account in one browser, from the password to logout or a limit. Every request of a logged-in user
-    checks its row, so ending it (logout, or an admin ending the account's sessions) takes effect on that browser's next
-    request, in every portal process. `remember_hash` is the SHA-256 of the current "keep me logged in" token; it
-    changes at every use."""
+    """One login of an account in one browser, from the password to logout or a limit. Every request checks its row, so
+    ending it (logout, or an admin ending the account's sessions) takes effect on the next request, in every process.
+    `remember_hash`: the SHA-256 of the "keep me logged in" token, new at every use."""
 
     __tablename__ = "login_sessions"
 

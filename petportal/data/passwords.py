@@ -53,9 +53,8 @@ def hashed(password: str) -> str:
 
 
 def matches(stored: str | None, password: str) -> bool:
-    """Whether `password` is the one `stored` was made from. With no stored hash (no such account, or one of the
-    company's sign-in) the same work is done against a stand-in and the answer is no, so how long a wrong password
-    takes tells nobody which kind of name it was tried on."""
+    """Whether `stored` was made from `password`. With none stored (no such account, or a sign-on one) a stand-in is
+    checked the same way and the answer is no, so timing tells nobody which kind of name was tried."""
     if stored is None:
         check_password_hash(_stand_in(settings().password_hash), password)
         return False
