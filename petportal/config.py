@@ -99,9 +99,8 @@ class Logging:
 
 @dataclass(frozen=True)
 class Settings:
-    """Every setting of one app, typed, built once by `load`; the app's `config` is filled from it (`flask_config`).
-    Each is the setting of the same name in capitals (a test's overrides use those names), but for the sections that
-    `of` builds: `stores`, `single_sign_on` and `logging`."""
+    """Every setting of one app, typed, built once by `load` (`flask_config` fills `app.config`). Each is the setting of
+    its name in capitals (as tests override it) but the sections `of` builds: `stores`, `single_sign_on`, `logging`."""
 
     stores: Mapping[Environment, PetStore]
     default_environment: Environment

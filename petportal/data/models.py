@@ -460,12 +460,10 @@ class Addition(Model):
 
 
 class BulkImport(Model):
-    """One CSV file of animals a staff member uploaded, bound to the environment it was previewed for.
-
-    States: preview (nothing sent; may be discarded), queued (started, waiting for a runner), running,
-    paused (the store was unavailable or refused the key; `reason` says which), stopped (the active
-    environment changed), done. A runner holds the import while `lease_until` is in the future and
-    renews it as it goes; another may take it over only once the lease has run out."""
+    """One CSV file of animals a staff member uploaded, bound to the environment it was previewed for. States: preview
+    (nothing sent; may be discarded), queued (waiting for a runner), running, paused (the store was unavailable or
+    refused the key: `reason`), stopped (the active environment changed), done. A runner holds it while `lease_until` is
+    in the future, renewing as it goes; another may take it over once the lease has run out."""
 
     __tablename__ = "imports"
 
@@ -498,9 +496,8 @@ class BulkImport(Model):
 
 
 class LastGoodAnswer(Model):
-    """The pet store's last good answer to one read (listPets or getPet with its values) in one environment, as
-    the store's own records: it stands in while the store is not answering (serving/stand_in.py). Shared by every
-    process on this database; with Redis it is kept there instead."""
+    """The store's last good answer to one read (listPets or getPet with its values) in one environment, as its records:
+    it stands in while the store is not answering (serving/stand_in.py); shared here, or in Redis if any."""
 
     __tablename__ = "last_good_answers"
 
@@ -537,12 +534,11 @@ class ImportRow(Model):
 
 
 class Promotion(Model):
-    """The ledger of promotions: one staging animal, promoted to production at most once, ever.
-
-    A promotion's row claims its staging id here in the same commit that claims the row for sending, so no
-    other promotion, session or instance sends it again. States (`TicketState`): sending, created
-    (`production_id` is the animal), unknown (the call may have reached production: never resent). A row the
-    store refused, or that never reached it, gives its claim back (the entry is deleted)."""
+    """The ledger of promotions: one staging animal, promoted to production at most once, ever. A promotion's row claims
+    its staging id here in the commit that claims the row for sending, so no other promotion, session or instance sends
+    it again. States (`TicketState`): sending, created (`production_id` is the animal), unknown (the call may have
+    reached production: never resent). A row the store refused or never got gives its claim back (the entry is deleted).
+    """
 
     __tablename__ = "promotions"
 
