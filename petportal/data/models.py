@@ -537,8 +537,7 @@ class Promotion(Model):
     """The ledger of promotions: one staging animal, promoted to production at most once, ever. A promotion's row claims
     its staging id here in the commit that claims the row for sending, so no other promotion, session or instance sends
     it again. States (`TicketState`): sending, created (`production_id` is the animal), unknown (the call may have
-    reached production: never resent). A row the store refused or never got gives its claim back (the entry is deleted).
-    """
+    reached production: never resent). A row the store refused or never got gives its claim back (entry deleted)."""
 
     __tablename__ = "promotions"
 
