@@ -102,14 +102,11 @@ def bounded(name: str) -> str:
 def _counted(action: AuditAction, actor: str, remote_addr: str | None) -> bool:
     """Add one to this action, name and address's newest entry within COUNT_WINDOW; False when there is none."""
     same_address = AuditEntry.remote_addr == remote_addr if remote_addr else AuditEntry.remote_addr.is_(None)
-    window = (
-        select(func.max(AuditEntry.id))
-        .where(
-            AuditEntry.action == action, AuditEntry.actor == actor, same_address, AuditEntry.at > now() - COUNT_WINDOW
-        )
-        .scalar_subquery()
+    window = select(func.max(AuditEntry.id)).where(
+        AuditEntry.action == action, AuditEntry.actor == actor, same_address, AuditEntry.at > now() - COUNT_WINDOW
     )
-    return updated_one(update(AuditEntry).where(AuditEntry.id == window).values(count=AuditEntry.count + 1))
+    newest = AuditEntry.id == window.scalar_subquery()
+    return updated_one(update(AuditEntry).where(newest).values(count=AuditEntry.count + 1))
 
 
 def matching(chosen: Filter) -> Select[AuditEntry]:

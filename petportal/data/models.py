@@ -306,9 +306,8 @@ class User(UserMixin, Model):
     def _works_on_expression(cls, environment: str) -> ColumnElement[bool]:
         # The same rule in SQL, for a statement that decides it as it writes (an import's claim of a row): the
         # name as a whole word of the column's stored text, alike on SQLite and PostgreSQL.
-        return (literal(" ") + type_coerce(cls.environments, String) + " ").contains(
-            f" {environment} ", autoescape=True
-        )
+        stored = literal(" ") + type_coerce(cls.environments, String) + " "
+        return stored.contains(f" {environment} ", autoescape=True)
 
     @property
     def mfa_enabled(self) -> bool:
