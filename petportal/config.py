@@ -174,29 +174,26 @@ class Settings:
         if log_format not in get_args(LogFormat):
             raise ConfigurationError(f"PETPORTAL_LOG_FORMAT must be text or json, not {log_format!r}.")
         oidc = values["OIDC"]
+        # A Redis that hangs must cost a login a moment, not a worker thread.
+        redis_timeouts = {"socket_timeout": 1, "socket_connect_timeout": 1} if redis_url else {}
         given = {field.name: values[field.name.upper()] for field in fields(cls) if field.name.upper() in values}
-        return cls(
-            **given
-            | {
-                "stores": stores(values["PETSTORE_ENVIRONMENTS"]),
-                "default_environment": Environment(name),
-                "logging": Logging(log_format, values["TRACING"], values["TRUST_TRACE_HEADERS"]),
-                "single_sign_on": SingleSignOn(**oidc) if isinstance(oidc, Mapping) else oidc,
-                "secret_key": values.get("SECRET_KEY"),
-                # Two threads of each worker never wait on the pet store: health checks, cached pages and static files
-                # are served even while the store hangs.
-                "upstream_concurrency": values.get("UPSTREAM_CONCURRENCY", max(1, values["UPSTREAM_POOL_SIZE"] - 2)),
-                # Bulk imports run on RQ workers where there is a Redis, else on threads of the portal's own process.
-                "import_runner": values.get("IMPORT_RUNNER", "rq" if redis_url else "embedded"),
-                # The login counters: in Redis when there is one, else (None) in the portal's database (throttle.py).
-                "throttle_storage_uri": values.get("THROTTLE_STORAGE_URI", redis_url),
-                # A Redis that hangs must cost a login a moment, not a worker thread.
-                "throttle_storage_options": values.get(
-                    "THROTTLE_STORAGE_OPTIONS", {"socket_timeout": 1, "socket_connect_timeout": 1} if redis_url else {}
-                ),
-                "flask": {key: value for key, value in values.items() if key.lower() not in PORTAL_SETTINGS},
-            }
+        given.update(
+            stores=stores(values["PETSTORE_ENVIRONMENTS"]),
+            default_environment=Environment(name),
+            logging=Logging(log_format, values["TRACING"], values["TRUST_TRACE_HEADERS"]),
+            single_sign_on=SingleSignOn(**oidc) if isinstance(oidc, Mapping) else oidc,
+            secret_key=values.get("SECRET_KEY"),
+            # Two threads of each worker never wait on the pet store: health checks, cached pages and static files
+            # are served even while the store hangs.
+            upstream_concurrency=values.get("UPSTREAM_CONCURRENCY", max(1, values["UPSTREAM_POOL_SIZE"] - 2)),
+            # Bulk imports run on RQ workers where there is a Redis, else on threads of the portal's own process.
+            import_runner=values.get("IMPORT_RUNNER", "rq" if redis_url else "embedded"),
+            # The login counters: in Redis when there is one, else (None) in the portal's database (throttle.py).
+            throttle_storage_uri=values.get("THROTTLE_STORAGE_URI", redis_url),
+            throttle_storage_options=values.get("THROTTLE_STORAGE_OPTIONS", redis_timeouts),
+            flask={key: value for key, value in values.items() if key.lower() not in PORTAL_SETTINGS},
         )
+        return cls(**given)
 
 
 # The portal's own settings by name, and the names of its sections' settings: none of them goes to `app.config`.

@@ -103,9 +103,8 @@ class DatabaseSessions(ResilientSessions):
         db.session.execute(delete(ServerSession).where(ServerSession.id == store_id))
 
     def _upsert_session(self, session_lifetime: timedelta, session: ServerSideSession, store_id: str) -> None:
-        db.session.merge(
-            ServerSession(id=store_id, data=self.serializer.encode(session), expires_at=now() + session_lifetime)
-        )
+        row = ServerSession(id=store_id, data=self.serializer.encode(session), expires_at=now() + session_lifetime)
+        db.session.merge(row)
         if random.randrange(CLEANUP_EVERY) == 0:
             db.session.execute(delete(ServerSession).where(ServerSession.expires_at <= now()))
 
