@@ -233,8 +233,7 @@ def defaults(instance_path: str) -> dict[str, Any]:
         # A body over 1 MB gets 413; the bulk add's CSV upload (1 MB) has room for its form (front_door.body_limit).
         "MAX_CONTENT_LENGTH": 1024 * 1024,
         "IMPORT_CONCURRENCY": IMPORT_CONCURRENCY,
-        # How long a bulk import's runner holds it without renewing; it renews every second. Another runner
-        # takes the import over (after a crash) only once this has run out.
+        # How long a runner holds an import without renewing (it renews every second); then another may take it over.
         "IMPORT_LEASE_SECONDS": 10.0,
         # How often each portal process (without Redis) or import worker looks for imports to pick up.
         "IMPORT_WATCH_SECONDS": 5.0,

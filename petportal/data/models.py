@@ -264,8 +264,7 @@ class User(UserMixin, Model):
     # When the account's logins were last all ended (password changed or reset, sessions ended): a login
     # begun before then and still waiting for its second factor can no longer finish.
     logins_ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
-    # An account made by single sign-on: the identity provider (its issuer) and the person's `sub` there. The
-    # account is found by these two alone, never by its user name.
+    # Made by single sign-on: the provider's issuer and the person's `sub` there; found by these alone, never by name.
     sso_issuer: Mapped[str | None] = mapped_column(String(255))
     sso_subject: Mapped[str | None] = mapped_column(String(255))
     # The environments this account may work on (every one, for accounts made before 0012); read on every request.
