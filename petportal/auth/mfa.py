@@ -109,11 +109,7 @@ def verify(user: User, code: str) -> SecondFactor | None:
         return SecondFactor.TOTP if accepted else None
     used = updated_one(
         update(RecoveryCode)
-        .where(
-            RecoveryCode.user_id == user.id,
-            RecoveryCode.code_hash == _hash(code),
-            RecoveryCode.used_at.is_(None),
-        )
+        .where(RecoveryCode.user_id == user.id, RecoveryCode.code_hash == _hash(code), RecoveryCode.used_at.is_(None))
         .values(used_at=now())
     )
     return SecondFactor.RECOVERY if used else None

@@ -251,14 +251,9 @@ def logged_out(logout_token: str) -> None:
     user = db.session.scalar(select(User).filter_by(sso_issuer=str(metadata["issuer"]), sso_subject=subject))
     if user is None:
         return  # nobody here: nothing to end, and the provider is told it is done
-    ended = len(logins.open_logins(user.id))
+    ended = Count(code=AuditDetail.SIGN_ON_LOGOUT, count=len(logins.open_logins(user.id)))
     logins.end_all(user.id)
-    audit.record(
-        AuditAction.SESSIONS_ENDED,
-        actor=user.username,
-        target=user.username,
-        detail=Count(code=AuditDetail.SIGN_ON_LOGOUT, count=ended),
-    )
+    audit.record(AuditAction.SESSIONS_ENDED, actor=user.username, target=user.username, detail=ended)
 
 
 def _logout_claims(client: OAuthClient, metadata: dict[str, object], logout_token: str) -> dict[str, object]:
@@ -369,13 +364,10 @@ def _account(claims: dict[str, object], role: Role | None, environments: frozens
         )
         db.session.add(user)
         db.session.flush()
-        audit.record(
-            AuditAction.USER_CREATED,
-            actor=name,
-            target=name,
-            detail=RoleDetails(code=AuditDetail.CREATED_BY_SIGN_ON, role=role),
-        )
+        created = RoleDetails(code=AuditDetail.CREATED_BY_SIGN_ON, role=role)
+        audit.record(AuditAction.USER_CREATED, actor=name, target=name, detail=created)
         return user
+
     if not user.enabled:
         audit.record(AuditAction.LOGIN_REFUSED, actor=name, detail=AuditDetail.ACCOUNT_DISABLED)
         raise SignInRefused(_("This account is disabled. Ask an admin to enable it."))

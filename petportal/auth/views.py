@@ -96,12 +96,13 @@ def second_factor() -> ResponseReturnValue:
     throttle.succeeded(user.username, "mfa")
     if accepted == SecondFactor.TOTP:
         audit.record(AuditAction.MFA_SUCCEEDED, actor=user.username)
-        return _logged_in(user, waiting.remember, waiting.destination, second_factor=SecondFactor.TOTP)
+        return _logged_in(user, waiting.remember, waiting.destination, second_factor=accepted)
     left = mfa.recovery_codes_left(user)
-    audit.record(
-        AuditAction.RECOVERY_CODE_USED, actor=user.username, detail=Count(code=AuditDetail.CODES_LEFT, count=left)
-    )
-    response = _logged_in(user, waiting.remember, waiting.destination, second_factor=SecondFactor.RECOVERY)
+    codes_left = Count(code=AuditDetail.CODES_LEFT, count=left)
+    audit.record(AuditAction.RECOVERY_CODE_USED, actor=user.username, detail=codes_left)
+
+    response = _logged_in(user, waiting.remember, waiting.destination, second_factor=accepted)
+
     used = ngettext(
         "You used a recovery code; %(num)d is left. Set up your app again under Your account.",
         "You used a recovery code; %(num)d are left. Set up your app again under Your account.",
