@@ -1,10 +1,9 @@
-"""What can be changed about an account, by its admins, its owner or the `flask user` commands, and the
-rules that keep the portal manageable: a policy for every password, and always one enabled admin who works on
-both environments.
+"""What can be changed about an account, by its admins, its owner or the `flask user` commands, and the rules that keep
+the portal manageable: a policy for every password, and always one enabled admin who works on both environments.
 
-Every change is written to the database the account is checked against on each request, so it takes
-effect on the account's next request in every portal process. Nothing here commits: the request (or the
-`flask user` command) that asked for the change commits it with its audit entry, once (see unit_of_work).
+Every change is written to the database the account is checked against on each request, so it takes effect on the
+account's next request in every portal process. Nothing here commits: the request (or the `flask user` command) that
+asked for the change commits it with its audit entry, once (see unit_of_work).
 """
 
 from __future__ import annotations

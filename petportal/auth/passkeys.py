@@ -59,11 +59,7 @@ def relying_party() -> tuple[str, str]:
 def registration_options(user: User) -> str:
     rp_id, _origin = relying_party()  # first: where passkeys are not set up, a refusal that loads nothing
     from webauthn import generate_registration_options
-    from webauthn.helpers.structs import (
-        AuthenticatorSelectionCriteria,
-        ResidentKeyRequirement,
-        UserVerificationRequirement,
-    )
+    from webauthn.helpers import structs
 
     options = generate_registration_options(
         rp_id=rp_id,
@@ -71,9 +67,9 @@ def registration_options(user: User) -> str:
         user_name=user.username,
         user_id=_handle(user),
         timeout=CEREMONY_MILLISECONDS,
-        authenticator_selection=AuthenticatorSelectionCriteria(
-            resident_key=ResidentKeyRequirement.REQUIRED,
-            user_verification=UserVerificationRequirement.PREFERRED,
+        authenticator_selection=structs.AuthenticatorSelectionCriteria(
+            resident_key=structs.ResidentKeyRequirement.REQUIRED,
+            user_verification=structs.UserVerificationRequirement.PREFERRED,
         ),
         exclude_credentials=_descriptors(user),
     )

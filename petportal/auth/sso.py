@@ -279,18 +279,13 @@ def _logout_claims(client: OAuthClient, metadata: dict[str, object], logout_toke
     claims: dict[str, object] = dict(token.claims)
     audience = claims.get("aud")
     audiences = audience if isinstance(audience, list) else [audience]
-    issued = claims.get("iat")
-    expires = claims.get("exp")
-    at = now().timestamp()
-    events = claims.get("events")
+    issued, expires, events = claims.get("iat"), claims.get("exp"), claims.get("events")
+    at, leeway, oldest = now().timestamp(), TOKEN_LEEWAY.total_seconds(), LOGOUT_TOKEN_AGE.total_seconds()
     failed = {
         "iss": claims.get("iss") != metadata.get("issuer"),
         "aud": _provider().client_id not in audiences,
-        "iat": not isinstance(issued, int | float)
-        or issued > at + TOKEN_LEEWAY.total_seconds()
-        or issued < at - LOGOUT_TOKEN_AGE.total_seconds(),
-        "exp": expires is not None
-        and (not isinstance(expires, int | float) or expires < at - TOKEN_LEEWAY.total_seconds()),
+        "iat": not isinstance(issued, int | float) or issued > at + leeway or issued < at - oldest,
+        "exp": expires is not None and (not isinstance(expires, int | float) or expires < at - leeway),
         "events": not isinstance(events, dict) or not isinstance(events.get(BACKCHANNEL_LOGOUT_EVENT), dict),
         "jti": not _fits(claims.get("jti")),
         "sub_or_sid": not (_fits(claims.get("sub")) or _fits(claims.get("sid"))),
