@@ -138,17 +138,14 @@ def register(app: Flask) -> None:
         def fetch_jwk_set(self, force: bool = False) -> KeySetSerialization:
             return keys.read(self, force)
 
+    timeout = settings(app).upstream_timeout
     OAuth(app).register(
         PROVIDER,
         client_cls=Client,
         client_id=oidc.client_id,
         client_secret=oidc.client_secret,
         server_metadata_url=oidc.issuer.rstrip("/") + "/.well-known/openid-configuration",
-        client_kwargs={
-            "scope": SCOPE,
-            "code_challenge_method": "S256",
-            "default_timeout": settings(app).upstream_timeout,
-        },
+        client_kwargs={"scope": SCOPE, "code_challenge_method": "S256", "default_timeout": timeout},
     )
 
 

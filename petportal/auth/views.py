@@ -38,9 +38,8 @@ def login() -> ResponseReturnValue:
     if (limit := throttle.attempt(form.username.data, device=device)) is not None:
         metrics.LOGINS.labels("limited").inc()
         # Refused for its address alone: counted for the address, whatever names it tries (audit.COUNTED).
-        audit.record(
-            AuditAction.LOGIN_LIMITED, actor=audit.ANONYMOUS if limit == throttle.Limit.ADDRESS else form.username.data
-        )
+        actor = audit.ANONYMOUS if limit == throttle.Limit.ADDRESS else form.username.data
+        audit.record(AuditAction.LOGIN_LIMITED, actor=actor)
         return _too_many_attempts()
     # One hash checked whatever the name: unknown, with a password, or of the company's sign-in (auth.passwords).
     matched = passwords.matches(user.password_hash if user else None, form.password.data)
