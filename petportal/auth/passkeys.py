@@ -128,7 +128,6 @@ def authentication_options(user: User | None = None) -> str:
 
 def authenticate(credential: object, user: User | None = None) -> tuple[Passkey, User]:
     """The passkey that signed this session's challenge (for `user`'s second step, one of theirs), updated; its owner.
-
     Alone it must have verified its user (it is then both factors); after a password, presence is enough. Refused:
     a disabled account's, and, alone, a single sign-on account's (the provider decides its access)."""
     from webauthn import verify_authentication_response
