@@ -243,12 +243,8 @@ def _issued(
     from webauthn import options_to_json
     from webauthn.helpers import bytes_to_base64url
 
-    session[CHALLENGE_KEY] = {
-        "challenge": bytes_to_base64url(options.challenge),
-        "purpose": purpose,
-        "user_id": user.id if user is not None else None,
-        "at": now().timestamp(),
-    }
+    challenge, user_id = bytes_to_base64url(options.challenge), user.id if user is not None else None
+    session[CHALLENGE_KEY] = {"challenge": challenge, "purpose": purpose, "user_id": user_id, "at": now().timestamp()}
     return str(options_to_json(options))
 
 
