@@ -289,9 +289,8 @@ def _logout_claims(client: OAuthClient, metadata: dict[str, object], logout_toke
         "sub": "sub" in claims and not _fits(claims["sub"]),
         "nonce": "nonce" in claims,
     }
-    refused = [check for check, fails in failed.items() if fails]
-    if refused:
-        raise LogoutRefused(refused[0])
+    if refused := next((check for check, fails in failed.items() if fails), None):
+        raise LogoutRefused(refused)
     return claims
 
 
