@@ -2,18 +2,7 @@
 
 from __future__ import annotations
 
-from flask import (
-    Blueprint,
-    Response,
-    abort,
-    flash,
-    jsonify,
-    redirect,
-    render_template,
-    request,
-    session,
-    url_for,
-)
+from flask import Blueprint, Response, abort, flash, jsonify, redirect, render_template, request, session, url_for
 from flask.typing import ResponseReturnValue
 from flask_babel import gettext as _
 from flask_login import current_user, login_fresh

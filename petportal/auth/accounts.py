@@ -1,10 +1,9 @@
-"""What can be changed about an account, by its admins, its owner or the `flask user` commands, and the
-rules that keep the portal manageable: a policy for every password, and always one enabled admin who works on
-both environments.
+"""What can be changed about an account, by its admins, its owner or the `flask user` commands, and the rules that keep
+the portal manageable: a policy for every password, and always one enabled admin who works on both environments.
 
-Every change is written to the database the account is checked against on each request, so it takes
-effect on the account's next request in every portal process. Nothing here commits: the request (or the
-`flask user` command) that asked for the change commits it with its audit entry, once (see unit_of_work).
+Every change is written to the database the account is checked against on each request, so it takes effect on the
+account's next request in every portal process. Nothing here commits: the request (or the `flask user` command) that
+asked for the change commits it with its audit entry, once (see unit_of_work).
 """
 
 from __future__ import annotations
@@ -45,8 +44,7 @@ def create(
     must_change_password: bool,
     environments: frozenset[Environment] = EVERY_ENVIRONMENT,
 ) -> User:
-    """Add an account, working on `environments` (`environments_of`); with `must_change_password` it must choose
-    its own password at its first login."""
+    """Add an account; with `must_change_password` it must choose its own password at its first login."""
     username = username.strip()
     if problem := username_problem(username) or passwords.problem(password):
         raise AccountError(problem)
@@ -143,11 +141,10 @@ def _check_new_password(user: User, password: str) -> None:
 def _change_keeping_an_admin(user: User, **values: Role | bool | frozenset[Environment]) -> None:
     """Apply `values` to `user` unless no enabled admin working on both environments would remain.
 
-    One conditional UPDATE, so a refusal leaves nothing to undo: it applies only while the account is not
-    an enabled admin, or another enabled admin exists. On PostgreSQL the enabled admins' rows are locked
-    first, so two admins demoting each other at once take turns, and the second's UPDATE sees the first's
-    change. SQLite has one writer at a time, and the check and the change are one statement.
-    """
+    One conditional UPDATE, so a refusal leaves nothing to undo: it applies only while the account is not an enabled
+    admin, or another enabled admin exists. On PostgreSQL the enabled admins' rows are locked first, so two admins
+    demoting each other at once take turns, and the second's UPDATE sees the first's change. SQLite has one writer at
+    a time, and the check and the change are one statement."""
     db.session.execute(select(User.id).where(User.role == Role.ADMIN, User.enabled.is_(True)).with_for_update())
     change = update(User).where(User.id == user.id).values(**values)
     after = {"role": user.role, "enabled": user.enabled, "environments": user.environments, **values}

@@ -71,12 +71,8 @@ class AwaitingLogin:
 def await_second_factor(user: User, remember_me: bool, destination: str) -> None:
     """The password was right: end this browser's login, and wait for `user`'s code in a new session."""
     end()
-    session[SECOND_FACTOR_KEY] = {
-        "user_id": user.id,
-        "remember": bool(remember_me),
-        "next": destination,
-        "at": now().timestamp(),
-    }
+    waiting = {"user_id": user.id, "remember": bool(remember_me), "next": destination, "at": now().timestamp()}
+    session[SECOND_FACTOR_KEY] = waiting
 
 
 def awaiting_second_factor() -> AwaitingLogin | None:
@@ -95,8 +91,7 @@ def awaiting_second_factor() -> AwaitingLogin | None:
 
 def end() -> None:
     """Log the current browser out: its login ends for good, with its session and remember token."""
-    row = of_this_browser()
-    if row is not None:
+    if (row := of_this_browser()) is not None:
         close(row)
     logout_user()
     session_store.regenerate()

@@ -91,7 +91,13 @@ def enrol(user: User, secret: str, code: str) -> list[str] | None:
     user.mfa_secret = encrypt(secret)
     user.mfa_enabled_at = now()
     user.mfa_last_step = step
-    return _replace_recovery_codes(user)
+    db.session.execute(delete(RecoveryCode).where(RecoveryCode.user_id == user.id))
+    codes: list[str] = []
+    for _ in range(RECOVERY_CODE_COUNT):
+        raw = "".join(secrets.choice(RECOVERY_ALPHABET) for _ in range(RECOVERY_LENGTH))
+        codes.append(f"{raw[:5]}-{raw[5:]}")
+        db.session.add(RecoveryCode(user_id=user.id, code_hash=_hash(raw)))
+    return codes
 
 
 def verify(user: User, code: str) -> SecondFactor | None:
@@ -109,11 +115,7 @@ def verify(user: User, code: str) -> SecondFactor | None:
         return SecondFactor.TOTP if accepted else None
     used = updated_one(
         update(RecoveryCode)
-        .where(
-            RecoveryCode.user_id == user.id,
-            RecoveryCode.code_hash == _hash(code),
-            RecoveryCode.used_at.is_(None),
-        )
+        .where(RecoveryCode.user_id == user.id, RecoveryCode.code_hash == _hash(code), RecoveryCode.used_at.is_(None))
         .values(used_at=now())
     )
     return SecondFactor.RECOVERY if used else None
@@ -129,16 +131,6 @@ def remove(user: User) -> None:
 def recovery_codes_left(user: User) -> int:
     unused = select(func.count()).where(RecoveryCode.user_id == user.id, RecoveryCode.used_at.is_(None))
     return db.session.scalar(unused) or 0
-
-
-def _replace_recovery_codes(user: User) -> list[str]:
-    db.session.execute(delete(RecoveryCode).where(RecoveryCode.user_id == user.id))
-    codes: list[str] = []
-    for _ in range(RECOVERY_CODE_COUNT):
-        raw = "".join(secrets.choice(RECOVERY_ALPHABET) for _ in range(RECOVERY_LENGTH))
-        codes.append(f"{raw[:5]}-{raw[5:]}")
-        db.session.add(RecoveryCode(user_id=user.id, code_hash=_hash(raw)))
-    return codes
 
 
 def _hash(code: str) -> str:

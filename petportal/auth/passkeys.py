@@ -59,11 +59,7 @@ def relying_party() -> tuple[str, str]:
 def registration_options(user: User) -> str:
     rp_id, _origin = relying_party()  # first: where passkeys are not set up, a refusal that loads nothing
     from webauthn import generate_registration_options
-    from webauthn.helpers.structs import (
-        AuthenticatorSelectionCriteria,
-        ResidentKeyRequirement,
-        UserVerificationRequirement,
-    )
+    from webauthn.helpers import structs
 
     options = generate_registration_options(
         rp_id=rp_id,
@@ -71,9 +67,9 @@ def registration_options(user: User) -> str:
         user_name=user.username,
         user_id=_handle(user),
         timeout=CEREMONY_MILLISECONDS,
-        authenticator_selection=AuthenticatorSelectionCriteria(
-            resident_key=ResidentKeyRequirement.REQUIRED,
-            user_verification=UserVerificationRequirement.PREFERRED,
+        authenticator_selection=structs.AuthenticatorSelectionCriteria(
+            resident_key=structs.ResidentKeyRequirement.REQUIRED,
+            user_verification=structs.UserVerificationRequirement.PREFERRED,
         ),
         exclude_credentials=_descriptors(user),
     )
@@ -132,7 +128,6 @@ def authentication_options(user: User | None = None) -> str:
 
 def authenticate(credential: object, user: User | None = None) -> tuple[Passkey, User]:
     """The passkey that signed this session's challenge (for `user`'s second step, one of theirs), updated; its owner.
-
     Alone it must have verified its user (it is then both factors); after a password, presence is enough. Refused:
     a disabled account's, and, alone, a single sign-on account's (the provider decides its access)."""
     from webauthn import verify_authentication_response
@@ -248,12 +243,8 @@ def _issued(
     from webauthn import options_to_json
     from webauthn.helpers import bytes_to_base64url
 
-    session[CHALLENGE_KEY] = {
-        "challenge": bytes_to_base64url(options.challenge),
-        "purpose": purpose,
-        "user_id": user.id if user is not None else None,
-        "at": now().timestamp(),
-    }
+    challenge, user_id = bytes_to_base64url(options.challenge), user.id if user is not None else None
+    session[CHALLENGE_KEY] = {"challenge": challenge, "purpose": purpose, "user_id": user_id, "at": now().timestamp()}
     return str(options_to_json(options))
 
 

@@ -138,17 +138,14 @@ def register(app: Flask) -> None:
         def fetch_jwk_set(self, force: bool = False) -> KeySetSerialization:
             return keys.read(self, force)
 
+    timeout = settings(app).upstream_timeout
     OAuth(app).register(
         PROVIDER,
         client_cls=Client,
         client_id=oidc.client_id,
         client_secret=oidc.client_secret,
         server_metadata_url=oidc.issuer.rstrip("/") + "/.well-known/openid-configuration",
-        client_kwargs={
-            "scope": SCOPE,
-            "code_challenge_method": "S256",
-            "default_timeout": settings(app).upstream_timeout,
-        },
+        client_kwargs={"scope": SCOPE, "code_challenge_method": "S256", "default_timeout": timeout},
     )
 
 
@@ -251,14 +248,9 @@ def logged_out(logout_token: str) -> None:
     user = db.session.scalar(select(User).filter_by(sso_issuer=str(metadata["issuer"]), sso_subject=subject))
     if user is None:
         return  # nobody here: nothing to end, and the provider is told it is done
-    ended = len(logins.open_logins(user.id))
+    ended = Count(code=AuditDetail.SIGN_ON_LOGOUT, count=len(logins.open_logins(user.id)))
     logins.end_all(user.id)
-    audit.record(
-        AuditAction.SESSIONS_ENDED,
-        actor=user.username,
-        target=user.username,
-        detail=Count(code=AuditDetail.SIGN_ON_LOGOUT, count=ended),
-    )
+    audit.record(AuditAction.SESSIONS_ENDED, actor=user.username, target=user.username, detail=ended)
 
 
 def _logout_claims(client: OAuthClient, metadata: dict[str, object], logout_token: str) -> dict[str, object]:
@@ -284,27 +276,21 @@ def _logout_claims(client: OAuthClient, metadata: dict[str, object], logout_toke
     claims: dict[str, object] = dict(token.claims)
     audience = claims.get("aud")
     audiences = audience if isinstance(audience, list) else [audience]
-    issued = claims.get("iat")
-    expires = claims.get("exp")
-    at = now().timestamp()
-    events = claims.get("events")
+    issued, expires, events = claims.get("iat"), claims.get("exp"), claims.get("events")
+    at, leeway, oldest = now().timestamp(), TOKEN_LEEWAY.total_seconds(), LOGOUT_TOKEN_AGE.total_seconds()
     failed = {
         "iss": claims.get("iss") != metadata.get("issuer"),
         "aud": _provider().client_id not in audiences,
-        "iat": not isinstance(issued, int | float)
-        or issued > at + TOKEN_LEEWAY.total_seconds()
-        or issued < at - LOGOUT_TOKEN_AGE.total_seconds(),
-        "exp": expires is not None
-        and (not isinstance(expires, int | float) or expires < at - TOKEN_LEEWAY.total_seconds()),
+        "iat": not isinstance(issued, int | float) or issued > at + leeway or issued < at - oldest,
+        "exp": expires is not None and (not isinstance(expires, int | float) or expires < at - leeway),
         "events": not isinstance(events, dict) or not isinstance(events.get(BACKCHANNEL_LOGOUT_EVENT), dict),
         "jti": not _fits(claims.get("jti")),
         "sub_or_sid": not (_fits(claims.get("sub")) or _fits(claims.get("sid"))),
         "sub": "sub" in claims and not _fits(claims["sub"]),
         "nonce": "nonce" in claims,
     }
-    refused = [check for check, fails in failed.items() if fails]
-    if refused:
-        raise LogoutRefused(refused[0])
+    if refused := next((check for check, fails in failed.items() if fails), None):
+        raise LogoutRefused(refused)
     return claims
 
 
@@ -369,13 +355,10 @@ def _account(claims: dict[str, object], role: Role | None, environments: frozens
         )
         db.session.add(user)
         db.session.flush()
-        audit.record(
-            AuditAction.USER_CREATED,
-            actor=name,
-            target=name,
-            detail=RoleDetails(code=AuditDetail.CREATED_BY_SIGN_ON, role=role),
-        )
+        created = RoleDetails(code=AuditDetail.CREATED_BY_SIGN_ON, role=role)
+        audit.record(AuditAction.USER_CREATED, actor=name, target=name, detail=created)
         return user
+
     if not user.enabled:
         audit.record(AuditAction.LOGIN_REFUSED, actor=name, detail=AuditDetail.ACCOUNT_DISABLED)
         raise SignInRefused(_("This account is disabled. Ask an admin to enable it."))

@@ -1,5 +1,4 @@
-"""Login attempts, counted before the password (or the second factor's code) is checked, so a burst
-cannot slip past the limit.
+"""Login attempts, counted before the password (or the second factor's code) is checked, so a burst cannot slip past.
 
 Three counters for passwords:
 - one account from one address: stops guessing from one place without locking the account for others;
@@ -7,18 +6,15 @@ Three counters for passwords:
 - one account, from anywhere: a higher ceiling, against a flood from many addresses. A browser where the account
   logged in before (its device cookie, devices.py) is counted on its own device's counter instead, so a flood from
   elsewhere never refuses it, and its own failures never fill the account's ceiling.
-A successful login gives its attempt back, so only failures use up the limits; so does an attempt
-refused by a limit, so a refused flood from one address cannot fill the account's ceiling.
+A successful login gives its attempt back, so only failures use up the limits; so does an attempt refused by a limit,
+so a refused flood from one address cannot fill the account's ceiling. Second-factor codes have one counter, per
+account from anywhere: whoever has the password is guessing, from as many addresses as they like.
 
-Second-factor codes have one counter, per account from anywhere: whoever has the password is
-guessing, from as many addresses as they like.
-
-The counts are the instance's, whatever the number of its workers and processes: in Redis when one is
-configured (the `limits` library), else in the portal's own database (`LoginCounter`), where each attempt is
-counted by one INSERT ... ON CONFLICT DO UPDATE ... RETURNING per counter, so two workers counting at once
-never both see the last free attempt (PostgreSQL locks the row until the count commits; SQLite has one
-writer). The count commits on its own, at once, before the password is checked: it is a protocol step of its
-own (see unit_of_work), and so comes before the request writes anything.
+The counts are the instance's, across its workers and processes: in Redis when one is configured (the `limits`
+library), else in the database (`LoginCounter`), one INSERT ... ON CONFLICT DO UPDATE ... RETURNING per counter, so two
+workers counting at once never both see the last free attempt (PostgreSQL locks the row until the count commits;
+SQLite has one writer). The count commits at once, before the password is checked and before the request writes
+anything: it is a protocol step of its own (see unit_of_work).
 """
 
 from __future__ import annotations
@@ -77,19 +73,15 @@ class Counted:
 
 
 def register(app: Flask) -> None:
-    """Only the login pages count anything, so no other request pays for the counters: Redis's store is opened by
-    a process's first attempt (`_redis`), and `limits` (with the Redis client it loads, about 7 MB) is imported
-    then, not by every worker at start-up."""
+    """Nothing at start-up: a process's first attempt opens Redis's store (`_redis`) and imports `limits` (with its
+    Redis client, about 7 MB), so no worker that serves no login pays for the counters."""
     app.extensions[EXTENSION] = None
 
 
 def attempt(account: str, kind: str = "login", device: str | None = None) -> Limit | None:
     """Count one attempt of `kind` (a password, or "mfa" for a code) for `account`, from `device` when the browser
-    has that account's device cookie: None when it may be checked, else the limit that is used up (and the attempt
-    is counted nowhere).
-
-    Without its store (Redis or the database down) nothing can be counted, so nobody logs in: a 503, never a 500.
-    """
+    has that account's device cookie: None when it may be checked, else the limit used up (the attempt then counted
+    nowhere). Without its store (Redis or the database down) nobody logs in: a 503, never a 500."""
     counters = _counters(account, kind, device)
     try:
         if settings().throttle_storage_uri:
@@ -132,11 +124,9 @@ def _count_in_database(counters: Sequence[Counted]) -> Limit | None:
     take them in the same order and never wait for each other in a circle); when one is used up, give every count
     back. Then delete a few windows that have expired, and commit, at once."""
     at = now()
-    used_up = set()
-    for counter in sorted(counters, key=lambda counter: counter.key):
-        if _hit(counter, at) > counter.item.amount:
-            used_up.add(counter.key)
-    refused = next((counter.limit for counter in counters if counter.key in used_up), None)
+    hits = {counter.key: _hit(counter, at) for counter in sorted(counters, key=lambda counter: counter.key)}
+    refused = next((counter.limit for counter in counters if hits[counter.key] > counter.item.amount), None)
+
     if refused is not None:
         _give_back(counters, at)
     _forget_expired(at)

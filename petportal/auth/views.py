@@ -38,9 +38,8 @@ def login() -> ResponseReturnValue:
     if (limit := throttle.attempt(form.username.data, device=device)) is not None:
         metrics.LOGINS.labels("limited").inc()
         # Refused for its address alone: counted for the address, whatever names it tries (audit.COUNTED).
-        audit.record(
-            AuditAction.LOGIN_LIMITED, actor=audit.ANONYMOUS if limit == throttle.Limit.ADDRESS else form.username.data
-        )
+        actor = audit.ANONYMOUS if limit == throttle.Limit.ADDRESS else form.username.data
+        audit.record(AuditAction.LOGIN_LIMITED, actor=actor)
         return _too_many_attempts()
     # One hash checked whatever the name: unknown, with a password, or of the company's sign-in (auth.passwords).
     matched = passwords.matches(user.password_hash if user else None, form.password.data)
@@ -96,12 +95,13 @@ def second_factor() -> ResponseReturnValue:
     throttle.succeeded(user.username, "mfa")
     if accepted == SecondFactor.TOTP:
         audit.record(AuditAction.MFA_SUCCEEDED, actor=user.username)
-        return _logged_in(user, waiting.remember, waiting.destination, second_factor=SecondFactor.TOTP)
+        return _logged_in(user, waiting.remember, waiting.destination, second_factor=accepted)
     left = mfa.recovery_codes_left(user)
-    audit.record(
-        AuditAction.RECOVERY_CODE_USED, actor=user.username, detail=Count(code=AuditDetail.CODES_LEFT, count=left)
-    )
-    response = _logged_in(user, waiting.remember, waiting.destination, second_factor=SecondFactor.RECOVERY)
+    codes_left = Count(code=AuditDetail.CODES_LEFT, count=left)
+    audit.record(AuditAction.RECOVERY_CODE_USED, actor=user.username, detail=codes_left)
+
+    response = _logged_in(user, waiting.remember, waiting.destination, second_factor=accepted)
+
     used = ngettext(
         "You used a recovery code; %(num)d is left. Set up your app again under Your account.",
         "You used a recovery code; %(num)d are left. Set up your app again under Your account.",
