@@ -83,8 +83,8 @@ def manage_user(name: str) -> ResponseReturnValue:
 
 
 def account_change(view: Callable[[User], ResponseReturnValue]) -> Callable[[str], ResponseReturnValue]:
-    """An admin's POST that changes the account named in the path: fresh login, then the change or its refusal.
-    `view` returns a success message to flash (a str), or a page of its own (a form with errors)."""
+    """An admin's POST that changes the account named in the path: `account_changers` only, a fresh login, then
+    the change or its refusal. `view` returns a success message to flash (a str), or a page of its own."""
 
     @wraps(view)
     def changed(name: str) -> ResponseReturnValue:
@@ -102,11 +102,10 @@ def account_change(view: Callable[[User], ResponseReturnValue]) -> Callable[[str
             return redirect(back, 303)
         return outcome
 
-    return changed
+    return account_changers(changed)
 
 
 @bp.post("/<name>/role")
-@account_changers
 @account_change
 def change_role(user: User) -> ResponseReturnValue:
     """Give the account another role."""
@@ -128,7 +127,6 @@ def change_role(user: User) -> ResponseReturnValue:
 
 
 @bp.post("/<name>/environments")
-@account_changers
 @account_change
 def change_environments(user: User) -> ResponseReturnValue:
     """Let the account work on production, staging or both, from its next request on."""
@@ -152,7 +150,6 @@ def _works_on(user: User) -> dict[str, str]:
 
 
 @bp.post("/<name>/disable")
-@account_changers
 @account_change
 def disable(user: User) -> ResponseReturnValue:
     """Disable the account: it cannot log in, and its sessions end."""
@@ -162,7 +159,6 @@ def disable(user: User) -> ResponseReturnValue:
 
 
 @bp.post("/<name>/enable")
-@account_changers
 @account_change
 def enable(user: User) -> ResponseReturnValue:
     """Let a disabled account log in again."""
@@ -172,7 +168,6 @@ def enable(user: User) -> ResponseReturnValue:
 
 
 @bp.post("/<name>/sessions/end")
-@account_changers
 @account_change
 def end_sessions(user: User) -> ResponseReturnValue:
     """End every session of the account: each browser is logged out on its next request."""
@@ -192,7 +187,6 @@ def end_sessions(user: User) -> ResponseReturnValue:
 
 
 @bp.post("/<name>/password")
-@account_changers
 @account_change
 def reset_password(user: User) -> ResponseReturnValue:
     """Set a new password that the account must change at its next login; its sessions end."""
@@ -209,7 +203,6 @@ def reset_password(user: User) -> ResponseReturnValue:
 
 
 @bp.post("/<name>/mfa/reset")
-@account_changers
 @account_change
 def reset_mfa(user: User) -> ResponseReturnValue:
     """Remove the account's second factors, its app and its passkeys (a lost or stolen device); it sets up a new

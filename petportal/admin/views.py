@@ -2,14 +2,7 @@
 
 from __future__ import annotations
 
-from flask import (
-    Blueprint,
-    flash,
-    redirect,
-    render_template,
-    request,
-    url_for,
-)
+from flask import Blueprint, flash, redirect, render_template, request, url_for
 from flask.blueprints import BlueprintSetupState
 from flask.typing import ResponseReturnValue
 from flask_babel import gettext as _
@@ -71,10 +64,9 @@ def switch_environment() -> ResponseReturnValue:
     if not login_fresh():
         return log_in_again(url_for(".environment"), _("Log in again to switch the environment for everyone."))
     form = _switch_form(sent=True)
-    registry = environments()
     if not form.validate_on_submit():
         return _environment_page(form, _preview_form(), 400)
-    target = registry.get(form.environment.data)
+    target = environments().get(form.environment.data)
     if target is None or not target.configured:
         form.environment.errors.append(
             _("%(environment)s is not configured and cannot be chosen.", environment=form.environment.data)
@@ -192,10 +184,9 @@ def _preview_form(sent: bool = False) -> PreviewForm:
 def _environment_page(
     switch_form: SwitchEnvironmentForm, preview_form: PreviewForm, status: int = 200
 ) -> tuple[str, int]:
-    registry = environments()
     return render_template(
         "admin/environment.html",
-        environments=registry.all(),
+        environments=environments().all(),
         active=active_choice().active(),
         switch_form=switch_form,
         preview_form=preview_form,

@@ -10,13 +10,7 @@ from flask_babel import gettext as _
 from flask_login import current_user
 from markupsafe import escape
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
-from werkzeug.exceptions import (
-    BadHost,
-    HTTPException,
-    InternalServerError,
-    MethodNotAllowed,
-    SecurityError,
-)
+from werkzeug.exceptions import BadHost, HTTPException, InternalServerError, MethodNotAllowed, SecurityError
 
 from petportal.data.database import INIT_DB_HINT, cause, tables_missing
 from petportal.extensions import DATABASE_OUTAGES, db
