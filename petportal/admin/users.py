@@ -59,20 +59,16 @@ def new_user() -> ResponseReturnValue:
     except accounts.AccountError as error:
         form.username.errors.append(str(error))
         return render_template("admin/users/new.html", form=form), 400
+    name = user.username
     audit.record(
-        AuditAction.USER_CREATED,
-        target=user.username,
-        detail=RoleDetails(code=AuditDetail.CREATED_BY_ADMIN, role=user.role),
+        AuditAction.USER_CREATED, target=name, detail=RoleDetails(code=AuditDetail.CREATED_BY_ADMIN, role=user.role)
     )
-    added = (
-        _("Added staff %(username)s. They choose their own password when they first log in.", username=user.username)
-        if user.role == Role.STAFF
-        else _(
-            "Added admin %(username)s. They choose their own password when they first log in.", username=user.username
-        )
-    )
+    if user.role == Role.STAFF:
+        added = _("Added staff %(username)s. They choose their own password when they first log in.", username=name)
+    else:
+        added = _("Added admin %(username)s. They choose their own password when they first log in.", username=name)
     flash(added, "success")
-    return redirect(url_for(".manage_user", name=user.username), 303)
+    return redirect(url_for(".manage_user", name=name), 303)
 
 
 @bp.get("/<name>")

@@ -152,7 +152,6 @@ class BodyGate:
 
 
 def _closing(start_response: StartResponse) -> StartResponse:
-
     def start(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
         return start_response(status, [*headers, ("Connection", "close")], exc_info)
 

@@ -127,10 +127,7 @@ class SharedPages:
             metrics.count(endpoint, environ["REQUEST_METHOD"], response.status_code, started)
             return response(environ, start_response)
         # Unconditional, the common case: Werkzeug's headers in its order (test_caching checks), without a Response.
-        start_response(
-            "200 OK",
-            [*headers, ("Content-Length", str(len(body))), ("X-Request-ID", request_id)],
-        )
+        start_response("200 OK", [*headers, ("Content-Length", str(len(body))), ("X-Request-ID", request_id)])
         metrics.count(endpoint, environ["REQUEST_METHOD"], 200, started)
         return [] if environ["REQUEST_METHOD"] == "HEAD" else [body]
 
