@@ -8,7 +8,7 @@ is the catalog's text with its named values escaped into it, as Jinja's "newstyl
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, MutableMapping
+from collections.abc import Callable, MutableMapping
 from typing import Any
 
 from babel.support import NullTranslations
@@ -87,16 +87,6 @@ class TranslatedEnvironment(Environment):
         if self.language is None and has_request_context():
             return self.in_language(str(get_locale())).get_template(name, parent, globals)
         return super().get_template(name, parent, globals)
-
-    def select_template(
-        self,
-        names: Iterable[str | Template],
-        parent: str | None = None,
-        globals: MutableMapping[str, object] | None = None,
-    ) -> Template:
-        if self.language is None and has_request_context():
-            return self.in_language(str(get_locale())).select_template(names, parent, globals)
-        return super().select_template(names, parent, globals)
 
     def _parse(self, source: str, name: str | None, filename: str | None) -> nodes.Template:
         tree = super()._parse(source, name, filename)
