@@ -1,5 +1,4 @@
-"""The admin forms: switch the environment for everyone, preview one for yourself, manage accounts, and filter the
-audit log."""
+"""The admin forms: the environment's switch and preview, accounts, category labels, the audit log's filter."""
 
 from __future__ import annotations
 
@@ -130,9 +129,8 @@ class RemoveLabelForm(ButtonForm):
 
 
 class CategoryLabelForm(PortalForm):
-    """A label for one category id of the environment being served, and optionally its own label in German and
-    in Spanish (catalog.categories.OWN_LABELS); a new label renames it. `environment` is the one the page showed:
-    a change is refused when the admin is served another one by then."""
+    """A category id's label in the environment served (a new one renames it), with optional German and Spanish
+    ones; `environment` is the one the page showed: a change is refused when the admin is served another by then."""
 
     environment = HiddenField()
     category_id = category_id_field()

@@ -133,8 +133,7 @@ def audit_log() -> ResponseReturnValue:
 @bp.get("/audit.csv")
 @audit_readers
 def audit_log_csv() -> ResponseReturnValue:
-    """The entries the audit page shows for the same filter, all of them, as a CSV download: newest first, the
-    page's columns."""
+    """Every entry the audit page shows for the same filter, as a CSV download with the page's columns."""
     form = AuditFilterForm(formdata=request.args)
     if not form.validate():
         problems = " ".join(

@@ -1,9 +1,8 @@
 """The visitor's language: English, German or Spanish, with Flask-Babel.
 
-One rule decides which language a request is served in (`language_of`): the visitor's choice from
-`/language/<code>` (a cookie), else the best match of `Accept-Language`, else English. Flask-Babel asks it
-for every page; the page cache asks it for the key of a shared page, so a German page is never replayed to
-an English visitor.
+One rule decides which language a request is served in (`language_of`): the visitor's choice from `/language/<code>`
+(a cookie), else the best match of `Accept-Language`, else English. Flask-Babel asks it for every page, and the page
+cache for the key of a shared page, so a German page is never replayed to an English visitor.
 
 Adding a language is one catalog (`petportal/translations/<code>/LC_MESSAGES/messages.po`, see
 `petportal/translations/catalogs.py`) and one entry in `LANGUAGES`.

@@ -1,9 +1,7 @@
-"""Static files under content-addressed URLs (`/static/<file>?v=<digest of its bytes>`, the templates'
-`static_url`), kept by browsers for a year: a new release's files have new digests, so they are fetched at once.
-Any other request for a file is answered as Flask answers it (revalidated each time).
-
-A digest is worked out once per process for each file inside a static folder, kept under its normalised path:
-however a request spells a path, it never reads outside the folders, and at most one digest is kept per file.
+"""Static files under content-addressed URLs (`/static/<file>?v=<digest>`, the templates' `static_url`), kept by
+browsers for a year: a new release's files have new digests, so they are fetched at once. Any other request for a
+file is answered as Flask answers it (revalidated each time). A digest is worked out once per process per file, kept
+under its normalised path: however a request spells a path, none is read outside the folders, none kept twice.
 """
 
 from __future__ import annotations
