@@ -36,8 +36,7 @@ audit_readers = role_required(Role.ADMIN)
 
 @bp.record_once
 def share_the_labels(state: BlueprintSetupState) -> None:
-    """The pages name each audit entry's action and details (`audit_action`, `audit_details`, see audit_log.py) and
-    each role (`role_name`: the top bar, the accounts pages) in the visitor's language; `Role` names the roles."""
+    """Let every page name audit entries (`audit_action`, `audit_details`) and roles (`role_name`, `Role`)."""
     state.app.jinja_env.globals.update(
         audit_action=audit_words.action_label, audit_details=audit_words.details, role_name=role_label, Role=Role
     )
@@ -90,23 +89,22 @@ def preview_environment() -> ResponseReturnValue:
     if not form.validate_on_submit():
         return _environment_page(_switch_form(), form, 400)
     chosen = environments().get(form.environment.data)
-    if chosen is None:
-        set_preview(None)
-        audit.record(AuditAction.PREVIEW_CHANGED, detail=AuditDetail.PREVIEW_CLEARED)
-        active = active_choice().active().name
-        flash(_("Preview cleared: you see the active environment, %(environment)s.", environment=active), "info")
-    elif not chosen.configured:
+    if chosen is not None and not chosen.configured:
         form.environment.errors.append(
             _("%(environment)s is not configured and cannot be previewed.", environment=chosen.name)
         )
         return _environment_page(_switch_form(), form, 400)
+    set_preview(chosen)
+    active = active_choice().active().name
+    if chosen is None:
+        audit.record(AuditAction.PREVIEW_CHANGED, detail=AuditDetail.PREVIEW_CLEARED)
+        flash(_("Preview cleared: you see the active environment, %(environment)s.", environment=active), "info")
     else:
-        set_preview(chosen)
         audit.record(AuditAction.PREVIEW_CHANGED, environment=chosen.name)
         seen = _(
             "You alone now see %(environment)s. Everyone else still sees %(active)s.",
             environment=chosen.name,
-            active=active_choice().active().name,
+            active=active,
         )
         flash(seen, "info")
     return redirect(url_for(".environment"), 303)

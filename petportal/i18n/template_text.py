@@ -26,8 +26,7 @@ TEMPLATES_PER_LANGUAGE = 400
 
 
 class TemplateText:
-    """The `_`, `gettext` and `ngettext` of templates over one catalog, as Jinja's "newstyle" ones behave: the
-    values are named, escaped, and put into the translated text; `ngettext` also offers its count as `num`.
+    """The `_`, `gettext` and `ngettext` of templates over one catalog; `ngettext` also offers its count as `num`.
 
     They are plain functions, not Jinja's context functions: Jinja copies a template's variables into a new
     context for each call of one of those inside a block that sets variables, many times on the list page

@@ -95,8 +95,7 @@ class SharedPages:
         self.seconds = math.ceil(settings(app).cache_seconds)
         self.cookies = (app.config["SESSION_COOKIE_NAME"], REMEMBER_COOKIE)
         self.trusted_hosts = settings(app).trusted_hosts
-        # (path, query) -> the endpoint whose page may be shared and the query it reads, or None; fixed while the
-        # process runs.
+        # (path, query) -> the endpoint whose page may be shared and the query it reads, or None: fixed per process.
         self.endpoints: dict[tuple[str, str], tuple[str, str] | None] = {}
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
