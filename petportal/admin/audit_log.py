@@ -155,18 +155,10 @@ def _described(entry: Entry) -> str:
                 previous=environment_label(previous),
                 environment=environment_label(entry.environment) if entry.environment else "",
             )
-        case EnvironmentsChange(code=D.ENVIRONMENTS, environments=environments, previous=previous):
-            return _(
-                "works on %(environments)s, before on %(previous)s",
-                environments=environments_label(environments),
-                previous=environments_label(previous),
-            )
-        case EnvironmentsChange(code=D.ENVIRONMENTS_BY_SIGN_ON, environments=environments, previous=previous):
-            return _(
-                "single sign-on: works on %(environments)s, before on %(previous)s",
-                environments=environments_label(environments),
-                previous=environments_label(previous),
-            )
+        case EnvironmentsChange(code=D.ENVIRONMENTS):
+            return _("works on %(environments)s, before on %(previous)s", **_environments(found))
+        case EnvironmentsChange(code=D.ENVIRONMENTS_BY_SIGN_ON):
+            return _("single sign-on: works on %(environments)s, before on %(previous)s", **_environments(found))
         case AnimalDetails(code=D.ANIMAL_PROMOTED, pet_id=pet_id):
             return _("id %(id)s: %(name)s (staging id %(staging_id)s, promotion %(import_id)s)", id=pet_id, **values)
         case AnimalDetails(code=D.OUTCOME_UNKNOWN_IN_PROMOTION):
@@ -206,6 +198,11 @@ WORDS = {
 def _numbers(tally: ImportTally) -> dict[str, str]:
     """A tally's counts written as numbers are in the reader's language."""
     return {key: number(getattr(tally, key)) for key in ("created", "refused", "unknown", "total")}
+
+
+def _environments(change: EnvironmentsChange) -> dict[str, str]:
+    """A change's environments, after and before, in the reader's language."""
+    return {"environments": environments_label(change.environments), "previous": environments_label(change.previous)}
 
 
 def file_cells(entries: Iterable[Entry]) -> Iterator[tuple[Cell, ...]]:
