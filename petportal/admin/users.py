@@ -201,7 +201,7 @@ def reset_password(user: User) -> ResponseReturnValue:
 @bp.post("/<name>/mfa/reset")
 @account_change
 def reset_mfa(user: User) -> ResponseReturnValue:
-    """Remove the account's second factors, app and passkeys (a lost or stolen device); it sets up new ones."""
+    """Remove the account's second factors, app and passkeys (a lost or stolen device), to set up anew when needed."""
     _not_yourself(user, _("Set up a new device for your own second factor under Your account."))
     accounts.reset_mfa(user)
     audit.record(AuditAction.MFA_RESET, target=user.username)
