@@ -65,8 +65,7 @@ class DayField(StringField):
 
 
 class WholeNumberField(IntegerField):
-    """A form field holding a whole number read by `whole_number`; anything else leaves it empty (None), for
-    the field's range validator to refuse with its own words."""
+    """A form field holding a whole number read by `whole_number`, else None, for its range validator to refuse."""
 
     data: int | None  # an int once validated
 
