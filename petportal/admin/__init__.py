@@ -1,2 +1,1 @@
-"""Running the portal: the active environment, previews, the audit log, the status page, the accounts and
-the category labels."""
+"""Running the portal: the active environment, previews, the audit log, status, accounts and category labels."""

@@ -1,10 +1,5 @@
-"""The audit log as admins read it: each entry's action and details in words, and its row on the page and in the
-download.
-
-The log keeps codes (audit.py, `AuditAction`, `AuditDetail`); this is the one place they become words: in the
-reader's language on the page, in the language of the portal's files (downloads.FILE_LANGUAGE) in the download,
-as the results of an import are.
-"""
+"""The audit log as admins read it. The log keeps codes (audit.py, `AuditAction`, `AuditDetail`); this is the one
+place they become words: in the reader's language on the page, in downloads.FILE_LANGUAGE in the download."""
 
 from __future__ import annotations
 
@@ -83,8 +78,7 @@ def action_label(action: AuditAction) -> str:
 
 
 def details(entry: Entry) -> str:
-    """An entry's details in the reader's language, as the audit page and its download show them, with how many
-    attempts it counts. The one place an entry's details are put into words."""
+    """An entry's details in the reader's language, with how many attempts it counts."""
     said = _described(entry)
     if entry.count <= 1:
         return said
@@ -161,18 +155,10 @@ def _described(entry: Entry) -> str:
                 previous=environment_label(previous),
                 environment=environment_label(entry.environment) if entry.environment else "",
             )
-        case EnvironmentsChange(code=D.ENVIRONMENTS, environments=environments, previous=previous):
-            return _(
-                "works on %(environments)s, before on %(previous)s",
-                environments=environments_label(environments),
-                previous=environments_label(previous),
-            )
-        case EnvironmentsChange(code=D.ENVIRONMENTS_BY_SIGN_ON, environments=environments, previous=previous):
-            return _(
-                "single sign-on: works on %(environments)s, before on %(previous)s",
-                environments=environments_label(environments),
-                previous=environments_label(previous),
-            )
+        case EnvironmentsChange(code=D.ENVIRONMENTS):
+            return _("works on %(environments)s, before on %(previous)s", **_environments(found))
+        case EnvironmentsChange(code=D.ENVIRONMENTS_BY_SIGN_ON):
+            return _("single sign-on: works on %(environments)s, before on %(previous)s", **_environments(found))
         case AnimalDetails(code=D.ANIMAL_PROMOTED, pet_id=pet_id):
             return _("id %(id)s: %(name)s (staging id %(staging_id)s, promotion %(import_id)s)", id=pet_id, **values)
         case AnimalDetails(code=D.OUTCOME_UNKNOWN_IN_PROMOTION):
@@ -214,9 +200,13 @@ def _numbers(tally: ImportTally) -> dict[str, str]:
     return {key: number(getattr(tally, key)) for key in ("created", "refused", "unknown", "total")}
 
 
+def _environments(change: EnvironmentsChange) -> dict[str, str]:
+    """A change's environments, after and before, in the reader's language."""
+    return {"environments": environments_label(change.environments), "previous": environments_label(change.previous)}
+
+
 def file_cells(entries: Iterable[Entry]) -> Iterator[tuple[Cell, ...]]:
-    """Each of `entries` as the audit page's row, column by column (COLUMNS), in words of the downloads' language
-    (FILE_LANGUAGE)."""
+    """Each of `entries` as the audit page's row (COLUMNS), in the downloads' language."""
     with force_locale(FILE_LANGUAGE):
         for entry in entries:
             yield (

@@ -1,5 +1,4 @@
-"""The admin forms: switch the environment for everyone, preview one for yourself, manage accounts, and filter the
-audit log."""
+"""The admin forms: the environment's switch and preview, accounts, category labels, the audit log's filter."""
 
 from __future__ import annotations
 
@@ -116,13 +115,11 @@ class ResetPasswordForm(PortalForm):
     password = new_password_field(_l("New password"))
 
 
-def _label_rules() -> list[Any]:
-    """What every label of a category must be, in whichever language."""
-    return [
-        # Length puts the number in itself (%(max)d).
-        Length(max=LABEL_MAX_LENGTH, message=_l("Keep the label to %(max)d characters or fewer.")),
-        Readable(_l("The label must not contain control characters."), _l("The label must contain something visible.")),
-    ]
+# What every label of a category must be, in whichever language (Length puts the number in itself: %(max)d).
+LABEL_RULES = [
+    Length(max=LABEL_MAX_LENGTH, message=_l("Keep the label to %(max)d characters or fewer.")),
+    Readable(_l("The label must not contain control characters."), _l("The label must contain something visible.")),
+]
 
 
 class RemoveLabelForm(ButtonForm):
@@ -132,9 +129,8 @@ class RemoveLabelForm(ButtonForm):
 
 
 class CategoryLabelForm(PortalForm):
-    """A label for one category id of the environment being served, and optionally its own label in German and
-    in Spanish (catalog.categories.OWN_LABELS); a new label renames it. `environment` is the one the page showed:
-    a change is refused when the admin is served another one by then."""
+    """A category id's label in the environment served (a new one renames it), with optional German and Spanish
+    ones; `environment` is the one the page showed: a change is refused when the admin is served another by then."""
 
     environment = HiddenField()
     category_id = category_id_field()
@@ -145,19 +141,19 @@ class CategoryLabelForm(PortalForm):
             count=LABEL_MAX_LENGTH,
         ),
         filters=[stripped],
-        validators=[DataRequired(_l("Enter the label.")), *_label_rules()],
+        validators=[DataRequired(_l("Enter the label.")), *LABEL_RULES],
     )
     label_de = StringField(
         _l("Label in German (optional)"),
         description=_l("What people reading German see, for example “Hunde”. Empty: the label above."),
         filters=[stripped],
-        validators=[Optional(), *_label_rules()],
+        validators=[Optional(), *LABEL_RULES],
     )
     label_es = StringField(
         _l("Label in Spanish (optional)"),
         description=_l("What people reading Spanish see, for example “Perros”. Empty: the label above."),
         filters=[stripped],
-        validators=[Optional(), *_label_rules()],
+        validators=[Optional(), *LABEL_RULES],
     )
 
     def own_labels(self) -> dict[str, str | None]:
@@ -210,6 +206,5 @@ class AuditFilterForm(PortalForm):
         )
 
     def kept(self) -> dict[str, str]:
-        """Every value this valid filter holds, as the URL keeps it: what the page's links (the next page, the
-        download) carry; a day's `str` is its ISO form."""
+        """Every value this valid filter holds, as the page's links (the next page, the download) carry it."""
         return {name: str(value) for name, value in self.data.items() if value}

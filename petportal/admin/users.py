@@ -59,20 +59,16 @@ def new_user() -> ResponseReturnValue:
     except accounts.AccountError as error:
         form.username.errors.append(str(error))
         return render_template("admin/users/new.html", form=form), 400
+    name = user.username
     audit.record(
-        AuditAction.USER_CREATED,
-        target=user.username,
-        detail=RoleDetails(code=AuditDetail.CREATED_BY_ADMIN, role=user.role),
+        AuditAction.USER_CREATED, target=name, detail=RoleDetails(code=AuditDetail.CREATED_BY_ADMIN, role=user.role)
     )
-    added = (
-        _("Added staff %(username)s. They choose their own password when they first log in.", username=user.username)
-        if user.role == Role.STAFF
-        else _(
-            "Added admin %(username)s. They choose their own password when they first log in.", username=user.username
-        )
-    )
+    if user.role == Role.STAFF:
+        added = _("Added staff %(username)s. They choose their own password when they first log in.", username=name)
+    else:
+        added = _("Added admin %(username)s. They choose their own password when they first log in.", username=name)
     flash(added, "success")
-    return redirect(url_for(".manage_user", name=user.username), 303)
+    return redirect(url_for(".manage_user", name=name), 303)
 
 
 @bp.get("/<name>")
@@ -83,8 +79,8 @@ def manage_user(name: str) -> ResponseReturnValue:
 
 
 def account_change(view: Callable[[User], ResponseReturnValue]) -> Callable[[str], ResponseReturnValue]:
-    """An admin's POST that changes the account named in the path: fresh login, then the change or its refusal.
-    `view` returns a success message to flash (a str), or a page of its own (a form with errors)."""
+    """An admin's POST that changes the account named in the path: `account_changers` only, a fresh login, then
+    the change or its refusal. `view` returns a success message to flash (a str), or a page of its own."""
 
     @wraps(view)
     def changed(name: str) -> ResponseReturnValue:
@@ -102,11 +98,10 @@ def account_change(view: Callable[[User], ResponseReturnValue]) -> Callable[[str
             return redirect(back, 303)
         return outcome
 
-    return changed
+    return account_changers(changed)
 
 
 @bp.post("/<name>/role")
-@account_changers
 @account_change
 def change_role(user: User) -> ResponseReturnValue:
     """Give the account another role."""
@@ -128,7 +123,6 @@ def change_role(user: User) -> ResponseReturnValue:
 
 
 @bp.post("/<name>/environments")
-@account_changers
 @account_change
 def change_environments(user: User) -> ResponseReturnValue:
     """Let the account work on production, staging or both, from its next request on."""
@@ -152,7 +146,6 @@ def _works_on(user: User) -> dict[str, str]:
 
 
 @bp.post("/<name>/disable")
-@account_changers
 @account_change
 def disable(user: User) -> ResponseReturnValue:
     """Disable the account: it cannot log in, and its sessions end."""
@@ -162,7 +155,6 @@ def disable(user: User) -> ResponseReturnValue:
 
 
 @bp.post("/<name>/enable")
-@account_changers
 @account_change
 def enable(user: User) -> ResponseReturnValue:
     """Let a disabled account log in again."""
@@ -172,7 +164,6 @@ def enable(user: User) -> ResponseReturnValue:
 
 
 @bp.post("/<name>/sessions/end")
-@account_changers
 @account_change
 def end_sessions(user: User) -> ResponseReturnValue:
     """End every session of the account: each browser is logged out on its next request."""
@@ -192,7 +183,6 @@ def end_sessions(user: User) -> ResponseReturnValue:
 
 
 @bp.post("/<name>/password")
-@account_changers
 @account_change
 def reset_password(user: User) -> ResponseReturnValue:
     """Set a new password that the account must change at its next login; its sessions end."""
@@ -209,11 +199,9 @@ def reset_password(user: User) -> ResponseReturnValue:
 
 
 @bp.post("/<name>/mfa/reset")
-@account_changers
 @account_change
 def reset_mfa(user: User) -> ResponseReturnValue:
-    """Remove the account's second factors, its app and its passkeys (a lost or stolen device); it sets up a new
-    one when next needed."""
+    """Remove the account's second factors, app and passkeys (a lost or stolen device), to set up anew when needed."""
     _not_yourself(user, _("Set up a new device for your own second factor under Your account."))
     accounts.reset_mfa(user)
     audit.record(AuditAction.MFA_RESET, target=user.username)

@@ -2,14 +2,7 @@
 
 from __future__ import annotations
 
-from flask import (
-    Blueprint,
-    flash,
-    redirect,
-    render_template,
-    request,
-    url_for,
-)
+from flask import Blueprint, flash, redirect, render_template, request, url_for
 from flask.blueprints import BlueprintSetupState
 from flask.typing import ResponseReturnValue
 from flask_babel import gettext as _
@@ -43,8 +36,7 @@ audit_readers = role_required(Role.ADMIN)
 
 @bp.record_once
 def share_the_labels(state: BlueprintSetupState) -> None:
-    """The pages name each audit entry's action and details (`audit_action`, `audit_details`, see audit_log.py) and
-    each role (`role_name`: the top bar, the accounts pages) in the visitor's language; `Role` names the roles."""
+    """Let every page name audit entries (`audit_action`, `audit_details`) and roles (`role_name`, `Role`)."""
     state.app.jinja_env.globals.update(
         audit_action=audit_words.action_label, audit_details=audit_words.details, role_name=role_label, Role=Role
     )
@@ -71,10 +63,9 @@ def switch_environment() -> ResponseReturnValue:
     if not login_fresh():
         return log_in_again(url_for(".environment"), _("Log in again to switch the environment for everyone."))
     form = _switch_form(sent=True)
-    registry = environments()
     if not form.validate_on_submit():
         return _environment_page(form, _preview_form(), 400)
-    target = registry.get(form.environment.data)
+    target = environments().get(form.environment.data)
     if target is None or not target.configured:
         form.environment.errors.append(
             _("%(environment)s is not configured and cannot be chosen.", environment=form.environment.data)
@@ -98,23 +89,22 @@ def preview_environment() -> ResponseReturnValue:
     if not form.validate_on_submit():
         return _environment_page(_switch_form(), form, 400)
     chosen = environments().get(form.environment.data)
-    if chosen is None:
-        set_preview(None)
-        audit.record(AuditAction.PREVIEW_CHANGED, detail=AuditDetail.PREVIEW_CLEARED)
-        active = active_choice().active().name
-        flash(_("Preview cleared: you see the active environment, %(environment)s.", environment=active), "info")
-    elif not chosen.configured:
+    if chosen is not None and not chosen.configured:
         form.environment.errors.append(
             _("%(environment)s is not configured and cannot be previewed.", environment=chosen.name)
         )
         return _environment_page(_switch_form(), form, 400)
+    set_preview(chosen)
+    active = active_choice().active().name
+    if chosen is None:
+        audit.record(AuditAction.PREVIEW_CHANGED, detail=AuditDetail.PREVIEW_CLEARED)
+        flash(_("Preview cleared: you see the active environment, %(environment)s.", environment=active), "info")
     else:
-        set_preview(chosen)
         audit.record(AuditAction.PREVIEW_CHANGED, environment=chosen.name)
         seen = _(
             "You alone now see %(environment)s. Everyone else still sees %(active)s.",
             environment=chosen.name,
-            active=active_choice().active().name,
+            active=active,
         )
         flash(seen, "info")
     return redirect(url_for(".environment"), 303)
@@ -141,8 +131,7 @@ def audit_log() -> ResponseReturnValue:
 @bp.get("/audit.csv")
 @audit_readers
 def audit_log_csv() -> ResponseReturnValue:
-    """The entries the audit page shows for the same filter, all of them, as a CSV download: newest first, the
-    page's columns."""
+    """Every entry the audit page shows for the same filter, as a CSV download with the page's columns."""
     form = AuditFilterForm(formdata=request.args)
     if not form.validate():
         problems = " ".join(
@@ -192,10 +181,9 @@ def _preview_form(sent: bool = False) -> PreviewForm:
 def _environment_page(
     switch_form: SwitchEnvironmentForm, preview_form: PreviewForm, status: int = 200
 ) -> tuple[str, int]:
-    registry = environments()
     return render_template(
         "admin/environment.html",
-        environments=registry.all(),
+        environments=environments().all(),
         active=active_choice().active(),
         switch_form=switch_form,
         preview_form=preview_form,

@@ -1,9 +1,8 @@
 """The visitor's language: English, German or Spanish, with Flask-Babel.
 
-One rule decides which language a request is served in (`language_of`): the visitor's choice from
-`/language/<code>` (a cookie), else the best match of `Accept-Language`, else English. Flask-Babel asks it
-for every page; the page cache asks it for the key of a shared page, so a German page is never replayed to
-an English visitor.
+One rule decides which language a request is served in (`language_of`): the visitor's choice from `/language/<code>`
+(a cookie), else the best match of `Accept-Language`, else English. Flask-Babel asks it for every page, and the page
+cache for the key of a shared page, so a German page is never replayed to an English visitor.
 
 Adding a language is one catalog (`petportal/translations/<code>/LC_MESSAGES/messages.po`, see
 `petportal/translations/catalogs.py`) and one entry in `LANGUAGES`.
@@ -59,8 +58,7 @@ ROLE_LABELS: dict[str, LazyText] = {Role.STAFF: _l("staff"), Role.ADMIN: _l("adm
 
 
 def language_of(environ: WSGIEnvironment) -> str:
-    """The language this request is served in, worked out once: the cookie's choice, else `Accept-Language`,
-    else English."""
+    """The language this request is served in (the module's one rule), worked out once."""
     if LANGUAGE not in environ:
         environ[LANGUAGE] = _negotiated(environ)
     return cast(str, environ[LANGUAGE])
@@ -98,8 +96,7 @@ def language_back() -> str:
 
 
 def time_tag(moment: datetime) -> Markup:
-    """A `<time>` element for a moment in UTC: a machine-readable value to the second, and the date and time
-    as the visitor's language writes them."""
+    """A `<time>` element for a moment in UTC, to the second, and as the visitor's language writes it."""
     utc = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
     machine = utc.replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
     return Markup('<time datetime="{}">{} UTC</time>').format(machine, format_datetime(utc, "medium"))
@@ -130,8 +127,7 @@ def environment_label(name: str) -> str:
 
 
 def environments_label(environments: frozenset[Environment]) -> str:
-    """The environments an account works on (`User.environments`), in the visitor's language: "production and
-    staging", or one of them."""
+    """An account's environments in the visitor's language: "production and staging", or one of them."""
     names = [environment_label(name) for name in sorted(environments)]
     if len(names) == 2:
         return str(_l("%(first)s and %(second)s", first=names[0], second=names[1]))
@@ -154,7 +150,7 @@ def register(app: Flask) -> None:
     """Serve every page in the request's language, and let the templates name it and link to the others."""
     Babel(
         app,
-        locale_selector=_request_language,
+        locale_selector=lambda: _locale(visitor_language()),
         default_translation_directories=str(CATALOGS),
         default_timezone="UTC",
     )
@@ -167,7 +163,7 @@ def register(app: Flask) -> None:
         time_tag=time_tag,
         status_label=status_label,
         status_names=status_names,
-        current_language=_current_language,
+        current_language=lambda: str(get_locale() or DEFAULT_LANGUAGE),
         language_back=language_back,
         environments_label=environments_label,
         environment_name=environment_label,
@@ -185,14 +181,8 @@ def register(app: Flask) -> None:
 
 
 def visitor_language() -> str:
-    """The code of the language this request is served in; outside a request (a command, the import runner),
-    English."""
+    """The code of the request's language; English outside a request (a command, the import runner)."""
     return language_of(request.environ) if has_request_context() else DEFAULT_LANGUAGE
-
-
-def _request_language() -> Locale:
-    """Flask-Babel's locale selector: the request's language (`visitor_language`)."""
-    return _locale(visitor_language())
 
 
 # docs/performance.md, "the i18n caches" (this, status_names, number's, lazy_text.translations, measured together).
@@ -201,7 +191,3 @@ def _locale(code: str) -> Locale:
     """The Babel locale of one of the portal's languages, made once: Flask-Babel would parse the code again for
     every request, each time asking the disk whether Babel has data for it."""
     return Locale.parse(code)
-
-
-def _current_language() -> str:
-    return str(get_locale() or DEFAULT_LANGUAGE)

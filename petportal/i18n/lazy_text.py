@@ -1,9 +1,8 @@
 """Text translated when it is shown, for the words of forms and tables written at import time.
 
-Flask-Babel's own `lazy_gettext` gives a string that calls itself safe HTML (its `__html__` returns the text
-unescaped: python-babel/flask-babel#121 and #224), so a template would show an apostrophe, or whatever a
-translation holds, as markup. `lazy_gettext` here is the same lazy translation, escaped like any other text.
-Import it as `_l`: the catalogs extract that keyword.
+Flask-Babel's own `lazy_gettext` calls itself safe HTML (python-babel/flask-babel#121 and #224), so a template would
+show an apostrophe, or whatever a translation holds, as markup; this one is escaped like any other text. Import it
+as `_l`: the catalogs extract that keyword.
 """
 
 from __future__ import annotations

@@ -1,16 +1,14 @@
 """How templates translate: `_`, `gettext` and `ngettext`, and each language's templates compiled apart.
 
-Most of a page's messages are constants (`_('Log in')`). Each language gets its own compiled copy of every
-template (`TranslatedEnvironment`), in which such a message is translated once, when the template is compiled,
-and written into the template as its text. A message with values is translated there too, and only its values
-are put in as the page is drawn. What is left to the page, a plural whose count is known only then, goes
-through the page's catalog (`TemplateText`). Either way a message means the same: the text of the catalog,
-with its named values escaped into it, as Jinja's "newstyle" gettext does.
+Each language gets its own compiled copy of every template (`TranslatedEnvironment`), in which a message written
+out (`_('Log in')`) is translated once, when compiled; only its values, if any, are put in as the page is drawn.
+A plural whose count is known only then goes through the page's catalog (`TemplateText`). Either way a message
+is the catalog's text with its named values escaped into it, as Jinja's "newstyle" gettext does.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, MutableMapping
+from collections.abc import Callable, MutableMapping
 from typing import Any
 
 from babel.support import NullTranslations
@@ -28,8 +26,7 @@ TEMPLATES_PER_LANGUAGE = 400
 
 
 class TemplateText:
-    """The `_`, `gettext` and `ngettext` of templates over one catalog, as Jinja's "newstyle" ones behave: the
-    values are named, escaped, and put into the translated text; `ngettext` also offers its count as `num`.
+    """The `_`, `gettext` and `ngettext` of templates over one catalog; `ngettext` also offers its count as `num`.
 
     They are plain functions, not Jinja's context functions: Jinja copies a template's variables into a new
     context for each call of one of those inside a block that sets variables, many times on the list page
@@ -75,8 +72,7 @@ class TranslatedEnvironment(Environment):
         self.languages: dict[str, TranslatedEnvironment] = {}
 
     def in_language(self, language: str) -> TranslatedEnvironment:
-        """This environment's copy for `language`: its own cache of compiled templates, the same globals,
-        filters and loader."""
+        """This environment's copy for `language`: its own cache of compiled templates, all else shared."""
         linked = self.languages.get(language)
         if linked is None:
             linked = self.overlay(cache_size=TEMPLATES_PER_LANGUAGE)
@@ -90,16 +86,6 @@ class TranslatedEnvironment(Environment):
         if self.language is None and has_request_context():
             return self.in_language(str(get_locale())).get_template(name, parent, globals)
         return super().get_template(name, parent, globals)
-
-    def select_template(
-        self,
-        names: Iterable[str | Template],
-        parent: str | None = None,
-        globals: MutableMapping[str, object] | None = None,
-    ) -> Template:
-        if self.language is None and has_request_context():
-            return self.in_language(str(get_locale())).select_template(names, parent, globals)
-        return super().select_template(names, parent, globals)
 
     def _parse(self, source: str, name: str | None, filename: str | None) -> nodes.Template:
         tree = super()._parse(source, name, filename)
@@ -115,9 +101,8 @@ class TranslatedEnvironment(Environment):
 
 
 class _Translate(NodeTransformer):
-    """Rewrites each call of `_`, `gettext` or `ngettext` whose message is written out in the template: into
-    its translated text when every value is a constant too; into the translated text with the values put in
-    (`%`) when only its values are known as the page is drawn. A plural whose count is a variable stays a call."""
+    """Rewrites each call of `_`, `gettext` or `ngettext` whose message is written out into its translated text
+    (with `%` for values known only as the page is drawn); a plural whose count is a variable stays a call."""
 
     def __init__(self, text: TemplateText, assigned: set[str]) -> None:
         self.text = text

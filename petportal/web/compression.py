@@ -1,17 +1,12 @@
 """Pages, stylesheets and scripts compressed by what the browser accepts: Brotli, else gzip, else none.
 
-Flask-Compress does the compressing and adds `Vary: Accept-Encoding`. Three things are the portal's own:
-- `encoding_for` is the one choice of encoding, read with Werkzeug's parser of Accept headers: a coding with
-  q=0 is refused, a coding named outranks `*`, and `identity` asked for with a higher q than any coding means
-  none. The compressor is told that choice, and the page cache keys each stored page by it
-  (`page_cache._page_key`), so a page stored compressed one way is only replayed to a browser that chose it.
-- A range of a file (206) is sent as the file's own bytes: its range counts those, not compressed ones.
-- A page that shows a secret worth guessing (the second factor's key, the recovery codes) is never compressed
-  (`uncompressed`): such a page also repeats what the visitor's URL holds (its language links), and the length
-  of a compressed page could tell, over many visits from another site, how much of it matches a guess (BREACH).
-  Every other page carries only the CSRF token, whose signed part changes every second.
-The compressor runs from the portal's own hook; its conditional handling writes no `Date`: the server writes the
-one `Date` of every response (see page_cache.ServerDated).
+Flask-Compress compresses and adds `Vary: Accept-Encoding`, told the one choice of encoding (`encoding_for`), which
+also keys a stored page (`page_cache._page_key`), replayed only to a browser that chose the same. A range of a file
+(206) is sent as the file's own bytes, as its range counts them. A page that shows a secret worth guessing (the
+second factor's key, the recovery codes) is never compressed (`uncompressed`): it also repeats what the visitor's
+URL holds (its language links), so its compressed length could tell another site, over many visits, how much matches
+a guess (BREACH). Every other page carries only the CSRF token, whose signed part changes every second. The
+compressor's conditional handling writes no `Date`: the server writes it (see page_cache.ServerDated).
 """
 
 from __future__ import annotations
@@ -34,7 +29,8 @@ compress = Compress()
 
 @lru_cache(maxsize=256)  # kept by issue 41's bench with the page cache's memos (page_cache.REMEMBERED_URLS)
 def encoding_for(accept_encoding: str) -> str | None:
-    """The encoding a response to this `Accept-Encoding` is sent in ("br", "gzip"), or None for none."""
+    """The encoding a response to this `Accept-Encoding` is sent in ("br", "gzip"), or None: a coding with q=0 is
+    refused, one named outranks `*`, and `identity` with a higher q than any coding means none."""
     qualities = {value.lower(): quality for value, quality in parse_accept_header(accept_encoding)}
 
     def quality(coding: str) -> float:

@@ -10,13 +10,7 @@ from flask_babel import gettext as _
 from flask_login import current_user
 from markupsafe import escape
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
-from werkzeug.exceptions import (
-    BadHost,
-    HTTPException,
-    InternalServerError,
-    MethodNotAllowed,
-    SecurityError,
-)
+from werkzeug.exceptions import BadHost, HTTPException, InternalServerError, MethodNotAllowed, SecurityError
 
 from petportal.data.database import INIT_DB_HINT, cause, tables_missing
 from petportal.extensions import DATABASE_OUTAGES, db
@@ -92,13 +86,12 @@ def handle_database_error(error: SQLAlchemyError) -> ErrorPage:
         current_app.logger.warning("a change lost a race with another: %s", cause(error))
         message = _("Someone else made the same change at the same moment, so nothing was saved. Reload and check.")
         return render_error(409, message, title=_("Changed at the same moment"))
-    missing = tables_missing(error)  # not a bug either: the database was never set up
-    if not isinstance(error, DATABASE_OUTAGES) and not missing:
-        return handle_unexpected_error(error)
-    if missing:
+    if tables_missing(error):  # not a bug either: the database was never set up
         current_app.logger.error("the portal's database has no tables: %s", INIT_DB_HINT)
-    else:
+    elif isinstance(error, DATABASE_OUTAGES):
         current_app.logger.error("the portal's database is unavailable: %s", cause(error))
+    else:
+        return handle_unexpected_error(error)
     message = _("The portal cannot reach its own database, so this page cannot be shown. Customers' pages still work.")
     return render_error(503, message, title=_("Temporarily unavailable"), retry=True)
 

@@ -21,8 +21,7 @@ class PortalForm(FlaskForm):
         super().__init__(*args, **kwargs)
 
     def validate(self, extra_validators: Any = None) -> bool:
-        """The fields' checks, plus a refusal of fields that were not UTF-8 or hold a NUL character; a failed form
-        echoes a short prefix."""
+        """The fields' checks, and fields not UTF-8 or holding a NUL refused; a failed form echoes a short prefix."""
         valid: bool = super().validate(extra_validators)
         for field in self:
             if isinstance(field.data, str) and NUL in field.data:

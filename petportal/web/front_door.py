@@ -61,8 +61,7 @@ class UnreadableRequest(BadRequest):
 
 
 def unreadable(environ: WSGIEnvironment) -> str | None:
-    """The part of the request that is not UTF-8 ("path", "query", "cookies", "headers"), or "nul" for a path
-    holding a NUL character, or None; worked out once."""
+    """The part of the request that is not UTF-8 ("path", "query", "cookies", "headers") "nul" for a NUL in the path."""
     if UNREADABLE not in environ:
         environ[UNREADABLE] = _unreadable_part(environ)
     return cast(str | None, environ[UNREADABLE])
@@ -152,7 +151,6 @@ class BodyGate:
 
 
 def _closing(start_response: StartResponse) -> StartResponse:
-
     def start(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
         return start_response(status, [*headers, ("Connection", "close")], exc_info)
 

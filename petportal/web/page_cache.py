@@ -4,10 +4,9 @@
 visitor's; `SharedPages` (WSGI, inside ProxyFix) stores such a page whole and replays it without Flask to visitors
 with no session or remember-me cookie, remaking only X-Request-ID and 304s. A page's key holds scheme, environment
 and its generation (bumped when an animal is added), language, encoding, path and the query as the page reads it
-(`cached_page`'s `query`: its known parameters, each written one way), so it is replayed only where Flask would
-answer exactly that page, and no junk in a URL makes a page that is not kept: Flask is handed that query too. No
-host: a page names none, and a host the portal does not answer to goes to Flask for its 400 page. Neither writes a
-Date: every server writes its own.
+(`cached_page`'s `query`, which Flask is handed too), so it is replayed only where Flask would answer exactly that
+page, and junk in a URL makes no page that is not kept. No host: a page names none, and a host the portal does not
+answer to goes to Flask for its 400 page. Neither writes a Date: every server writes its own.
 """
 
 from __future__ import annotations
@@ -66,9 +65,8 @@ PERSONAL_TYPES = frozenset({"text/html", "application/json", "text/csv"})
 def cached_page(
     query: Callable[[MultiDict[str, str]], str | None],
 ) -> Callable[[Callable[P, ResponseReturnValue]], Callable[P, ResponseReturnValue]]:
-    """Give this GET view's anonymous pages an ETag and 304s, and let `SharedPages` share them, by `query(args)`:
-    the query string as the view reads `args`, the same for every way of writing it, or None when the view cannot
-    read them (its page is not shared)."""
+    """Give this GET view's anonymous pages an ETag and 304s, and let `SharedPages` share them by `query(args)`: the
+    query as the view reads it, one way for every spelling, or None when the view cannot read it (not shared)."""
 
     def decorate(view: Callable[P, ResponseReturnValue]) -> Callable[P, ResponseReturnValue]:
         @wraps(view)
@@ -97,8 +95,7 @@ class SharedPages:
         self.seconds = math.ceil(settings(app).cache_seconds)
         self.cookies = (app.config["SESSION_COOKIE_NAME"], REMEMBER_COOKIE)
         self.trusted_hosts = settings(app).trusted_hosts
-        # (path, query) -> the endpoint whose page may be shared and the query it reads, or None; fixed while the
-        # process runs.
+        # (path, query) -> the endpoint whose page may be shared and the query it reads, or None: fixed per process.
         self.endpoints: dict[tuple[str, str], tuple[str, str] | None] = {}
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
@@ -127,10 +124,7 @@ class SharedPages:
             metrics.count(endpoint, environ["REQUEST_METHOD"], response.status_code, started)
             return response(environ, start_response)
         # Unconditional, the common case: Werkzeug's headers in its order (test_caching checks), without a Response.
-        start_response(
-            "200 OK",
-            [*headers, ("Content-Length", str(len(body))), ("X-Request-ID", request_id)],
-        )
+        start_response("200 OK", [*headers, ("Content-Length", str(len(body))), ("X-Request-ID", request_id)])
         metrics.count(endpoint, environ["REQUEST_METHOD"], 200, started)
         return [] if environ["REQUEST_METHOD"] == "HEAD" else [body]
 
@@ -202,9 +196,8 @@ def invalidate(environment_name: str) -> None:
 
 
 class ServerDated(FlaskResponse):
-    """Every answer the portal makes, Flask's and the shared pages': Werkzeug's `make_conditional` (a page's ETag,
-    a static file, Flask-Compress) writes no Date, as every server the portal runs under (Werkzeug's, gunicorn,
-    granian) writes its own, and two made two."""
+    """Every answer the portal makes, Flask's and the shared pages': `make_conditional` (an ETag, a static file,
+    Flask-Compress) writes no Date, as every server the portal runs under writes its own, and two made two."""
 
     def make_conditional(self, *args: Any, **kwargs: Any) -> Self:
         super().make_conditional(*args, **kwargs)

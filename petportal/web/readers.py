@@ -1,9 +1,6 @@
-"""One reading of each kind of number a person or an address gives the portal: ids, category ids, limits, days.
-
-Python's `int()` also takes Arabic-Indic and full-width digits and `1_000`, so it is
-never called on text from outside directly. The add form, the list filter, a bulk import's rows and the
-URL converter all read numbers here, so each value is taken, or refused, alike everywhere.
-"""
+"""One reading of each kind of number a person or an address gives the portal (ids, limits, days): the add form,
+the list filter, a bulk import's rows and the URL converter take or refuse each value alike. Python's `int()` also
+takes Arabic-Indic and full-width digits and `1_000`, so it is never called on text from outside directly."""
 
 from __future__ import annotations
 
@@ -37,8 +34,7 @@ def json_object(request: Request) -> dict[str, object] | None:
 
 
 def whole_number(text: str) -> int | None:
-    """`text` (ASCII spaces around it allowed: padding, not part of the value) as a whole number, or None when it
-    is not one written in ASCII digits."""
+    """`text` (ASCII spaces around it allowed) as a whole number, or None when it is not one in ASCII digits."""
     text = text.strip(ASCII_SPACE)
     return int(text) if len(text) <= MAX_DIGITS and WHOLE_NUMBER.fullmatch(text) else None
 
@@ -55,8 +51,8 @@ def day(text: str) -> date | None:
 
 
 class DayField(StringField):
-    """A form field holding a day read by `day` (`data`: a date, or None when empty or not a day); the text as it
-    was sent stays in `raw_data`, for the page to show again and the field's validators to refuse."""
+    """A form field holding a day read by `day`, or None; the text as sent stays in `raw_data`, for the page to
+    show again and the validators to refuse."""
 
     data: date | None
 
@@ -69,8 +65,7 @@ class DayField(StringField):
 
 
 class WholeNumberField(IntegerField):
-    """A form field holding a whole number read by `whole_number`; anything else leaves it empty (None), for
-    the field's range validator to refuse with its own words."""
+    """A form field holding a whole number read by `whole_number`, else None, for its range validator to refuse."""
 
     data: int | None  # an int once validated
 

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
 from flask import Flask, Response, current_app, redirect, request
 from werkzeug.middleware.proxy_fix import ProxyFix
 from werkzeug.sansio.utils import host_is_trusted
+from werkzeug.wrappers import Response as BaseResponse
 
 from petportal.config import settings
-
-if TYPE_CHECKING:
-    from werkzeug.wrappers import Response as BaseResponse
 
 HSTS = "max-age=31536000; includeSubDomains"
 OUTSIDE_LOCATIONS = "petportal.outside_locations"

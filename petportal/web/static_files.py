@@ -1,15 +1,7 @@
-"""Static files under content-addressed URLs, kept by browsers for a year.
-
-Every page links a stylesheet or script as `/static/<file>?v=<digest of its bytes>` (`versioned_url`, the
-templates' `static_url`). A GET or HEAD that Flask answered with the file itself, under the
-file's current digest, gets `Cache-Control: public, max-age=31536000, immutable`: the browser never asks again,
-and a new release, whose files have new digests, is fetched at once. Any other request for the file is answered
-as Flask answers it (revalidated each time). Each file is read whole, so that it is compressed as the pages are
-(`compression`).
-
-A digest is worked out once per process for each file that exists inside a static folder, found as Flask's
-`send_from_directory` finds it (`safe_join`), and kept under its normalised path: however a request spells a
-path, it never reads outside the folders, and the digests kept are at most one per file.
+"""Static files under content-addressed URLs (`/static/<file>?v=<digest>`, the templates' `static_url`), kept by
+browsers for a year: a new release's files have new digests, so they are fetched at once. Any other request for a
+file is answered as Flask answers it (revalidated each time). A digest is worked out once per process per file, kept
+under its normalised path: however a request spells a path, none is read outside the folders, none kept twice.
 """
 
 from __future__ import annotations
@@ -55,9 +47,8 @@ def _digest(app: Flask, endpoint: str, filename: str) -> str | None:
 
 
 def register(app: Flask) -> None:
-    """Let templates link a static file under its digest (`static_url`); keep a static file for a year when it was
-    sent under its current digest; read it whole, so that it is compressed (runs before `compression`'s hook,
-    registered earlier)."""
+    """Link static files under their digests; keep one sent under its current digest for a year; read each whole,
+    so that it is compressed (this hook runs before `compression`'s, registered earlier)."""
     app.jinja_env.globals["static_url"] = versioned_url
 
     @app.after_request
