@@ -27,8 +27,6 @@ the first minute and at the end.
 """
 
 import argparse
-import os
-import platform
 import re
 import secrets
 import statistics
@@ -43,13 +41,29 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import NamedTuple
 
-from petportal.running.processes import free_port, stop, wait_for_port
-from tests.support.portal import PROJECT_ROOT, csrf_token, logged_in, portal_environment, prepare_portal
+from bench import soak
+from bench.servers import (
+    GUNICORN_SETTINGS,
+    KEY,
+    PORTAL_THREADS,
+    PORTAL_WORKERS,
+    STORE_THREADS,
+    STORE_WORKERS,
+    granian_portal,
+    gunicorn,
+    gunicorn_portal,
+    portal_variables,
+    print_settings,
+    run_options,
+    seeded_store,
+    start_servers,
+    workers,
+    workers_cpu_seconds,
+    wrk,
+)
+from tests.support.portal import PROJECT_ROOT, csrf_token, logged_in, prepare_portal
 
-KEY = secrets.token_urlsafe(24)
 ADMIN_PASSWORD = secrets.token_urlsafe(12)
-PORTAL_WORKERS, PORTAL_THREADS = 2, 8
-STORE_WORKERS, STORE_THREADS = 2, 8
 SERVERS = ("granian", "gunicorn")
 # What each target is loaded with, as (connections, limit); the floor has no limit. Only what the ratios
 # need, so that the default run (3 s per run, 5 rounds, then the memory section) stays under 8 minutes.
@@ -68,62 +82,6 @@ PLAN = {
 TARGETS = tuple(PLAN)
 
 
-@contextmanager
-def gunicorn(app, env, workers, threads, extra=()):
-    """One gunicorn server on a free loopback port; yields (origin, master process)."""
-    port = free_port()
-    command = [
-        sys.executable,
-        "-m",
-        "gunicorn",
-        "--bind",
-        f"127.0.0.1:{port}",
-        "--workers",
-        str(workers),
-        "--worker-class",
-        "gthread",
-        "--threads",
-        str(threads),
-        "--keep-alive",
-        "5",
-        *extra,
-        app,
-    ]
-    process = subprocess.Popen(command, cwd=PROJECT_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_for_port(port, process, seconds=60)
-        yield f"http://127.0.0.1:{port}", process
-    finally:
-        stop([process], seconds=30)
-
-
-def workers(master, expected=None, seconds=60):
-    """The process ids of a server master's workers: its child processes, forked by any of its threads (gunicorn's
-    arbiter, or granian's server after `flask serve` replaced itself with it). With `expected`, wait until there
-    are that many, and fail if there are more: a child that is not a worker would be counted as one."""
-    deadline = time.monotonic() + seconds
-    while True:
-        children = [
-            pid
-            for task in Path(f"/proc/{master.pid}/task").iterdir()
-            for pid in (task / "children").read_text().split()
-        ]
-        if expected is None or len(children) == expected:
-            return children
-        if len(children) > expected or time.monotonic() > deadline:
-            raise RuntimeError(f"{master.args}: {len(children)} child processes, not the {expected} workers expected")
-        time.sleep(0.1)
-
-
-def workers_cpu_seconds(master):
-    """CPU time (user + system) spent so far by a gunicorn master's workers, in seconds."""
-    ticks = 0
-    for pid in workers(master):
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        ticks += int(fields[11]) + int(fields[12])  # utime and stime: fields 14 and 15 of proc(5)
-    return ticks / os.sysconf("SC_CLK_TCK")
-
-
 def worker_peak_rss_mb(master):
     """The largest peak resident set (VmHWM) among a gunicorn master's workers, in MB."""
     peaks = []
@@ -131,28 +89,6 @@ def worker_peak_rss_mb(master):
         status = Path(f"/proc/{pid}/status").read_text()
         peaks.append(int(re.search(r"VmHWM:\s+(\d+) kB", status).group(1)) / 1024)
     return max(peaks)
-
-
-class Load(NamedTuple):
-    """What one wrk run measured."""
-
-    rps: float
-    p50_ms: float
-    requests: int
-
-
-def wrk(url, connections, seconds, headers=()):
-    """Requests per second, p50 latency and requests served of one wrk run; None if any answer was not 2xx."""
-    command = ["wrk", f"-t{min(connections, 2)}", f"-c{connections}", f"-d{seconds}s", "--latency", url]
-    for header in headers:
-        command += ["-H", header]
-    output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
-    if "Non-2xx or 3xx responses" in output or "Socket errors" in output:
-        return None
-    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1))
-    value, unit = re.search(r"\s50%\s+([\d.]+)(us|ms|s)\b", output).groups()
-    requests = int(re.search(r"(\d+) requests in", output).group(1))
-    return Load(rps, float(value) * {"us": 0.001, "ms": 1, "s": 1000}[unit], requests)
 
 
 def _figures_options(parser):
@@ -174,56 +110,6 @@ def _soak_options(parser):
     parser.add_argument("--connections", type=int, default=32, help="the soak's clients asking at once")
 
 
-def run_options(description, memory=False, more=None):
-    """`--seconds` and `--rounds`, as every benchmark here takes them (and, with `memory`, `--memory-requests`;
-    `more` adds a bench's own)."""
-    parser = argparse.ArgumentParser(description=description.splitlines()[0])
-    parser.add_argument("--seconds", type=int, default=3, help="length of each wrk run")
-    parser.add_argument("--rounds", type=int, default=5, help="rounds, alternating the order of targets")
-    if memory:
-        parser.add_argument(
-            "--memory-requests", type=int, default=10_000, help="mixed requests after the memory warm-up"
-        )
-        parser.add_argument(
-            "--smoke",
-            action="store_true",
-            help="check that it runs end to end, in seconds: one round of 1 s runs, no warm-up; its "
-            "figures mean nothing",
-        )
-    if more:
-        more(parser)
-    return parser.parse_args()
-
-
-def portal_variables(folder, production, **extra):
-    """A bench portal's environment: `portal_environment`, over the store at `production` as its production,
-    the cache off, its data in `folder`; then `extra`."""
-    env = portal_environment(
-        PETSTORE_PRODUCTION_URL=production + "/v1",
-        PETSTORE_PRODUCTION_KEY=KEY,
-        PETPORTAL_SECRET_KEY=secrets.token_urlsafe(32),
-        PETPORTAL_HTTPS="0",
-        PETPORTAL_DATABASE_URL=f"sqlite:///{folder / 'portal.sqlite'}",
-        PETPORTAL_CACHE_SECONDS="0",
-        **extra,
-    )
-    # Traced only when a bench asks for it (OTEL_EXPORTER_OTLP_ENDPOINT in `extra`), whatever this shell says.
-    return {name: value for name, value in env.items() if not name.startswith("OTEL_") or name in extra}
-
-
-def seeded_store(folder, name):
-    """The environment of a reference store keeping 100 sample animals in `folder`/`name`.sqlite."""
-    env = {**os.environ, "PETSTORE_API_KEYS": KEY, "PETSTORE_DATABASE_URL": f"sqlite:///{folder / name}.sqlite"}
-    subprocess.run(
-        [sys.executable, "-m", "flask", "--app", "petportal.reference_store", "seed", "--count", "100"],
-        cwd=PROJECT_ROOT,
-        env=env,
-        check=True,
-        capture_output=True,
-    )
-    return env
-
-
 # The targets issue 41's four figures need (`--figures`), and what each checkout adds (`--checkout`).
 FIGURES_PLAN = {
     target: PLAN[target] for target in ("portal granian", "cached granian", "floor granian", "bare granian")
@@ -242,8 +128,6 @@ def checkout_option(text):
 def main():
     args = run_options(__doc__, memory=True, more=lambda parser: (_figures_options(parser), _soak_options(parser)))
     if args.soak:
-        from bench import soak
-
         soak.run(args.soak, args.connections)
         return
     checkouts = dict(args.checkout)
@@ -323,46 +207,6 @@ def main():
         print_figures(results, rss, ["granian", *checkouts])
     if not args.figures:
         print_memory_section(args.memory_requests)
-
-
-def granian_portal(env, folder=PROJECT_ROOT):
-    """The portal as production serves it, from `folder`: what `flask --app app serve` runs
-    (petportal/running/serve.py), started without the `flask serve` command, which names the installed package."""
-    metrics = tempfile.mkdtemp(prefix="petportal-metrics-")  # as `flask serve` makes it; the server removes it
-    environ = {**env, "PYTHONPATH": str(folder), "PROMETHEUS_MULTIPROC_DIR": metrics}
-    # A checkout from before issue 41's layout has the command at petportal/production.py.
-    new_layout = (Path(folder) / "petportal/running/serve.py").is_file()
-    module = "petportal.running.serve" if new_layout else "petportal.production"
-    return ["-m", module, "--app", "app"], environ, folder
-
-
-def gunicorn_portal(app, env):
-    """`app` under gunicorn.conf.py, as `gunicorn -c gunicorn.conf.py` serves the portal."""
-    return ["-m", "gunicorn", "-c", "gunicorn.conf.py", app], env
-
-
-def start_servers(stack, commands):
-    """Start every `python <arguments> --bind 127.0.0.1:PORT --workers 2` of `commands` (name: (arguments, env[,
-    folder to run in])) at once, each on a free port; {name: (origin, master process)} once all listen and have
-    their workers. They are stopped when `stack` closes."""
-    started, processes = {}, []
-    stack.callback(lambda: stop(processes, seconds=30))
-    for name, (arguments, env, *folder) in commands.items():
-        port = free_port()
-        bind = ["--bind", f"127.0.0.1:{port}", "--workers", str(PORTAL_WORKERS)]
-        process = subprocess.Popen(
-            [sys.executable, *arguments, *bind],
-            cwd=folder[0] if folder else PROJECT_ROOT,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        processes.append(process)
-        started[name] = (f"http://127.0.0.1:{port}", process)
-    for origin, process in started.values():
-        wait_for_port(int(origin.rsplit(":", 1)[1]), process, seconds=300)  # many start at once, on two cores
-        workers(process, PORTAL_WORKERS, seconds=300)  # granian listens before its workers are forked
-    return started
 
 
 def url(origins, target, limit):
@@ -445,35 +289,11 @@ def slow_environment_effect(portal, seconds, results):
 
 def print_memory_section(requests):
     """One worker's RSS after a warm-up and after `requests` mixed requests, by `python -m bench.memory` (which
-    builds on this module's servers) in a process of its own."""
+    starts its servers with bench/servers.py, as this bench does) in a process of its own."""
     print(f"\n## Memory: one portal worker under {requests:,} mixed requests (python -m bench.memory)\n", flush=True)
     warmup, every = min(1_000, requests), max(requests // 10, 1)
     command = ["-m", "bench.memory", "--requests", str(requests), "--warmup", str(warmup), "--every", str(every)]
     subprocess.run([sys.executable, *command], cwd=PROJECT_ROOT, check=True)
-
-
-def machine():
-    """This machine, as every benchmark prints it first."""
-    cpu = re.search(r"model name\s*:\s*(.*)", Path("/proc/cpuinfo").read_text())
-    return (
-        f"machine: {os.cpu_count()} cores, {cpu.group(1) if cpu else platform.processor()}, "
-        f"Python {platform.python_version()}, {platform.system()} {platform.release()}"
-    )
-
-
-def print_settings(args, serving=()):
-    """What was measured and how: the machine, the store, how the portal is served (`serving`, one line each;
-    by default the portal under gunicorn.conf.py), and the load."""
-    print(machine())
-    print(f"store: gunicorn gthread, {STORE_WORKERS} workers x {STORE_THREADS} threads, SQLite, 100 animals")
-    for line in serving or [f"portal: {GUNICORN_SETTINGS}, upstream pool {PORTAL_THREADS}"]:
-        print(line)
-    print(f"load: wrk, {args.seconds} s per run, {args.rounds} rounds alternating the order; all on loopback\n")
-
-
-GUNICORN_SETTINGS = (
-    f"gunicorn.conf.py (gthread, preload, keep-alive 5), {PORTAL_WORKERS} workers x {PORTAL_THREADS} threads"
-)
 
 
 def serving_lines():

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import requests
 
-from bench.__main__ import KEY, STORE_THREADS, STORE_WORKERS, gunicorn, machine, portal_variables
+from bench.servers import KEY, STORE_THREADS, STORE_WORKERS, gunicorn, machine, portal_variables
 from petportal.config import IMPORT_CONCURRENCY
 from tests.support.portal import csrf_token, logged_in, prepare_portal
 

@@ -37,6 +37,7 @@ from typing import NamedTuple
 
 import requests
 
+from bench.servers import gunicorn, portal_variables, seeded_store, workers
 from tests.support.portal import csrf_token, logged_in, prepare_portal
 
 TARGET_GROWTH_PERCENT = 5.0
@@ -225,8 +226,6 @@ def measure(
 ) -> Memory:
     """Start a store and a one-worker portal, warm it up, send `requests_after` more requests of the mix;
     the worker's RSS after the warm-up and every `every` requests after it. `report` gets each line."""
-    from bench.__main__ import gunicorn, portal_variables, seeded_store, workers
-
     folder = Path(tempfile.mkdtemp(prefix="petportal-bench-memory-"))
     store_env = seeded_store(folder, "store")
     with ExitStack() as stack:

@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from pathlib import Path
 
-from bench.__main__ import (
+from bench.servers import (
     PORTAL_THREADS,
     PORTAL_WORKERS,
     STORE_THREADS,

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from bench.memory import rss_mb
+from bench.servers import granian_portal, gunicorn, portal_variables, seeded_store, start_servers, workers
 from tests.support.portal import logged_in, prepare_portal
 
 TARGET_GROWTH_PERCENT = 10.0
@@ -54,8 +55,6 @@ def open_descriptors(pid: str) -> int:
 
 
 def sample(master, started: float) -> Sample:
-    from bench.__main__ import workers
-
     return Sample(
         time.monotonic() - started, {pid: (rss_mb(pid), open_descriptors(pid)) for pid in sorted(workers(master))}
     )
@@ -132,8 +131,6 @@ class Load:
 
 def soak(minutes: float, connections: int, report=print) -> list[Sample]:
     """Run the soak; the samples: at the start, after each minute, at the end."""
-    from bench.__main__ import granian_portal, gunicorn, portal_variables, seeded_store, start_servers
-
     folder = Path(tempfile.mkdtemp(prefix="petportal-bench-soak-"))
     store_env = seeded_store(folder, "store")
     with ExitStack() as stack:
