@@ -178,7 +178,9 @@ class _Tables:
     reads in it (compatibility forms decomposed, look-alikes as their Latin letter, Unicode TR39), or as itself
     where it reads as none. Beyond the table, tags and variation selectors read as nothing, the rest as U+FFFD."""
 
-    characters: tuple[str, ...]  # indexed by code point: a tuple translates faster than a dict
+    # Indexed by code point: a tuple translates faster than a dict. A character that reads as itself is kept as its
+    # code point, one int, instead of a string of its own (docs/performance.md, "Tables made once").
+    characters: tuple[str | int, ...]
 
 
 @functools.cache
@@ -186,11 +188,11 @@ def _tables() -> _Tables:
     """The table, made from Unicode's data and confusable-homoglyphs' copy of confusables.txt once a process, when
     the first text is read."""
     lookalikes = _lookalikes()
-    characters = [chr(code) if chr(code).isalnum() else "" for code in range(128)]
+    characters: list[str | int] = [chr(code) if chr(code).isalnum() else "" for code in range(128)]
     for code in range(128, _TABLE_SIZE):
         char = chr(code)
         read = "" if unread(char) else _read(unicodedata.normalize("NFKD", char), lookalikes)
-        characters.append(char if read is None or len(read) > _LONGEST_READING else read)
+        characters.append(code if read is None or len(read) > _LONGEST_READING or read == char else read)
     return _Tables(tuple(characters))
 
 
