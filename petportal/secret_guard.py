@@ -165,18 +165,19 @@ def _byte_unescaped(escape: re.Match[str]) -> str:
 
 
 @functools.cache
-def _table() -> tuple[str, ...]:
+def _table() -> tuple[str | int, ...]:
     """How each character below _TABLE_SIZE reads, for `str.translate` (indexed by code point: a tuple translates
     faster than a dict): an ASCII letter or digit as itself, ASCII punctuation and what shows as nothing as nothing,
     any other character as the ASCII letters and digits a person reads in it (compatibility forms decomposed,
-    look-alikes as their Latin letter, Unicode TR39), or as itself where it reads as none. Made from Unicode's data
-    and confusable-homoglyphs' copy of confusables.txt once a process, when the first text is read."""
+    look-alikes as their Latin letter, Unicode TR39), or as itself where it reads as none, kept as its code point (an
+    int, not a string of its own: docs/performance.md, "Tables made once"). Made from Unicode's data and
+    confusable-homoglyphs' copy of confusables.txt once a process, when the first text is read."""
     lookalikes = _lookalikes()
-    characters = [chr(code) if chr(code).isalnum() else "" for code in range(128)]
+    characters: list[str | int] = [chr(code) if chr(code).isalnum() else "" for code in range(128)]
     for code in range(128, _TABLE_SIZE):
         char = chr(code)
         read = "" if unread(char) else _read(unicodedata.normalize("NFKD", char), lookalikes)
-        characters.append(char if read is None or len(read) > _LONGEST_READING else read)
+        characters.append(code if read is None or len(read) > _LONGEST_READING or read == char else read)
     return tuple(characters)
 
 

@@ -75,16 +75,17 @@ def folded(text: str) -> str:
 
 
 @functools.cache
-def _foldings() -> tuple[str, ...]:
-    """Each character's folding, by code point (a tuple translates faster than a dict), made at the first use."""
-    foldings = []
+def _foldings() -> tuple[str | int, ...]:
+    """Each character's folding, by code point (a tuple translates faster than a dict), made at the first use; a
+    character that folds to itself is kept as its code point (docs/performance.md, "Tables made once")."""
+    foldings: list[str | int] = []
     for char in map(chr, range(_FOLDED_PLANES)):
         if unicodedata.is_normalized("NFKD", char):  # most characters (docs/performance.md, "Tables made once")
             folding = "" if unicodedata.combining(char) else char.casefold()
         else:
             decomposed = unicodedata.normalize("NFKD", char)
             folding = "".join(part for part in decomposed if not unicodedata.combining(part)).casefold()
-        foldings.append(folding if len(folding) <= LONGEST_FOLDING else char)
+        foldings.append(folding if len(folding) <= LONGEST_FOLDING and folding != char else ord(char))
     return tuple(foldings)
 
 

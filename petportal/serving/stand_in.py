@@ -12,12 +12,13 @@ refused or reset connection, a 5xx, a 429). `/readyz` asks the store itself and 
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Generic, TypeVar, cast
 
@@ -122,16 +123,22 @@ def _read(
         )
         g.stood_in = True
         return Answer(value, answered_at)
-    keeper.keep(key, current.environment.name, records(value), limit)
+    # Its records are made only when it is due to be kept: most pages' fresh answers cost a hash.
+    keeper.keep(
+        key,
+        current.environment.name,
+        hash(tuple(value) if isinstance(value, list) else value),
+        limit,
+        lambda: records(value),
+    )
     return Answer(value)
 
 
 def _record(pet: Pet) -> dict[str, JsonValue]:
     """A pet as the store's own record (what `parse_pet` reads)."""
-    record = asdict(pet)
-    record["categoryId"] = record.pop("category_id")
-    if record["status"] is None:
-        del record["status"]
+    record: dict[str, JsonValue] = {"id": pet.id, "name": pet.name, "categoryId": pet.category_id}
+    if pet.status is not None:
+        record["status"] = pet.status
     return record
 
 
@@ -141,8 +148,8 @@ class Keeper:
 
     def __init__(self, app: Flask) -> None:
         self._lock = threading.Lock()
-        # key -> (digest of the answer, time.monotonic() it was written): an answer unchanged is not rewritten at once.
-        self._written: dict[str, tuple[str, float]] = {}
+        # key -> (hash of the answer, time.monotonic() it was written): an answer unchanged is not rewritten at once.
+        self._written: dict[str, tuple[int, float]] = {}
         self._writes = 0
         self._redis: Any = None
         if redis_url := settings(app).redis_url:
@@ -150,14 +157,14 @@ class Keeper:
 
             self._redis = redis.Redis.from_url(redis_url, socket_timeout=0.25, socket_connect_timeout=0.25)
 
-    def keep(self, key: str, environment: str, records: JsonValue, limit: float) -> None:
-        """Keep `records` as the answer to `key` now, unless the same answer was kept here a moment ago."""
-        encoded = json.dumps(records, sort_keys=True, separators=(",", ":"))
-        digest = hashlib.sha256(encoded.encode()).hexdigest()
+    def keep(self, key: str, environment: str, digest: int, limit: float, make: Callable[[], JsonValue]) -> None:
+        """Keep the answer to `key` now (`make` makes its records; `digest` is its hash), unless the same answer was
+        kept here a moment ago."""
         written = self._written.get(key)
         if written is not None and written[0] == digest:
             if time.monotonic() - written[1] < min(REWRITE_MAX_SECONDS, limit * REWRITE_FRACTION):
                 return
+        records = make()
         at = now()
         try:
             if self._redis is not None:
@@ -200,9 +207,8 @@ class Keeper:
 
     def _keep_in_database(self, key: str, environment: str, records: JsonValue, at: datetime, limit: float) -> None:
         """An upsert, committed with the request that read the answer (a page's request commits at its end)."""
-        from sqlalchemy.dialects import postgresql, sqlite
-
-        insert = postgresql.insert if db.session.get_bind().dialect.name == "postgresql" else sqlite.insert
+        # Only the dialect in use is imported: PostgreSQL's costs a SQLite portal's workers 2 MB.
+        insert = importlib.import_module(f"sqlalchemy.dialects.{db.session.get_bind().dialect.name}").insert
         new = insert(LastGoodAnswer).values(key=key, environment=environment, answered_at=at, records=records)
         db.session.execute(
             new.on_conflict_do_update(
