@@ -8,14 +8,7 @@ from urllib.parse import urlencode
 
 from werkzeug.datastructures import MultiDict
 from wtforms import Field, Form, HiddenField, SelectChoice, SelectField, StringField
-from wtforms.validators import (
-    AnyOf,
-    DataRequired,
-    InputRequired,
-    Length,
-    Optional,
-    ValidationError,
-)
+from wtforms.validators import AnyOf, DataRequired, InputRequired, Length, Optional, ValidationError
 
 from petportal.catalog.adding import NewAnimal
 from petportal.catalog.browse import SORT_ORDERS

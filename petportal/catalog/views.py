@@ -3,15 +3,7 @@
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
-from flask import (
-    Blueprint,
-    current_app,
-    flash,
-    redirect,
-    render_template,
-    request,
-    url_for,
-)
+from flask import Blueprint, current_app, flash, redirect, render_template, request, url_for
 from flask.blueprints import BlueprintSetupState
 from flask.typing import ResponseReturnValue
 from flask_babel import gettext as _
@@ -20,25 +12,11 @@ from werkzeug.wrappers import Response
 
 from petportal.auth.access import role_required
 from petportal.catalog import adding, additions, browse, categories, duplicates
-from petportal.catalog.forms import (
-    NAME_MAX_LENGTH,
-    SEARCH_MAX_LENGTH,
-    AddAnimalForm,
-    AnimalFilterForm,
-)
+from petportal.catalog.forms import NAME_MAX_LENGTH, SEARCH_MAX_LENGTH, AddAnimalForm, AnimalFilterForm
 from petportal.clock import now
 from petportal.data.models import Role
 from petportal.i18n.languages import environment_label
-from petportal.petstore import (
-    GET_PET_REMOVAL,
-    LIMIT_MAX,
-    LIMIT_MIN,
-    Gone,
-    Outcome,
-    Pet,
-    Unauthorized,
-    Unavailable,
-)
+from petportal.petstore import GET_PET_REMOVAL, LIMIT_MAX, LIMIT_MIN, Gone, Outcome, Pet, Unauthorized, Unavailable
 from petportal.petstore.environments import Store
 from petportal.petstore.words import store_words
 from petportal.serving import stand_in
