@@ -147,10 +147,7 @@ def remove(environment_name: str, category_id: int) -> bool:
 
 
 def _changed(
-    environment_name: str,
-    action: AuditAction,
-    actor: str | None = None,
-    detail: AuditDetails | None = None,
+    environment_name: str, action: AuditAction, actor: str | None = None, detail: AuditDetails | None = None
 ) -> None:
     """Audit a label change (see audit.record); once it is committed, forget this process's labels and the cached
     pages."""

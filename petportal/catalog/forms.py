@@ -114,11 +114,7 @@ class AnimalFilterForm(PortalForm):
     class Meta:
         csrf = False
 
-    status = SelectField(
-        _l("Status"),
-        choices=_status_choices(_l("All")),
-        default="",
-    )
+    status = SelectField(_l("Status"), choices=_status_choices(_l("All")), default="")
     limit = WholeNumberField(
         _l("Show"),
         default=LIMIT_DEFAULT,

@@ -36,10 +36,7 @@ def share_the_bounds(state: BlueprintSetupState) -> None:
     """What every template may use: the API's bounds and the portal's own (so templates write no number
     themselves) and the search's folding."""
     state.app.jinja_env.globals.update(
-        LIMIT_MIN=LIMIT_MIN,
-        LIMIT_MAX=LIMIT_MAX,
-        NAME_MAX_LENGTH=NAME_MAX_LENGTH,
-        SEARCH_MAX_LENGTH=SEARCH_MAX_LENGTH,
+        LIMIT_MIN=LIMIT_MIN, LIMIT_MAX=LIMIT_MAX, NAME_MAX_LENGTH=NAME_MAX_LENGTH, SEARCH_MAX_LENGTH=SEARCH_MAX_LENGTH
     )
     # Each row carries its name folded as the server's search folds it, for static/js/search.js.
     state.app.jinja_env.filters["folded"] = browse.folded
@@ -180,11 +177,7 @@ def add_animal() -> ResponseReturnValue:
             form.confirm_duplicate.data = "1"
             return _add_page(form, environment, copy_of=copy), 409
     ticket = adding.FormTicket(
-        form.submission_token.data,
-        current_user.id,
-        current_user.username,
-        environment.name,
-        form.new_animal(),
+        form.submission_token.data, current_user.id, current_user.username, environment.name, form.new_animal()
     )
     try:
         if form.keep_for_later():

@@ -108,9 +108,7 @@ def _claim_promotion(batch: BulkImport, position: int, staging_id: int) -> bool:
         update(ImportRow)
         .where(ImportRow.import_id == batch.id, ImportRow.position == position)
         .values(
-            state=TicketState.INVALID,
-            reason=encode(PromotedBefore(pet_id=earlier.production_id)),
-            updated_at=now(),
+            state=TicketState.INVALID, reason=encode(PromotedBefore(pet_id=earlier.production_id)), updated_at=now()
         ),
         execution_options={"synchronize_session": False},
     )
