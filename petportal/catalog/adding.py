@@ -25,7 +25,7 @@ import hashlib
 import logging
 import secrets
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from sqlalchemy import delete, select, update
@@ -92,16 +92,14 @@ class Refused:
 
 @dataclass(frozen=True)
 class Unknown:
-    """The call may have reached the store and no usable answer came back: it is never sent again. `reason`: no
-    usable answer to this call (or to an earlier submission of the same form), or the portal stopped meanwhile."""
+    """The call may have reached the store, and no usable answer came back (`reason`): it is never sent again."""
 
     reason: RowReason = RowReason.NO_ANSWER
 
 
 @dataclass(frozen=True)
 class NotSent:
-    """Nothing was added: the same ticket may be sent again. `reason`: the key was rejected, or the call never
-    reached the store (unavailable, busy)."""
+    """Nothing was added (`reason`: the key was rejected, or the call never reached the store): it may be resent."""
 
     reason: Outcome
 
@@ -185,14 +183,12 @@ def _audit(ticket: Ticket, action: AuditAction, codes: tuple[AuditDetail, ...], 
     """Audit the ticket's outcome, with the detail code for where it came from (`codes`: the form's, an import
     row's, a promotion row's): a promotion's row names its staging id, an import's its line."""
     form, row, promotion = codes
-    name, detail = ticket.animal.name, AnimalDetails(code=form, name=ticket.animal.name, pet_id=pet_id)
+    detail = AnimalDetails(code=form, name=ticket.animal.name, pet_id=pet_id)
     # The add form's animal kept for the store's return is audited as the form's own addition.
     if isinstance(ticket, RowTicket) and not ticket.kept and ticket.staging_id is not None:
-        detail = AnimalDetails(
-            code=promotion, name=name, pet_id=pet_id, import_id=ticket.import_id, staging_id=ticket.staging_id
-        )
+        detail = replace(detail, code=promotion, import_id=ticket.import_id, staging_id=ticket.staging_id)
     elif isinstance(ticket, RowTicket) and not ticket.kept:
-        detail = AnimalDetails(code=row, name=name, pet_id=pet_id, import_id=ticket.import_id, line=ticket.line)
+        detail = replace(detail, code=row, import_id=ticket.import_id, line=ticket.line)
     audit.record(action, actor=ticket.username, target=None, environment=ticket.environment, detail=detail)
 
 
@@ -252,28 +248,19 @@ def form_sent_before(token: str, user_id: int) -> bool:
 
 
 def add_from_form(ticket: FormTicket, client: PetStoreClient) -> AddOutcome:
-    """Add the form's animal at most once for its token, across double clicks, refreshes and processes.
-
-    A repeat of a form being sent waits as long as that call can take (connect, read and body) and a margin,
-    then answers with its outcome. Raises `FormExpired` or `EnvironmentChanged`.
-    """
-    wait_until = time.monotonic() + client.timeout * 3 + 2
-    while not _claim_form(ticket):
-        earlier = _wait_for_outcome(ticket, wait_until)
-        if earlier is not None:
-            return earlier
-    return send(ticket, client)
+    """Add the form's animal at most once for its token, across double clicks, refreshes and processes; raises
+    `FormExpired` or `EnvironmentChanged`."""
+    earlier = _claim_form(ticket, client.timeout)
+    return earlier if earlier is not None else send(ticket, client)
 
 
 def keep_from_form(ticket: FormTicket, timeout: float) -> AddOutcome:
     """Keep the form's animal, at most once for its token, as a one-row import that the import runner sends once
     the store answers again (its watcher picks it up; the runner keeps it queued while the store is not answering).
     `timeout`: the client's, for how long a repeat of a form being sent waits for its outcome."""
-    wait_until = time.monotonic() + timeout * 3 + 2
-    while not _claim_form(ticket):
-        earlier = _wait_for_outcome(ticket, wait_until)
-        if earlier is not None:
-            return earlier
+    earlier = _claim_form(ticket, timeout)
+    if earlier is not None:
+        return earlier
     animal, kept_at = ticket.animal, now()
     import_id = secrets.token_urlsafe(16)
     try:
@@ -315,21 +302,29 @@ def keep_from_form(ticket: FormTicket, timeout: float) -> AddOutcome:
     return Kept()
 
 
-def _claim_form(ticket: FormTicket) -> bool:
-    claimed = updated_one(
-        update(SubmissionToken)
-        .where(
-            SubmissionToken.token == ticket.token,
-            SubmissionToken.user_id == ticket.user_id,
-            SubmissionToken.environment == ticket.environment,
-            # A refused form may be corrected and sent again: the store added nothing.
-            SubmissionToken.state.in_((TicketState.ISSUED, TicketState.REFUSED)),
-            SubmissionToken.created_at >= _oldest_valid(),
+def _claim_form(ticket: FormTicket, timeout: float) -> AddOutcome | None:
+    """Claim the form's token: None once claimed, else the outcome of the submission holding it. A repeat of a form
+    being sent waits as long as that call can take (`timeout` for connect, read and body) and a margin."""
+    wait_until = time.monotonic() + timeout * 3 + 2
+    while True:
+        claimed = updated_one(
+            update(SubmissionToken)
+            .where(
+                SubmissionToken.token == ticket.token,
+                SubmissionToken.user_id == ticket.user_id,
+                SubmissionToken.environment == ticket.environment,
+                # A refused form may be corrected and sent again: the store added nothing.
+                SubmissionToken.state.in_((TicketState.ISSUED, TicketState.REFUSED)),
+                SubmissionToken.created_at >= _oldest_valid(),
+            )
+            .values(state=TicketState.SENDING, updated_at=now())
         )
-        .values(state=TicketState.SENDING, updated_at=now())
-    )
-    db.session.commit()  # the claim step: every other request must see the token taken before the call goes out
-    return claimed
+        db.session.commit()  # the claim step: every other request must see the token taken before the call goes out
+        if claimed:
+            return None
+        earlier = _wait_for_outcome(ticket, wait_until)
+        if earlier is not None:
+            return earlier
 
 
 def _wait_for_outcome(ticket: FormTicket, deadline: float) -> AddOutcome | None:
