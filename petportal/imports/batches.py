@@ -11,7 +11,7 @@ import hashlib
 import secrets
 from collections import Counter
 from collections.abc import Collection
-from datetime import datetime, timedelta
+from datetime import timedelta
 from enum import Enum
 from typing import Any
 
@@ -91,16 +91,11 @@ class Closed(Enum):
     OTHER_ENVIRONMENT = "other_environment"  # theirs, or any for an admin, but to an environment they no longer work on
 
 
-def _preview_expiry() -> datetime:
-    """A preview made before this moment, and never started, is gone (the portal's one clock)."""
-    return now() - PREVIEW_LIFETIME
-
-
 def clear_expired_previews() -> None:
     """Delete every preview nobody started within PREVIEW_LIFETIME, with its rows: they would pile up under "Your
     imports". Nothing of theirs was ever sent, so nothing is lost."""
     expired = select(BulkImport.id).where(
-        BulkImport.state == ImportState.PREVIEW, BulkImport.created_at < _preview_expiry()
+        BulkImport.state == ImportState.PREVIEW, BulkImport.created_at < now() - PREVIEW_LIFETIME
     )
     # The rows first, by hand: SQLite enforces no foreign keys unless told to, so ON DELETE CASCADE is not enough.
     db.session.execute(delete(ImportRow).where(ImportRow.import_id.in_(expired)))
@@ -117,7 +112,7 @@ def find(import_id: str, user: User) -> BulkImport | Closed:
     batch = db.session.get(BulkImport, import_id)
     if batch is None or not (batch.user_id == user.id or user.is_admin):
         return Closed.MISSING
-    if batch.state == ImportState.PREVIEW and batch.created_at < _preview_expiry():
+    if batch.state == ImportState.PREVIEW and batch.created_at < now() - PREVIEW_LIFETIME:
         db.session.expunge(batch)
         clear_expired_previews()
         return Closed.MISSING
@@ -208,8 +203,8 @@ def copies(import_id: str) -> list[int]:
     query = select(ImportRow.position, ImportRow.reason).where(
         ImportRow.import_id == import_id, ImportRow.state == TicketState.INVALID
     )
-    found = db.session.execute(query)
-    return [position for position, reason in found if _is_copy(decode(RowReasonPayload, reason))]
+    found = ((position, decode(RowReasonPayload, reason)) for position, reason in db.session.execute(query))
+    return [position for position, reason in found if reason is not None and reason.code == RowReason.DUPLICATE]
 
 
 def sendable(import_id: str) -> int:
@@ -281,7 +276,3 @@ def unheld_ids() -> list[str]:
 def change(import_id: str, condition: ColumnElement[bool], **values: object) -> bool:
     """Set the import's columns to `values` where `condition` holds, in one UPDATE; whether it did."""
     return updated_one(update(BulkImport).where(BulkImport.id == import_id, condition).values(**values))
-
-
-def _is_copy(reason: RowReasonPayload | None) -> bool:
-    return reason is not None and reason.code == RowReason.DUPLICATE
