@@ -1,21 +1,18 @@
 """Sending an import's rows: at most one createPet per row, through crashes, restarts and second runners.
 
-Each row is a ticket of the one way an animal is added (catalog/adding.py). A runner holds the import by a
-lease it renews every second, and claims a row (issued -> sending) in one UPDATE that only succeeds while
-its lease holds and the import's owner still works on its environments; once an admin has limited the owner,
-no row is claimed and the import stops (limited).
-A runner that takes over an expired lease (its holder died) marks the rows left in `sending` unknown:
-their call may have reached the store, so they are never resent. The rows still `issued` are then sent.
+Each row is a ticket of the one way an animal is added (catalog/adding.py). A runner holds the import by a lease it
+renews every second, and claims each row once (claims.py); once an admin has limited the owner, the import stops.
+A runner that takes over an expired lease (its holder died) marks the rows left in `sending` unknown: their call may
+have reached the store, so they are never resent. The rows still `issued` are then sent.
 
-Each row's outcome settles it (created, refused, unknown, or not sent). An unknown outcome, a refused key
-or a store that cannot be reached pauses the import until staff resume it; a row not sent goes back to
-`issued`. An animal the add form kept for the store's return (a one-row import, `BulkImport.kept`) is never paused:
-it stays queued, and a runner tries again after KEPT_RETRY_SECONDS (KEPT_KEY_RETRY_SECONDS for a refused key).
-Each step commits once: taking the import over, claiming a row, settling it, finishing.
+Each row's outcome settles it (created, refused, unknown, or not sent). An unknown outcome, a refused key or a store
+that cannot be reached pauses the import until staff resume it; a row not sent goes back to `issued`. An animal the
+add form kept for the store's return (a one-row import, `BulkImport.kept`) is never paused: it stays queued, and a
+runner tries again after KEPT_RETRY_SECONDS (KEPT_KEY_RETRY_SECONDS for a refused key). Each step commits once:
+taking the import over, claiming a row, settling it, finishing.
 
-A process that stops (SIGTERM) hands its imports back (`hand_back`): its runners claim no more rows, settle
-the rows under way and give their lease up, so another process takes each import at once rather than after
-the lease runs out.
+A process that stops (SIGTERM) hands its imports back (`hand_back`): its runners claim no more rows, settle the rows
+under way and give their lease up, so another process takes each import at once rather than after the lease runs out.
 """
 
 from __future__ import annotations
@@ -42,7 +39,6 @@ from petportal.data.models import (
     BulkImport,
     ImportRow,
     ImportState,
-    Json,
     Promotion,
     RowReason,
     StopReason,
@@ -86,9 +82,8 @@ _RUNNERS = _Runners()
 
 
 def stopping_now() -> None:
-    """Have every runner of this process stop claiming rows, settle those under way and give its import's lease
-    up, for this process stops; no runner of this process takes an import after it. Returns at once (a signal
-    handler may call it)."""
+    """This process stops: its runners claim no more rows, settle those under way, give their leases up and take no
+    import after. Returns at once (a signal handler may call it)."""
     _RUNNERS.stopping.set()
 
 
@@ -226,26 +221,21 @@ def _places(app: Flask, environment: str) -> threading.BoundedSemaphore:
 def _finish(batch: BulkImport, runner: str, pause: StopReason | None, stop: StopReasonPayload | None) -> None:
     if (pause is not None or stop is not None) and not counts(batch.id)[TicketState.ISSUED]:
         pause = stop = None  # nothing is left to send: the import is done, its unknown rows listed
-    reason: Json | None = None
     state, again_at = ImportState.DONE, None
+    if pause is not None:  # a pause outweighs a stop
+        state, stop = ImportState.PAUSED, StopReasonPayload(code=pause)
+    elif stop is not None:
+        state = ImportState.STOPPED
     if pause is not None and batch.kept:
         # An animal kept for the store's return waits for it, queued: a runner tries again after a moment (a refused
         # key waits longer, for an operator to fix it). Nobody resumes it by hand: it is in no list of imports.
         wait = KEPT_RETRY_SECONDS if pause is StopReason.UNAVAILABLE else KEPT_KEY_RETRY_SECONDS
-        state, reason, again_at = (
-            ImportState.QUEUED,
-            encode(StopReasonPayload(code=pause)),
-            now() + timedelta(seconds=wait),
-        )
-    elif pause is not None:
-        state, reason = ImportState.PAUSED, encode(StopReasonPayload(code=pause))
-    elif stop is not None:
-        state, reason = ImportState.STOPPED, encode(stop)
+        state, again_at = ImportState.QUEUED, now() + timedelta(seconds=wait)
     ended = change(
         batch.id,
         held_by(runner),
         state=state,
-        reason=reason,
+        reason=stop and encode(stop),
         runner=None,
         lease_until=again_at,
         finished_at=now() if state == ImportState.DONE else None,
