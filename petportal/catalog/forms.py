@@ -30,11 +30,8 @@ def _status_choices(empty_label: object) -> list[SelectChoice]:
 
 
 class WholeNumberRange:
-    """Like WTForms' NumberRange, but exact for integers of any size.
-
-    NumberRange calls math.isnan(), which raises OverflowError for an int wider than a float
-    (a typed 10**400), turning a bad input into a 500.
-    """
+    """Like WTForms' NumberRange, but exact for integers of any size: NumberRange's math.isnan() raises OverflowError
+    for an int wider than a float, a 500; and it says when a number is too large (`too_large`)."""
 
     def __init__(self, low: int, high: int, message: object, too_large: object = None) -> None:
         self.low, self.high, self.message, self.too_large = low, high, message, too_large

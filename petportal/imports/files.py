@@ -194,8 +194,14 @@ def _checked(name: str, category: str, labelled: int | None, status: str) -> Ani
 
 def _problems(form: AnimalForm, category: str, status: str) -> list[str]:
     problems = [str(error) for error in form.name.errors]
-    if form.category_id.errors:
-        problems.append(_category_problem(category, form.category_id.errors))
+    if form.category_id.errors and not category:
+        problems.append(_("Enter the category id, a whole number, or a category label."))
+    elif form.category_id.errors and not WHOLE_NUMBER.fullmatch(category):
+        problems.append(
+            _("“%(category)s” is neither a category id nor the label of a category.", category=category[:40])
+        )
+    elif form.category_id.errors:
+        problems.append(str(form.category_id.errors[0]))
     if form.status.errors:
         problems.append(
             _(
@@ -205,11 +211,3 @@ def _problems(form: AnimalForm, category: str, status: str) -> list[str]:
             )
         )
     return problems
-
-
-def _category_problem(category: str, errors: list[object]) -> str:
-    if not category:
-        return _("Enter the category id, a whole number, or a category label.")
-    if not WHOLE_NUMBER.fullmatch(category):
-        return _("“%(category)s” is neither a category id nor the label of a category.", category=category[:40])
-    return str(errors[0])
