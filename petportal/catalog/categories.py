@@ -109,24 +109,20 @@ def name(
                 if folded(in_language(other, there)) == reads:
                     raise LabelTaken(in_language(other, there), other.category_id, code if own.get(code) else None)
     row = db.session.get(CategoryLabel, (environment_name, category_id))
-    key = folded(label)
-    previous: str | None = None
     if row is None:
-        row = CategoryLabel(environment=environment_name, category_id=category_id, label=label, label_key=key)
+        row = CategoryLabel(environment=environment_name, category_id=category_id, label=label, label_key=folded(label))
         db.session.add(row)
-        detail = AuditDetail.CATEGORY_LABELLED
-    elif row.label == label:
-        if all(getattr(row, f"label_{code}") == own[code] for code in OWN_LABELS):
-            return
-        # Only a language's own label changed: the entry names the label again, not a rename to itself.
-        detail = AuditDetail.CATEGORY_LABELLED
-    else:
-        detail, previous = AuditDetail.CATEGORY_RENAMED, row.label
-        row.label, row.label_key = label, key
+    elif row.label == label and all(getattr(row, f"label_{code}") == own[code] for code in OWN_LABELS):
+        return
+    # The same label, with only a language's own label changed: the entry names it again, not a rename to itself.
+    previous = None if row.label == label else row.label
+    if previous is not None:
+        row.label, row.label_key = label, folded(label)
     for code in OWN_LABELS:
         setattr(row, f"label_{code}", own[code])
     # A second admin giving another category the same label at this moment fails here, on the unique key: 409.
     db.session.flush()
+    detail = AuditDetail.CATEGORY_LABELLED if previous is None else AuditDetail.CATEGORY_RENAMED
     labelled = LabelChange(code=detail, category=category_id, label=label, previous=previous)
     _changed(environment_name, AuditAction.CATEGORY_LABELLED, actor, labelled)
 
