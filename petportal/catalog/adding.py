@@ -13,10 +13,9 @@ createPet for it. The store's answer, classified by the client (petstore.errors.
 | `NotSent` | never reached the store, or the key was refused | issued | yes |
 | `Kept` | the form's animal was kept for the store's return (`keep_from_form`) | kept | by its one-row import |
 
-An animal the form could not send because the store was not answering may be kept (`when_back=1`): its token
-becomes `kept` and a one-row import (`BulkImport.kept`) holds it, sent by the import runner, once, when the store
-answers again. The add form and the import only present these outcomes; neither decides one. This is the only module
-outside the client that calls `create_pet`.
+An animal the form could not send because the store was not answering may be kept (`when_back=1`): its token becomes
+`kept` and a one-row import (`BulkImport.kept`) holds it, sent once by the import runner when the store answers again.
+The form and the import only present these outcomes. Only this module and the client call `create_pet`.
 """
 
 from __future__ import annotations
@@ -113,8 +112,7 @@ AddOutcome = Created | Refused | Unknown | NotSent | Kept
 
 
 def send(ticket: Ticket, client: PetStoreClient) -> AddOutcome:
-    """Send createPet once for a claimed ticket, then settle it with its outcome, and the new animal's records
-    when there is one, in one commit."""
+    """Send createPet once for a claimed ticket, then settle it and any new animal's records in one commit."""
     animal = ticket.animal
     try:
         pet = client.create_pet(
@@ -180,8 +178,7 @@ UNKNOWN_DETAILS = (
 
 
 def _audit(ticket: Ticket, action: AuditAction, codes: tuple[AuditDetail, ...], pet_id: int | None = None) -> None:
-    """Audit the ticket's outcome, with the detail code for where it came from (`codes`: the form's, an import
-    row's, a promotion row's): a promotion's row names its staging id, an import's its line."""
+    """Audit the ticket's outcome, with the detail code for where it came from (`codes`: form, import, promotion)."""
     form, row, promotion = codes
     detail = AnimalDetails(code=form, name=ticket.animal.name, pet_id=pet_id)
     # The add form's animal kept for the store's return is audited as the form's own addition.
@@ -255,9 +252,8 @@ def add_from_form(ticket: FormTicket, client: PetStoreClient) -> AddOutcome:
 
 
 def keep_from_form(ticket: FormTicket, timeout: float) -> AddOutcome:
-    """Keep the form's animal, at most once for its token, as a one-row import that the import runner sends once
-    the store answers again (its watcher picks it up; the runner keeps it queued while the store is not answering).
-    `timeout`: the client's, for how long a repeat of a form being sent waits for its outcome."""
+    """Keep the form's animal, at most once for its token, as a one-row import the import runner sends once the store
+    answers again (`timeout`: the client's, for how long a repeat of the form waits for the outcome)."""
     earlier = _claim_form(ticket, timeout)
     if earlier is not None:
         return earlier
