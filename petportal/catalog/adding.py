@@ -181,7 +181,6 @@ def _audit(ticket: Ticket, action: AuditAction, codes: tuple[AuditDetail, ...], 
     """Audit the ticket's outcome, with the detail code for where it came from (`codes`: form, import, promotion)."""
     form, row, promotion = codes
     detail = AnimalDetails(code=form, name=ticket.animal.name, pet_id=pet_id)
-    # The add form's animal kept for the store's return is audited as the form's own addition.
     if isinstance(ticket, RowTicket) and not ticket.kept and ticket.staging_id is not None:
         detail = replace(detail, code=promotion, import_id=ticket.import_id, staging_id=ticket.staging_id)
     elif isinstance(ticket, RowTicket) and not ticket.kept:

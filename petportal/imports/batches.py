@@ -24,8 +24,7 @@ from petportal.data.unit_of_work import updated_one
 from petportal.extensions import db
 from petportal.imports.files import Row
 
-# A preview nobody started is deleted after this long (clear_expired_previews: with the next upload or list of
-# imports, or when it is opened).
+# A preview nobody started is deleted after this long (clear_expired_previews).
 PREVIEW_LIFETIME = timedelta(days=1)
 RECENT = 20
 # A runner may take over an import in these states; the others wait for staff.
@@ -68,8 +67,7 @@ def create(
                 "category_id": row.category_id,
                 "status": row.status,
                 "state": TicketState.INVALID if row.problems or row.left_out else TicketState.ISSUED,
-                # Its reasons are worked out again when shown (imports/reasons.py): only what the row does not
-                # keep is kept here.
+                # Only what the row does not keep: its reasons are worked out again when shown (imports/reasons.py).
                 "reason": encode(row.left_out)
                 if row.left_out
                 else encode(InvalidRow(values=row.values, columns=row.columns))
@@ -106,9 +104,8 @@ def clear_expired_previews() -> None:
 
 
 def find(import_id: str, user: User) -> BulkImport | Closed:
-    """The import `import_id` if `user` may see it: their own, or any for an admin; to an environment they work on.
-    Otherwise why not (`Closed`). A preview left unstarted for PREVIEW_LIFETIME is gone (and cleared now, with any
-    other)."""
+    """The import `import_id` if `user` may see it (their own, or any for an admin, to an environment they work on),
+    else why not (`Closed`). A preview left unstarted for PREVIEW_LIFETIME is gone (and cleared now)."""
     batch = db.session.get(BulkImport, import_id)
     if batch is None or not (batch.user_id == user.id or user.is_admin):
         return Closed.MISSING
@@ -127,8 +124,7 @@ def still_there(import_id: str) -> bool:
 
 
 def recent(user: User) -> list[BulkImport]:
-    """This account's latest imports to the environments it works on, newest first (previews left for a day
-    cleared first)."""
+    """This account's latest imports to the environments it works on, newest first (expired previews cleared)."""
     clear_expired_previews()
     query = (
         select(BulkImport)
@@ -177,10 +173,9 @@ def progress(batch: BulkImport, found: Counter[str] | None = None) -> dict[str, 
 
 
 def start(batch: BulkImport, active_name: str | None, chosen: Collection[int] = ()) -> bool:
-    """Queue the import's unsent rows, bound to its environment while `active_name` stays active (None: a
-    promotion, bound to none), with the rows at the positions `chosen` that were left out as copies of animals the
-    store lists (only at the first start, from the preview); False when it was already queued, running or done
-    (another tab or process started it first)."""
+    """Queue the import's unsent rows, bound to its environment while `active_name` stays active (None: a promotion),
+    with the copies at the positions `chosen` (only at the first start, from the preview); False when it was already
+    queued, running or done (another tab or process started it first)."""
     values = {
         "state": ImportState.QUEUED,
         "reason": None,

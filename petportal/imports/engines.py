@@ -101,8 +101,7 @@ class Embedded:
             if self._watcher is not None:
                 return
             self._watcher = Watcher(self._app, self.dispatch)
-        # Started whatever the first look found: a database down at the start is looked at again by the watcher,
-        # not by every request.
+        # Started whatever the first look found: a database down now is looked at again by the watcher, not by requests.
         self._watcher.once()
         self._watcher.start()
 
