@@ -188,9 +188,6 @@ def _audit(ticket: Ticket, action: AuditAction, codes: tuple[AuditDetail, ...], 
     audit.record(action, actor=ticket.username, target=None, environment=ticket.environment, detail=detail)
 
 
-# --- the add form's ticket --------------------------------------------------------------------------
-
-
 class FormExpired(Exception):
     """The token is unknown, too old, or belongs to someone else."""
 
@@ -351,9 +348,6 @@ def _wait_for_outcome(ticket: FormTicket, deadline: float) -> AddOutcome | None:
 
 def _oldest_valid() -> datetime:
     return now() - TOKEN_LIFETIME
-
-
-# --- a bulk import's ticket -------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)

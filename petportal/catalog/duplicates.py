@@ -18,8 +18,7 @@ Likeness = tuple[str, int, str | None]
 
 
 def listed(client: PetStoreClient) -> dict[Likeness, int]:
-    """The target store's animals as its latest listPets gives them (up to LIMIT_MAX), each by what makes a copy of
-    it, with its id (the first listed, when the store itself holds copies)."""
+    """The target store's listed animals by what makes a copy, each with its id (the first, if the store has copies)."""
     found: dict[Likeness, int] = {}
     for animal in client.list_pets(limit=LIMIT_MAX):
         found.setdefault((animal.name, animal.category_id, animal.status), animal.id)

@@ -33,8 +33,7 @@ ANIMAL_COLUMNS = ("id", "name", "categoryId", "category", "status")
 
 @bp.record_once
 def share_the_bounds(state: BlueprintSetupState) -> None:
-    """What every template may use: the API's bounds and the portal's own (so templates write no number
-    themselves) and the search's folding."""
+    """What every template may use: the API's bounds, the portal's own (templates write no number) and the folding."""
     state.app.jinja_env.globals.update(
         LIMIT_MIN=LIMIT_MIN, LIMIT_MAX=LIMIT_MAX, NAME_MAX_LENGTH=NAME_MAX_LENGTH, SEARCH_MAX_LENGTH=SEARCH_MAX_LENGTH
     )
@@ -269,12 +268,11 @@ def _add_page(
 ) -> str:
     """The add form; `offer_to_keep`: the store was not answering, so it offers to keep the animal for its return;
     `copy_of`: the id of the listed animal this one would copy, asking to confirm."""
-    labelled = categories.choices(environment.name)
     return render_template(
         "catalog/new.html",
         form=form,
         environment=environment,
-        labelled=labelled,
+        labelled=categories.choices(environment.name),
         offer_to_keep=offer_to_keep,
         copy_of=copy_of,
     )

@@ -212,8 +212,7 @@ def _send(
     sending: Callable[[BulkImport, int], str],
     nothing: str,
 ) -> ResponseReturnValue:
-    """Queue rows of the import with `queue` (batches.start or .retry_refused) and have them sent, if the
-    import is for the environment served, audited as `pressed` (the button: started or retried); flash
+    """Queue rows with `queue` (batches.start or .retry_refused) and have them sent, audited as `pressed`; flash
     `sending(batch, count)`, or `nothing` when none were queued."""
     batch = _find(import_id)
     if refused := _refuse_unbound(batch):
@@ -237,8 +236,8 @@ def _send(
 
 
 def _refuse_unbound(batch: BulkImport) -> ErrorPage | None:
-    """The answer when the button's form is not valid, or the import is for another environment than the one
-    now served (a switch since the preview): None when it may go on."""
+    """The answer when the button's form is not valid, or the import is for another environment than the one served
+    (a switch since the preview); None when it may go on."""
     if not ButtonForm().validate_on_submit():
         abort(400)
     if batch.source is not None:
