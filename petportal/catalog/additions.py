@@ -22,8 +22,7 @@ def record(user_id: int, environment_name: str, pet_id: int, name: str) -> None:
 
 
 def recent(user: User) -> dict[str, Sequence[Addition]]:
-    """{environment name: this account's RECENT latest additions there, newest first}, for each environment it
-    works on."""
+    """{environment name: this account's RECENT latest additions there, newest first}, for each it works on."""
     return {
         environment_name: db.session.scalars(
             select(Addition)

@@ -36,8 +36,7 @@ def read_together(animals: Sequence[Pet], quotes: Callable[[str], bool]) -> None
 
 
 def matching(animals: Iterable[Pet], text: str | None) -> list[Pet]:
-    """The animals whose name contains `text`, ignoring case and Unicode's spelling variants ("zoë" finds
-    "Zoë" however either is composed)."""
+    """The animals whose name contains `text`, ignoring case and spelling variants ("zoë" finds any "Zoë")."""
     if not text:
         return list(animals)
     wanted = folded(text)

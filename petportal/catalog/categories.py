@@ -59,8 +59,7 @@ def labels(environment_name: str, language: str | None = None) -> dict[int, str]
 
 
 def choices(environment_name: str) -> list[tuple[int, str]]:
-    """(category id, label) of each labelled category in the visitor's language, in label order ignoring case,
-    then by id: what the add form offers."""
+    """(category id, label) in the visitor's language, by label ignoring case, then id: what the add form offers."""
     return sorted(labels(environment_name).items(), key=lambda choice: (folded(choice[1]), choice[0]))
 
 
@@ -94,10 +93,9 @@ def name(
     actor: str | None = None,
     own_labels: Mapping[str, str | None] | None = None,
 ) -> None:
-    """Give `category_id` the label `label` in one environment (adding or renaming it), and its own label in each
-    language of `own_labels` ({"de": ..., "es": ...}; None or "": the default label there), audited (as `actor`,
-    else the user of the request). Raises LabelTaken when another category there would read the same in some
-    language, since people could not tell them apart."""
+    """Give `category_id` the label `label` in one environment, and its own label in each language of `own_labels`
+    ({"de": ..., "es": ...}; None or "": the default label there), audited (as `actor`, else the request's user).
+    Raises LabelTaken when another category there would read the same in some language: people could not tell."""
     own = {code: (own_labels or {}).get(code) or None for code in OWN_LABELS}
     others = [other for other in all_labels(environment_name) if other.category_id != category_id]
     # In any language against the others' in every language: a file naming a category by its label is read in the
@@ -145,8 +143,7 @@ def remove(environment_name: str, category_id: int) -> bool:
 def _changed(
     environment_name: str, action: AuditAction, actor: str | None = None, detail: AuditDetails | None = None
 ) -> None:
-    """Audit a label change (see audit.record); once it is committed, forget this process's labels and the cached
-    pages."""
+    """Audit a label change; once it is committed, forget this process's labels and the cached pages."""
     audit.record(action, actor=actor, target=None, environment=environment_name, detail=detail)
     known: LabelsRead = current_app.extensions.get(_READ, {})
 

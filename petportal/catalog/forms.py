@@ -105,8 +105,7 @@ class PetsQuery(TypedDict):
 
 
 class AnimalFilterForm(PortalForm):
-    """The GET filter of the animal list: status and page size for the pet store; a search text and an
-    order for the animals it returned."""
+    """The animal list's filter: status and page size for the pet store; a search and an order for what it returns."""
 
     class Meta:
         csrf = False

@@ -38,8 +38,7 @@ FAILED_STATES = (TicketState.INVALID, TicketState.REFUSED)
 def create(
     user: User, environment_name: str, filename: str, raw: bytes, rows: list[Row], source: str | None = None
 ) -> BulkImport:
-    """Store a checked file as a preview for `user` and `environment_name`; nothing is sent. `source`: the
-    environment a promotion's rows come from."""
+    """Store a checked file as a preview; nothing is sent. `source`: the environment a promotion's rows come from."""
     clear_expired_previews()
     batch = BulkImport(
         id=secrets.token_urlsafe(16),
@@ -90,8 +89,7 @@ class Closed(Enum):
 
 
 def clear_expired_previews() -> None:
-    """Delete every preview nobody started within PREVIEW_LIFETIME, with its rows: they would pile up under "Your
-    imports". Nothing of theirs was ever sent, so nothing is lost."""
+    """Delete every preview nobody started within PREVIEW_LIFETIME, with its rows: none was sent, nothing is lost."""
     expired = select(BulkImport.id).where(
         BulkImport.state == ImportState.PREVIEW, BulkImport.created_at < now() - PREVIEW_LIFETIME
     )
@@ -139,8 +137,7 @@ def recent(user: User) -> list[BulkImport]:
 
 
 def earlier_import(batch: BulkImport) -> BulkImport | None:
-    """An import of the same file by the same account to the same environment, already started (a promotion has
-    its ledger instead)."""
+    """A started import of the same file by the same account to the same environment (a promotion has its ledger)."""
     if batch.source is not None:
         return None
     query = select(BulkImport).where(
@@ -160,8 +157,7 @@ def counts(import_id: str) -> Counter[str]:
 
 
 def progress(batch: BulkImport, found: Counter[str] | None = None) -> dict[str, object]:
-    """What /animals/import/<id>.json answers: the import's state and its counts so far (`found`, when the
-    caller has already read them with `counts`)."""
+    """What /animals/import/<id>.json answers: the import's state and counts (`found`: already read by `counts`)."""
     found = counts(batch.id) if found is None else found
     return {
         "state": batch.state,

@@ -16,8 +16,7 @@ from petportal.extensions import db
 
 
 class OwnerLimited(Exception):
-    """The import's owner is disabled, or no longer works on its environment (or a promotion's source): no row is
-    claimed."""
+    """The import's owner is disabled, or no longer works on its environment (or a promotion's source)."""
 
 
 def claim_next_row(batch: BulkImport, runner: str) -> adding.RowTicket | None:

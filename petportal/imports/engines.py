@@ -44,8 +44,7 @@ class Watcher:
         self._failing = False
 
     def once(self) -> bool:
-        """One look; False when the database could not be read. An outage is logged at its first failed look, and
-        its end at the next look that works: not at every look."""
+        """One look; False when the database could not be read. An outage is logged at its start and its end."""
         with self._app.app_context():
             try:
                 waiting = batches.unheld_ids()
@@ -81,8 +80,7 @@ class Watcher:
 
 
 class Embedded:
-    """Runs each import on a thread of this process; one thread per import at most. From its first request
-    on, the process watches for imports a stopped process left."""
+    """Runs each import on a thread of this process, one at most per import, and watches for imports left behind."""
 
     def __init__(self, app: Flask) -> None:
         self._app = app
@@ -165,8 +163,7 @@ class Queued:
 
 
 def run_job(import_id: str) -> None:
-    """The RQ job: run in the worker's app context (the worker command pushes it). An import handed back as the
-    worker stops is queued again for another worker."""
+    """The RQ job, in the worker's app context; an import handed back as the worker stops is queued again."""
     runner.run(import_id)
     engine = current_app.extensions[_ENGINE]
     if runner.stopping() and isinstance(engine, Queued):
@@ -174,8 +171,7 @@ def run_job(import_id: str) -> None:
 
 
 def dispatch(import_id: str) -> None:
-    """Have the import sent outside this request, by the engine this portal is configured with, once the
-    request's work is committed (a runner must find it queued)."""
+    """Have the import sent outside this request, once its work is committed (a runner must find it queued)."""
     engine: Embedded | Queued = current_app.extensions[_ENGINE]
     after_commit(lambda: engine.dispatch(import_id))
 
@@ -188,8 +184,7 @@ def watch(app: Flask) -> None:
 
 
 def hand_back(app: Flask) -> None:
-    """This process stops: hand back the imports it sends, for another process to take at once (a server's
-    worker as it exits, after its last request)."""
+    """This process stops (after its last request): hand back its imports, for another process to take at once."""
     engine = app.extensions.get(_ENGINE)
     if isinstance(engine, Embedded):
         engine.hand_back()

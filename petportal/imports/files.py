@@ -36,8 +36,7 @@ LAYOUTS = {HEADER: (0, 1, 2), EXPORT_HEADER: (1, 2, 4)}
 
 
 class FileRefused(ValueError):
-    """The file as a whole cannot be imported; the message says why, in words for the person who sent it (in the
-    request's language)."""
+    """The file as a whole cannot be imported; the message says why, for the person who sent it, in their language."""
 
 
 @dataclass(frozen=True)

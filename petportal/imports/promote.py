@@ -134,8 +134,7 @@ def _preview(ids: list[int], client: PetStoreClient, target: PetStoreClient) -> 
 
 
 def _as_promoted(staging_id: int, entry: Promotion) -> Pet | None:
-    """The animal as its promotion sent it (the row of the import that promoted it), for one staging no longer
-    lists: None when that import is gone."""
+    """The animal as its promotion's import row sent it, for one staging no longer lists; None once that is gone."""
     row = db.session.get(ImportRow, (entry.import_id, entry.position))
     if row is None or row.category_id is None:
         return None

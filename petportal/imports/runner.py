@@ -113,8 +113,8 @@ def run(import_id: str) -> None:
 
 
 def _take_over(import_id: str, runner: str, lease: float) -> bool:
-    """Hold the import if it waits to be sent and no live runner holds it (none took it yet, or its lease
-    ran out: its runner died or stalled); False otherwise. The engines' watchers try again later."""
+    """Hold the import if it waits to be sent and no live runner holds it (none took it yet, or its lease ran out);
+    False otherwise: the engines' watchers try again later."""
     taken = change(
         import_id,
         BulkImport.state.in_(RUNNABLE) & (BulkImport.lease_until.is_(None) | (BulkImport.lease_until < now())),
@@ -274,8 +274,7 @@ def _send_one(app: Flask, ticket: adding.RowTicket) -> adding.AddOutcome:
 
 
 def _pause_for(outcome: adding.AddOutcome) -> StopReason | None:
-    """Why a row's outcome stops the import (a key refused, a store not answering, an unknown outcome); None
-    when the import goes on."""
+    """Why a row's outcome pauses the import (a key refused, a store not answering, an unknown outcome), or None."""
     match outcome:
         case adding.NotSent(reason=Outcome.KEY_REJECTED):
             return StopReason.KEY_REJECTED

@@ -133,8 +133,7 @@ def results(import_id: str) -> Response:
 @bp.post(f"/{IMPORT_ID}/start")
 @role_required(Role.STAFF)
 def start(import_id: str) -> ResponseReturnValue:
-    """Send the rows not yet sent: the first start (with the copies chosen to add anyway), or a resume after a
-    pause or a switch."""
+    """Send the rows not yet sent: the first start (with the copies chosen), or a resume after a pause or a switch."""
     form = StartForm()
     chosen = form.chosen() if form.validate_on_submit() else set()
     batch = _find(import_id)
