@@ -63,7 +63,10 @@ def list_animals_csv() -> ResponseReturnValue:
     """The animals the list shows for the same query, as a CSV download."""
     form = AnimalFilterForm(formdata=request.args)
     if not form.validate():
-        return render_error(400, _refused_query(form))
+        problems = " ".join(
+            _("%(field)s: %(error)s", field=field.label.text, error=error) for field in form for error in field.errors
+        )
+        return render_error(400, _("The animals cannot be downloaded for this query. %(problems)s", problems=problems))
     fetched = serving().client.list_pets(**form.query())
     environment = serving().environment.name
     labels = categories.labels(environment)
@@ -245,14 +248,6 @@ def your_additions() -> str:
         waiting=additions.waiting(current_user),
         recent=additions.RECENT,
     )
-
-
-def _refused_query(form: AnimalFilterForm) -> str:
-    """Why the list cannot be downloaded for this query, in the filter form's own words."""
-    problems = " ".join(
-        _("%(field)s: %(error)s", field=field.label.text, error=error) for field in form for error in field.errors
-    )
-    return _("The animals cannot be downloaded for this query. %(problems)s", problems=problems)
 
 
 def _form_again(

@@ -196,16 +196,12 @@ def _send_rows(app: Flask, import_id: str, runner: str) -> None:
             for future in finished:
                 pause = pause or _pause_for(future.result())
     if handing_back and pause is None and stop is None and not all_claimed:
-        _give_up(batch, runner)
+        # Handed back, its rows under way settled: queued again, held by no one, for another runner now.
+        if change(batch.id, held_by(runner), state=ImportState.QUEUED, runner=None, lease_until=None):
+            log.info("bulk import %s: handed back as this process stops; another runner goes on with it", batch.id)
+        db.session.commit()  # the handing-back step
     else:
         _finish(batch, runner, pause, stop)
-
-
-def _give_up(batch: BulkImport, runner: str) -> None:
-    """Hand the import back, its rows under way settled: queued again, held by no one, for another runner now."""
-    if change(batch.id, held_by(runner), state=ImportState.QUEUED, runner=None, lease_until=None):
-        log.info("bulk import %s: handed back as this process stops; another runner goes on with it", batch.id)
-    db.session.commit()  # the handing-back step
 
 
 _PLACES_LOCK = threading.Lock()
