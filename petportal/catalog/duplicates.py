@@ -6,8 +6,6 @@ the target store's latest `listPets` (up to `LIMIT_MAX`) is flagged before anyth
 confirm, a preview leaves the row out unless it is chosen.
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 
 from petportal.catalog.adding import NewAnimal

@@ -1,7 +1,5 @@
 """The catalog's forms: the list filter, and one animal's fields (the add form, each row of a bulk import)."""
 
-from __future__ import annotations
-
 import unicodedata
 from typing import Any, TypedDict
 from urllib.parse import urlencode

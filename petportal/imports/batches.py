@@ -5,8 +5,6 @@ same button change it once. These functions only add to the session: the request
 commits. Sending the rows is runner.py's work; starting one is engines.py's.
 """
 
-from __future__ import annotations
-
 import hashlib
 import secrets
 from collections import Counter

@@ -2,8 +2,6 @@
 the `promotions` ledger) only while its runner holds the import's lease and its owner still works on its
 environments. What is claimed is a ticket of catalog/adding.py, sent and settled there."""
 
-from __future__ import annotations
-
 from sqlalchemy import ColumnElement, exists, select, update
 from sqlalchemy.exc import IntegrityError
 

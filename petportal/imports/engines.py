@@ -6,8 +6,6 @@ another tab, process or worker, sends nothing twice. A process that stops hands 
 (`hand_back`; an RQ worker at its SIGTERM), for another to take at once.
 """
 
-from __future__ import annotations
-
 import logging
 import threading
 from collections.abc import Callable

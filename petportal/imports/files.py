@@ -6,8 +6,6 @@ would not pass the add form is kept, and never sent. Its reasons are words in th
 they are not kept: the import's page asks `refusals` again, with what the row kept.
 """
 
-from __future__ import annotations
-
 import csv
 import io
 from collections.abc import Mapping

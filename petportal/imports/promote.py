@@ -6,8 +6,6 @@ row claims its staging id in the ledger (`Promotion`) before it is sent, so no o
 instance sends it again; an unknown outcome stays claimed, and is never resent.
 """
 
-from __future__ import annotations
-
 import hashlib
 from dataclasses import replace
 

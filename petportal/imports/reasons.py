@@ -6,8 +6,6 @@ language. A row the portal's own checks refused keeps no words at all: `files.re
 from what the row kept, with the check that refused it. results.csv, a file for scripts, has the words in English.
 """
 
-from __future__ import annotations
-
 from collections.abc import Iterable
 
 from flask.sansio.app import App

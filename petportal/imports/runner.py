@@ -15,8 +15,6 @@ A process that stops (SIGTERM) hands its imports back (`hand_back`): its runners
 under way and give their lease up, so another process takes each import at once rather than after the lease runs out.
 """
 
-from __future__ import annotations
-
 import logging
 import os
 import socket
