@@ -241,8 +241,7 @@ def form_sent_before(token: str, user_id: int) -> bool:
 
 
 def add_from_form(ticket: FormTicket, client: PetStoreClient) -> AddOutcome:
-    """Add the form's animal at most once for its token, across double clicks, refreshes and processes; raises
-    `FormExpired` or `EnvironmentChanged`."""
+    """Add the form's animal at most once for its token; raises `FormExpired` or `EnvironmentChanged`."""
     earlier = _claim_form(ticket, client.timeout)
     return earlier if earlier is not None else send(ticket, client)
 

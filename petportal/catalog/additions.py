@@ -59,8 +59,7 @@ class Waiting:
 
 
 def waiting(user: User) -> dict[str, list[Waiting]]:
-    """{environment name: the animals this account kept for the store's return and that were not added, newest
-    first, at most RECENT}, for each environment it works on; an animal added since is among `recent`."""
+    """{environment name: up to RECENT animals this account kept for the store's return and not added, newest first}."""
     kept = (
         select(
             ImportRow.name,

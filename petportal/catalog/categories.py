@@ -3,10 +3,9 @@
 A label may be given per language (German, Spanish); a language without its own shows the default label
 (`in_language`). Every page shows the labels in the visitor's language (`labels`).
 
-Each process reads an environment's labels from the database at most once a second (the busiest page
-would otherwise pay a query for every render), as it does the active environment. So a change shows
-at once in the process that made it and within a second in every other; it also bumps the environment's
-page-cache generation, so no cached page shows the old label for longer.
+Each process reads an environment's labels at most once a second (the busiest page would otherwise pay a query for
+every render). So a change shows at once in the process that made it and within a second in every other; it also
+bumps the environment's page-cache generation, so no cached page shows the old label for longer.
 """
 
 import logging

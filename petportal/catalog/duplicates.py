@@ -1,9 +1,8 @@
-"""Whether an animal about to be added is a copy of one the target store already lists: the one rule for the add
-form, an import's preview and a promotion's preview.
+"""Whether an animal about to be added copies one the target store lists: the one rule for the add form and previews.
 
-The store has no delete, so a copy made by mistake stays. An animal whose name, category and status equal one of
-the target store's latest `listPets` (up to `LIMIT_MAX`) is flagged before anything is sent: the add form asks to
-confirm, a preview leaves the row out unless it is chosen.
+The store has no delete, so a copy made by mistake stays. An animal whose name, category and status equal one of the
+target store's latest `listPets` (up to `LIMIT_MAX`) is flagged before anything is sent: the add form asks to confirm,
+a preview leaves the row out unless it is chosen.
 """
 
 from collections.abc import Mapping

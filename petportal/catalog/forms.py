@@ -53,9 +53,8 @@ BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u206
 
 
 class Readable:
-    """Text a person reads (a name, a label, a search): no control characters, no direction overrides,
-    and something visible (not only zero-width characters). Joiners inside emoji stay allowed. Each field
-    says what is wrong in its own words: `control` and `invisible`."""
+    """Text a person reads (a name, a label, a search): no control characters or direction overrides, and something
+    visible (joiners inside emoji stay allowed). Each field says what is wrong in its own words."""
 
     def __init__(self, control: object, invisible: object) -> None:
         self.control, self.invisible = control, invisible

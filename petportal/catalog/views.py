@@ -78,8 +78,8 @@ def list_animals_csv() -> ResponseReturnValue:
 
 
 def shown_animals(form: AnimalFilterForm, fetched: Sequence[Pet], labels: Mapping[int, str]) -> list[Pet]:
-    """Those of the `fetched` animals that the list shows for `form`, in its order (the page and the download
-    alike); `browse.NamesQuoteSecret` when their names, read one after another, quote a credential."""
+    """The `fetched` animals the list shows for `form`, in its order (page and download alike); raises
+    `browse.NamesQuoteSecret` when their names, read one after another, quote a credential."""
     shown = browse.sorted_by(browse.matching(fetched, form.q.data), form.sort.data, labels)
     browse.read_together(shown, serving().client.quotes_secret)
     return shown
@@ -97,8 +97,7 @@ def list_withheld(_error: browse.NamesQuoteSecret) -> ErrorPage:
 
 
 def list_page(form: AnimalFilterForm, fetched: Sequence[Pet], as_of: datetime | None = None) -> str:
-    """The list page for a valid filter `form` and the animals listPets returned for it (the benches in
-    bench/ draw it through here too); `as_of`: the time of the store's last good answer standing in for it."""
+    """The list page for a valid `form` and what listPets returned (bench/ too); `as_of`: a stand-in answer's time."""
     query = form.query()
     labels = categories.labels(serving().environment.name)
     return render_template(

@@ -1,8 +1,7 @@
 """Bulk imports in the portal's database: made from a checked file, started, discarded, counted.
 
-Every change of state is one conditional UPDATE, so two tabs, two processes or two hosts pressing the
-same button change it once. These functions only add to the session: the request, or the runner's step,
-commits. Sending the rows is runner.py's work; starting one is engines.py's.
+Every change of state is one conditional UPDATE, so two tabs, processes or hosts pressing the same button change it
+once. These functions only add to the session: the request, or the runner's step, commits.
 """
 
 import hashlib
@@ -229,14 +228,8 @@ def retry_refused(batch: BulkImport, active_name: str | None) -> int:
     )
     if not result.rowcount:
         return 0
-    change(
-        batch.id,
-        BulkImport.state.in_(STOPPED),
-        state=ImportState.QUEUED,
-        reason=None,
-        active_at_start=active_name,
-        finished_at=None,
-    )
+    queued = {"state": ImportState.QUEUED, "reason": None, "active_at_start": active_name, "finished_at": None}
+    change(batch.id, BulkImport.state.in_(STOPPED), **queued)
     db.session.refresh(batch)
     return result.rowcount
 

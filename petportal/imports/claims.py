@@ -1,6 +1,5 @@
 """Claiming an import's rows, each once: a row moves from `issued` to `sending` (and a promotion's staging id into
-the `promotions` ledger) only while its runner holds the import's lease and its owner still works on its
-environments. What is claimed is a ticket of catalog/adding.py, sent and settled there."""
+the `promotions` ledger) only while its runner holds the lease and its owner still works on its environments."""
 
 from sqlalchemy import ColumnElement, exists, select, update
 from sqlalchemy.exc import IntegrityError

@@ -1,9 +1,8 @@
-"""What runs bulk imports outside the request that starts them: RQ workers on the configured Redis, or,
-without Redis (demo mode, one process), threads of the portal's own process.
+"""What runs bulk imports outside the request that starts them: RQ workers on the configured Redis, or, without
+Redis (demo mode, one process), threads of the portal's own process.
 
-Either way the runner's lease decides who sends (runner.py): a second dispatch of the same import, from
-another tab, process or worker, sends nothing twice. A process that stops hands the imports it sends back
-(`hand_back`; an RQ worker at its SIGTERM), for another to take at once.
+Either way the runner's lease decides who sends (runner.py): a second dispatch of the same import sends nothing
+twice. A process that stops hands its imports back (`hand_back`; an RQ worker at its SIGTERM) for another to take.
 """
 
 import logging
@@ -88,9 +87,8 @@ class Embedded:
         app.before_request(self.watch)
 
     def watch(self) -> None:
-        """Start this process's watcher, once. Not when the app is built: gunicorn forks its workers from the
-        process that built it, and no thread survives a fork. gunicorn.conf.py calls this in each new worker;
-        under another server, the first request does."""
+        """Start this process's watcher, once; not when the app is built, as no thread survives gunicorn's fork
+        (gunicorn.conf.py calls this in each new worker; under another server, the first request does)."""
         if self._watcher is not None:
             return  # every request after the first: no lock taken
         with self._lock:

@@ -1,9 +1,8 @@
 """Reading an uploaded CSV file of animals into rows, each checked as the add form checks one animal.
 
-A file is refused whole (`FileRefused`, nothing stored) when it cannot be read as the CSV the page asks
-for: too large, too many rows, binary, not UTF-8, or without the header. A row that can be read but
-would not pass the add form is kept, and never sent. Its reasons are words in the request's language, so
-they are not kept: the import's page asks `refusals` again, with what the row kept.
+A file is refused whole (`FileRefused`, nothing stored) when it cannot be read as the CSV the page asks for: too
+large, too many rows, binary, not UTF-8, or without the header. A row that can be read but would not pass the add
+form is kept, and never sent; its reasons are not kept (they are words): the import's page asks `refusals` again.
 """
 
 import csv
@@ -117,8 +116,7 @@ def _header(cells: list[str]) -> tuple[str, ...]:
 
 
 def left_out_copies(rows: list[Row], listed: Mapping[duplicates.Likeness, int]) -> list[Row]:
-    """`rows` with each one that would copy an animal the target store lists (`duplicates.listed`) left out, unless
-    it is chosen when the import starts; rows refused or left out for another reason stay as they are."""
+    """`rows`, each that would copy an animal the target store lists (`duplicates.listed`) left out unless chosen."""
     marked = []
     for row in rows:
         copy = None
@@ -155,9 +153,8 @@ def _row(line: int, cells: list[str], labels: dict[str, int], header: tuple[str,
 def refusals(
     name: str, category: str, category_id: int | None, status: str | None, values: int, columns: int
 ) -> list[str]:
-    """Why the portal refuses a row, in the request's language (nothing when it passes): the add form's checks of
-    its values, as `read` made them. `category_id` is the id its category was read as (a label is looked up once,
-    when the file is read), `values` how many values its line held and `columns` how many its header named."""
+    """Why the portal refuses a row (nothing when it passes), in the request's language: the add form's checks, as
+    `read` made them (`category_id`: as its category was read, `values` and `columns`: its line's and its header's)."""
     if values != columns == len(HEADER):
         return [
             ngettext(

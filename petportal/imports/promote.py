@@ -1,9 +1,8 @@
 """Promoting animals from staging to production: each staging animal reaches production at most once, ever.
 
-A promotion is an import whose rows come from staging's animals rather than a file: the same preview, start,
-progress and results, sent by the same runner through the one way an animal is added (catalog/adding.py). Each
-row claims its staging id in the ledger (`Promotion`) before it is sent, so no other promotion, session or
-instance sends it again; an unknown outcome stays claimed, and is never resent.
+A promotion is an import whose rows come from staging's animals rather than a file: the same preview, start, progress
+and results, sent by the same runner. Each row claims its staging id in the ledger (`Promotion`) before it is sent,
+so no other promotion, session or instance sends it again; an unknown outcome stays claimed, and is never resent.
 """
 
 import hashlib
@@ -103,9 +102,8 @@ def _promoted(staging_ids: list[int]) -> dict[int, Promotion]:
 
 
 def _preview(ids: list[int], client: PetStoreClient, target: PetStoreClient) -> BulkImport:
-    """A promotion of these staging animals, as a preview: what production (`target`) will receive; the animals
-    promoted before and those staging no longer has are listed, left out, and those production already lists
-    left out unless chosen."""
+    """A promotion of these staging animals as a preview: the ones promoted before or gone from staging are left out,
+    and those production (`target`) already lists are left out unless chosen."""
     promoted = _promoted(ids)
     # Every chosen animal is looked up, the ones promoted before too: each row of the preview is named.
     animals = _staging_animals(ids, client)

@@ -1,9 +1,8 @@
 """Why an import's row, or the import itself, stands where it does, in words.
 
-The database keeps a reason's code and the values its words need (`ImportRow.reason`, `BulkImport.reason`: see
-`RowReason` and `StopReason`), never the words: they are chosen here when a page shows them, in the visitor's
-language. A row the portal's own checks refused keeps no words at all: `files.refusals` works its reasons out again
-from what the row kept, with the check that refused it. results.csv, a file for scripts, has the words in English.
+The database keeps a reason's code and the values its words need (`RowReason`, `StopReason`), never the words: they
+are chosen here when a page shows them, in the visitor's language (results.csv, for scripts, in English). A row the
+portal's own checks refused keeps no words at all: `files.refusals` works its reasons out again from what it kept.
 """
 
 from collections.abc import Iterable
