@@ -77,8 +77,7 @@ def all_labels(environment_name: str) -> list[CategoryLabel]:
 
 
 class LabelTaken(ValueError):
-    """Another category of the environment already reads `label` (ignoring case) in `language` (None: in every
-    language the default label serves): `label` names `category_id` there."""
+    """Another category, `category_id`, already reads `label` in `language` (None: wherever the default serves)."""
 
     def __init__(self, label: str, category_id: int, language: str | None = None) -> None:
         super().__init__(label, category_id, language)
@@ -131,11 +130,8 @@ def remove(environment_name: str, category_id: int) -> bool:
         return False
     db.session.delete(row)
     db.session.flush()
-    _changed(
-        environment_name,
-        AuditAction.CATEGORY_UNLABELLED,
-        detail=LabelChange(code=AuditDetail.CATEGORY_UNLABELLED, category=category_id, label=row.label),
-    )
+    unlabelled = LabelChange(code=AuditDetail.CATEGORY_UNLABELLED, category=category_id, label=row.label)
+    _changed(environment_name, AuditAction.CATEGORY_UNLABELLED, detail=unlabelled)
     return True
 
 

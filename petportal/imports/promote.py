@@ -66,8 +66,7 @@ def promote() -> ResponseReturnValue:
     form = PromoteFilterForm(formdata=request.args)
     if not form.validate():
         return _page(form, chosen, None, {}), 400
-    fetched = registry.client(SOURCE).list_pets(**form.query())
-    animals = browse.matching(fetched, form.q.data)
+    animals = browse.matching(registry.client(SOURCE).list_pets(**form.query()), form.q.data)
     promoted = _promoted([animal.id for animal in animals])
     if form.not_promoted.data:
         animals = [animal for animal in animals if animal.id not in promoted]

@@ -116,15 +116,7 @@ def results(import_id: str) -> Response:
     found = batch.rows
     promotion = batch.source is not None
     rows = [
-        (
-            row.source_id if promotion else row.line,
-            row.name,
-            _typed_category(row),
-            row.status,
-            row.state,
-            row.pet_id,
-            message,
-        )
+        (row.source_id if promotion else row.line, row.name, _category(row), row.status, row.state, row.pet_id, message)
         for row, message in zip(found, reasons.for_the_file(found), strict=True)
     ]
     return csv_download(f"import-{batch.id}-results.csv", PROMOTION_COLUMNS if promotion else RESULT_COLUMNS, rows)
@@ -280,7 +272,7 @@ def _shown_name(filename: str | None) -> str:
     return name[:120] or "upload.csv"
 
 
-def _typed_category(row: ImportRow) -> Cell:
+def _category(row: ImportRow) -> Cell:
     """The category as the file gave it: the number, when it was the id it was read as (so -3 stays a number
     rather than a text a spreadsheet is kept from running); else the text, a label or what was refused."""
     return row.category_id if row.category_id is not None and row.category == str(row.category_id) else row.category
