@@ -96,8 +96,7 @@ def name(
     Raises LabelTaken when another category there would read the same in some language: people could not tell."""
     own = {code: (own_labels or {}).get(code) or None for code in OWN_LABELS}
     others = [other for other in all_labels(environment_name) if other.category_id != category_id]
-    # In any language against the others' in every language: a file naming a category by its label is read in the
-    # uploader's language first, then by the default labels, so "Dogs" must name one category in every reading.
+    # Against the others' labels in every language: a file is read in its uploader's language, then by the defaults.
     for code in LANGUAGES:
         reads = folded(own.get(code) or label)
         for other in others:

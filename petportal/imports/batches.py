@@ -64,10 +64,8 @@ def create(
                 "status": row.status,
                 "state": TicketState.INVALID if row.problems or row.left_out else TicketState.ISSUED,
                 # Only what the row does not keep: its reasons are worked out again when shown (imports/reasons.py).
-                "reason": encode(row.left_out)
-                if row.left_out
-                else encode(InvalidRow(values=row.values, columns=row.columns))
-                if row.problems
+                "reason": encode(row.left_out or InvalidRow(values=row.values, columns=row.columns))
+                if row.left_out or row.problems
                 else None,
                 "source_id": row.source_id,
                 "updated_at": updated_at,
