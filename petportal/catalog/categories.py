@@ -63,8 +63,7 @@ def choices(environment_name: str) -> list[tuple[int, str]]:
 
 
 def label_ids(environment_name: str) -> dict[str, int]:
-    """{label, folded: category id}: what a category written as a label names, in the visitor's language first,
-    then by the default labels (a file written in another language still reads)."""
+    """{folded label: category id}, in the visitor's language first, then by the default labels (for any file)."""
     named = {folded(label): category_id for category_id, label in labels(environment_name, DEFAULT_LANGUAGE).items()}
     named.update({folded(label): category_id for category_id, label in labels(environment_name).items()})
     return named

@@ -152,8 +152,7 @@ class AnimalFilterForm(PortalForm):
 
     @classmethod
     def read(cls, args: MultiDict[str, str]) -> str | None:
-        """The query `args` as the list reads it, written one way (its values as read, defaults and anything else
-        left out), or None when it cannot be read: what a shared list or animal page is kept under (page_cache)."""
+        """The query `args` written one way (defaults left out), or None when it cannot be read: a page_cache key."""
         form = cls(formdata=args)
         return urlencode(form.kept()) if form.validate() else None
 

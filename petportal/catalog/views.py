@@ -259,8 +259,7 @@ def _form_again(
 def _add_page(
     form: AddAnimalForm, environment: Store, *, offer_to_keep: bool = False, copy_of: int | None = None
 ) -> str:
-    """The add form; `offer_to_keep`: the store was not answering, so it offers to keep the animal for its return;
-    `copy_of`: the id of the listed animal this one would copy, asking to confirm."""
+    """The add form; `offer_to_keep`: to keep the animal for the store's return; `copy_of`: the listed id it copies."""
     return render_template(
         "catalog/new.html",
         form=form,

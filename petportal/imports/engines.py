@@ -32,8 +32,7 @@ import_commands = AppGroup("imports", help="Run bulk imports (with PETPORTAL_RED
 
 
 class Watcher:
-    """Every `import_watch_seconds`, has the imports sent that wait and that no live runner holds: queued ones, and
-    those whose runner died or stalled (its lease ran out). How an import goes on by itself after a crash."""
+    """Every `import_watch_seconds`, has the waiting imports no live runner holds sent: how they go on after a crash."""
 
     def __init__(self, app: Flask, dispatch: Callable[[str], None]) -> None:
         self._app, self._dispatch, self._every = app, dispatch, settings(app).import_watch_seconds

@@ -273,6 +273,5 @@ def _shown_name(filename: str | None) -> str:
 
 
 def _category(row: ImportRow) -> Cell:
-    """The category as the file gave it: the number, when it was the id it was read as (so -3 stays a number
-    rather than a text a spreadsheet is kept from running); else the text, a label or what was refused."""
+    """The category as the file gave it: the id it was read as, as a number (so -3 is no formula), else the text."""
     return row.category_id if row.category_id is not None and row.category == str(row.category_id) else row.category
