@@ -5,8 +5,8 @@ from collections.abc import Callable
 from flask import Blueprint, Response, abort, flash, make_response, redirect, render_template, request, url_for
 from flask.blueprints import BlueprintSetupState
 from flask.typing import ResponseReturnValue
+from flask_babel import force_locale, ngettext
 from flask_babel import gettext as _
-from flask_babel import ngettext
 from flask_login import current_user
 from werkzeug.datastructures import CombinedMultiDict
 
@@ -23,7 +23,7 @@ from petportal.imports.forms import StartForm, UploadForm
 from petportal.petstore import Unavailable
 from petportal.serving.choice import active_choice
 from petportal.serving.request import serving
-from petportal.web.downloads import Cell, csv_download
+from petportal.web.downloads import FILE_LANGUAGE, Cell, csv_download
 from petportal.web.error_pages import ErrorPage, render_error
 from petportal.web.forms import ECHO_CHARS, ButtonForm
 
@@ -115,9 +115,11 @@ def results(import_id: str) -> Response:
     # Read now: the body is written once the request's session is gone.
     found = batch.rows
     promotion = batch.source is not None
+    with force_locale(FILE_LANGUAGE):  # a file for scripts: in English, whatever the page's language
+        messages = [reasons.row_reason(row) for row in found]
     rows = [
         (row.source_id if promotion else row.line, row.name, _category(row), row.status, row.state, row.pet_id, message)
-        for row, message in zip(found, reasons.for_the_file(found), strict=True)
+        for row, message in zip(found, messages, strict=True)
     ]
     return csv_download(f"import-{batch.id}-results.csv", PROMOTION_COLUMNS if promotion else RESULT_COLUMNS, rows)
 
