@@ -202,12 +202,3 @@ class AddAnimalForm(AnimalForm):
     confirm_duplicate = HiddenField()
     # "1": the store was not answering, and the animal is to be kept and added once it answers again.
     when_back = HiddenField()
-
-    @property
-    def copy_confirmed(self) -> bool:
-        """Whether this submission confirms adding a copy of an animal the store already lists."""
-        return bool(self.confirm_duplicate.data == "1")
-
-    def keep_for_later(self) -> bool:
-        """Whether this submission asks to keep the animal for the store's return (`when_back=1`)."""
-        return bool(self.when_back.data == "1")

@@ -159,16 +159,17 @@ def add_animal() -> ResponseReturnValue:
         return _add_page(form, environment)
     if not form.validate_on_submit():
         return _form_again(form, environment, None, 400)
+    keep_for_later = form.when_back.data == "1"
     # A copy is looked for whenever the store answers, also for an animal posted to be kept (when_back=1): that is
     # offered because the store did not answer, but the post itself says nothing of the store now.
-    if not form.copy_confirmed and not adding.form_sent_before(form.submission_token.data, current_user.id):
+    if form.confirm_duplicate.data != "1" and not adding.form_sent_before(form.submission_token.data, current_user.id):
         try:
             copy = duplicates.copy_of(form.new_animal(), duplicates.listed(current.client))
         except Unauthorized:
             return key_rejected_page(environment.name)
         except Unavailable:
             copy = None
-            if not form.keep_for_later():
+            if not keep_for_later:
                 metrics.SUBMISSIONS.labels("failed").inc()
                 return _form_again(form, environment, _not_answering(), 503, offer_to_keep=True)
         # Asked again after the listing: a double click's other request may have added this very animal meanwhile
@@ -181,7 +182,7 @@ def add_animal() -> ResponseReturnValue:
         form.submission_token.data, current_user.id, current_user.username, environment.name, form.new_animal()
     )
     try:
-        if form.keep_for_later():
+        if keep_for_later:
             outcome = adding.keep_from_form(ticket, current.client.timeout)
         else:
             outcome = adding.add_from_form(ticket, current.client)
