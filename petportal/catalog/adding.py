@@ -113,11 +113,9 @@ AddOutcome = Created | Refused | Unknown | NotSent | Kept
 
 def send(ticket: Ticket, client: PetStoreClient) -> AddOutcome:
     """Send createPet once for a claimed ticket, then settle it and any new animal's records in one commit."""
-    animal = ticket.animal
+    animal, deadline = ticket.animal, time.monotonic() + client.timeout
     try:
-        pet = client.create_pet(
-            animal.name, animal.category_id, animal.status, deadline=time.monotonic() + client.timeout
-        )
+        pet = client.create_pet(animal.name, animal.category_id, animal.status, deadline=deadline)
         outcome: AddOutcome = Created(pet.id)
     except InvalidRequest as refused:
         outcome = Refused(refused.reason, refused.message, refused.status)
@@ -234,9 +232,8 @@ class FormTicket:
 def form_sent_before(token: str, user_id: int) -> bool:
     """Whether this form was sent before and not given back (being sent, added, or unknown): a repeat of it is
     answered with that outcome, and is no new animal to check for copies."""
-    state = db.session.scalar(
-        select(SubmissionToken.state).where(SubmissionToken.token == token, SubmissionToken.user_id == user_id)
-    )
+    query = select(SubmissionToken.state).where(SubmissionToken.token == token, SubmissionToken.user_id == user_id)
+    state = db.session.scalar(query)
     return state is not None and state not in (TicketState.ISSUED, TicketState.REFUSED)
 
 

@@ -99,12 +99,11 @@ def _claim_promotion(batch: BulkImport, position: int, staging_id: int) -> bool:
             )
         )
         return True
+    reason = encode(PromotedBefore(pet_id=earlier.production_id))
     db.session.execute(
         update(ImportRow)
         .where(ImportRow.import_id == batch.id, ImportRow.position == position)
-        .values(
-            state=TicketState.INVALID, reason=encode(PromotedBefore(pet_id=earlier.production_id)), updated_at=now()
-        ),
+        .values(state=TicketState.INVALID, reason=reason, updated_at=now()),
         execution_options={"synchronize_session": False},
     )
     return False

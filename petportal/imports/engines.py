@@ -173,15 +173,13 @@ def dispatch(import_id: str) -> None:
 
 def watch(app: Flask) -> None:
     """Have this process look for bulk imports a stopped process left, from now on (a new gunicorn worker)."""
-    engine = app.extensions.get(_ENGINE)
-    if isinstance(engine, Embedded):
+    if isinstance(engine := app.extensions.get(_ENGINE), Embedded):
         engine.watch()
 
 
 def hand_back(app: Flask) -> None:
     """This process stops (after its last request): hand back its imports, for another process to take at once."""
-    engine = app.extensions.get(_ENGINE)
-    if isinstance(engine, Embedded):
+    if isinstance(engine := app.extensions.get(_ENGINE), Embedded):
         engine.hand_back()
 
 

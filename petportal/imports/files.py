@@ -179,9 +179,8 @@ def refusals(
 def _checked(name: str, category: str, labelled: int | None, status: str) -> AnimalForm:
     """The row's values through the add form's fields; `labelled`: the id of the label `category` names, if any."""
     category_id_text = category if WHOLE_NUMBER.fullmatch(category) else str(labelled if labelled is not None else "")
-    form = AnimalForm(
-        formdata=MultiDict({"name": name, "category_id": category_id_text, "status": status}), meta={"csrf": False}
-    )
+    values = MultiDict({"name": name, "category_id": category_id_text, "status": status})
+    form = AnimalForm(formdata=values, meta={"csrf": False})
     form.validate()
     return form
 
