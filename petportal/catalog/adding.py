@@ -363,8 +363,7 @@ class RowTicket:
     kept: bool = False
 
     def settle(self, state: TicketState, pet_id: int | None, reason: RowReasonPayload | None) -> None:
-        """The row's outcome, and its promotion's in the ledger. A row marked unknown by a runner that took over
-        may still learn it was created."""
+        """The row's outcome, and its promotion's in the ledger (a row a takeover marked unknown may yet be created)."""
         settled_from = (
             (TicketState.SENDING, TicketState.UNKNOWN) if state == TicketState.CREATED else (TicketState.SENDING,)
         )

@@ -160,8 +160,7 @@ class Queued:
 def run_job(import_id: str) -> None:
     """The RQ job, in the worker's app context; an import handed back as the worker stops is queued again."""
     runner.run(import_id)
-    engine = current_app.extensions[_ENGINE]
-    if runner.stopping() and isinstance(engine, Queued):
+    if runner.stopping() and isinstance(engine := current_app.extensions[_ENGINE], Queued):
         engine.dispatch(import_id, again=True)
 
 
@@ -203,8 +202,7 @@ def worker(burst: bool) -> None:
             runner.stopping_now()
             super().request_stop(signum, frame)  # type: ignore[no-untyped-call]  # rq leaves it unannotated
 
-    engine = current_app.extensions[_ENGINE]
-    if not isinstance(engine, Queued):
+    if not isinstance(engine := current_app.extensions[_ENGINE], Queued):
         raise click.ClickException(
             "PETPORTAL_REDIS_URL is not set: without Redis, the portal runs bulk imports itself, and needs no worker."
         )

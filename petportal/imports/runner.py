@@ -111,8 +111,7 @@ def run(import_id: str) -> None:
 
 
 def _take_over(import_id: str, runner: str, lease: float) -> bool:
-    """Hold the import if it waits to be sent and no live runner holds it (none took it yet, or its lease ran out);
-    False otherwise: the engines' watchers try again later."""
+    """Hold the import if it waits to be sent and no live runner holds it (none took it yet, or its lease ran out)."""
     taken = change(
         import_id,
         BulkImport.state.in_(RUNNABLE) & (BulkImport.lease_until.is_(None) | (BulkImport.lease_until < now())),
@@ -154,8 +153,7 @@ def _send_rows(app: Flask, import_id: str, runner: str) -> None:
     in_flight: set[Future[adding.AddOutcome]] = set()
     pause: StopReason | None = None
     stop: StopReasonPayload | None = None
-    all_claimed = False
-    handing_back = False
+    all_claimed = handing_back = False
     renewed_at = time.monotonic()  # _take_over has just set the lease
     with ThreadPoolExecutor(concurrency, thread_name_prefix="import") as pool:
         while True:

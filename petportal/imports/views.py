@@ -229,8 +229,7 @@ def _send(
 
 
 def _refuse_unbound(batch: BulkImport) -> ErrorPage | None:
-    """The answer when the button's form is not valid, or the import is for another environment than the one served
-    (a switch since the preview); None when it may go on."""
+    """The answer when the button's form is not valid or the import is for another environment than the one served."""
     if not ButtonForm().validate_on_submit():
         abort(400)
     if batch.source is not None:
