@@ -164,9 +164,8 @@ def progress(batch: BulkImport, found: Counter[str] | None = None) -> dict[str, 
 
 
 def start(batch: BulkImport, active_name: str | None, chosen: Collection[int] = ()) -> bool:
-    """Queue the import's unsent rows, bound to its environment while `active_name` stays active (None: a promotion),
-    with the copies at the positions `chosen` (only at the first start, from the preview); False when it was already
-    queued, running or done (another tab or process started it first)."""
+    """Queue the import's unsent rows (and, at the first start, the copies at positions `chosen`), bound to its
+    environment while `active_name` stays active (None: a promotion); False when another tab or process came first."""
     values = {
         "state": ImportState.QUEUED,
         "reason": None,

@@ -17,9 +17,8 @@ class OwnerLimited(Exception):
 
 
 def claim_next_row(batch: BulkImport, runner: str) -> adding.RowTicket | None:
-    """Claim the import's first unsent row for `runner`, while its lease holds and its owner is enabled and works on
-    its environments (so no row is claimed once an admin's limit commits); None when no row is left or the lease is
-    lost, OwnerLimited when the owner no longer may."""
+    """Claim the import's first unsent row for `runner` while its lease holds and its owner is enabled and works on its
+    environments (none once an admin's limit commits); None when none is left or the lease is lost, or OwnerLimited."""
     lease_holds = exists().where(BulkImport.id == batch.id, held_by(runner))
     owner_works_on = exists().where(
         User.id == batch.user_id,
