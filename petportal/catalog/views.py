@@ -207,7 +207,7 @@ def add_animal() -> ResponseReturnValue:
             flash(_("This form had already been sent; here is the animal it added."), "info")
         case adding.Created(pet_id=pet_id):
             metrics.SUBMISSIONS.labels("created").inc()
-            # A message with links, [text, (link text, URL)...], drawn by base.html: the session holds any value.
+            # A message with links, [text, (link text, URL)...], for base.html: not text, as Flask's types expect.
             added = _("Added %(name)s to %(environment)s.", name=form.name.data, environment=environment.name)
             links = [(_("%(name)s, id %(id)s", name=form.name.data, id=pet_id), url_for(".show_animal", pet_id=pet_id))]
             flash([added, *links, (_("Your additions"), url_for(".your_additions"))], "success")  # type: ignore[arg-type]
