@@ -52,7 +52,8 @@ from petportal.serving.choice import active_choice
 
 log = logging.getLogger(__name__)
 RENEW_SECONDS = 1.0
-# How long an animal kept for the store's return waits between tries while the store is not answering.
+# How long an animal kept for the store's return waits between tries while the store is not answering (the engines'
+# watchers then pick it up, within `import_watch_seconds`).
 KEPT_RETRY_SECONDS = 3.0
 KEPT_KEY_RETRY_SECONDS = 60.0
 
