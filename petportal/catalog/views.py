@@ -159,10 +159,10 @@ def add_animal() -> ResponseReturnValue:
         return _add_page(form, environment)
     if not form.validate_on_submit():
         return _form_again(form, environment, None, 400)
-    keep_for_later = form.when_back.data == "1"
+    token, keep_for_later = form.submission_token.data, form.when_back.data == "1"
     # A copy is looked for whenever the store answers, also for an animal posted to be kept (when_back=1): that is
     # offered because the store did not answer, but the post itself says nothing of the store now.
-    if form.confirm_duplicate.data != "1" and not adding.form_sent_before(form.submission_token.data, current_user.id):
+    if form.confirm_duplicate.data != "1" and not adding.form_sent_before(token, current_user.id):
         try:
             copy = duplicates.copy_of(form.new_animal(), duplicates.listed(current.client))
         except Unauthorized:
@@ -174,13 +174,11 @@ def add_animal() -> ResponseReturnValue:
                 return _form_again(form, environment, _not_answering(), 503, offer_to_keep=True)
         # Asked again after the listing: a double click's other request may have added this very animal meanwhile
         # (the token is claimed before createPet goes out), and its repeat is answered with that outcome below.
-        if copy is not None and not adding.form_sent_before(form.submission_token.data, current_user.id):
+        if copy is not None and not adding.form_sent_before(token, current_user.id):
             # Nothing is sent: the form again, asking to confirm (the same token, so a confirmed copy is added once).
             form.confirm_duplicate.data = "1"
             return _add_page(form, environment, copy_of=copy), 409
-    ticket = adding.FormTicket(
-        form.submission_token.data, current_user.id, current_user.username, environment.name, form.new_animal()
-    )
+    ticket = adding.FormTicket(token, current_user.id, current_user.username, environment.name, form.new_animal())
     try:
         if keep_for_later:
             outcome = adding.keep_from_form(ticket, current.client.timeout)
