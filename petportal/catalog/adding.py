@@ -13,10 +13,9 @@ createPet for it. The store's answer, classified by the client (petstore.errors.
 | `NotSent` | never reached the store, or the key was refused | issued | yes |
 | `Kept` | the form's animal was kept for the store's return (`keep_from_form`) | kept | by its one-row import |
 
-An animal the form could not send because the store was not answering may be kept (`when_back=1`): its token
-becomes `kept` and a one-row import (`BulkImport.kept`) holds it, sent by the import runner, once, when the store
-answers again. The add form and the import only present these outcomes; neither decides one. This is the only module
-outside the client that calls `create_pet`.
+An animal the form could not send because the store was not answering may be kept (`when_back=1`): its token becomes
+`kept` and a one-row import (`BulkImport.kept`) holds it, sent once by the import runner when the store answers again.
+The form and the import only present these outcomes. Only this module and the client call `create_pet`.
 """
 
 from __future__ import annotations
@@ -25,7 +24,7 @@ import hashlib
 import logging
 import secrets
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from sqlalchemy import delete, select, update
@@ -92,16 +91,14 @@ class Refused:
 
 @dataclass(frozen=True)
 class Unknown:
-    """The call may have reached the store and no usable answer came back: it is never sent again. `reason`: no
-    usable answer to this call (or to an earlier submission of the same form), or the portal stopped meanwhile."""
+    """The call may have reached the store, and no usable answer came back (`reason`): it is never sent again."""
 
     reason: RowReason = RowReason.NO_ANSWER
 
 
 @dataclass(frozen=True)
 class NotSent:
-    """Nothing was added: the same ticket may be sent again. `reason`: the key was rejected, or the call never
-    reached the store (unavailable, busy)."""
+    """Nothing was added (`reason`: the key was rejected, or the call never reached the store): it may be resent."""
 
     reason: Outcome
 
@@ -115,13 +112,10 @@ AddOutcome = Created | Refused | Unknown | NotSent | Kept
 
 
 def send(ticket: Ticket, client: PetStoreClient) -> AddOutcome:
-    """Send createPet once for a claimed ticket, then settle it with its outcome, and the new animal's records
-    when there is one, in one commit."""
-    animal = ticket.animal
+    """Send createPet once for a claimed ticket, then settle it and any new animal's records in one commit."""
+    animal, deadline = ticket.animal, time.monotonic() + client.timeout
     try:
-        pet = client.create_pet(
-            animal.name, animal.category_id, animal.status, deadline=time.monotonic() + client.timeout
-        )
+        pet = client.create_pet(animal.name, animal.category_id, animal.status, deadline=deadline)
         outcome: AddOutcome = Created(pet.id)
     except InvalidRequest as refused:
         outcome = Refused(refused.reason, refused.message, refused.status)
@@ -182,21 +176,14 @@ UNKNOWN_DETAILS = (
 
 
 def _audit(ticket: Ticket, action: AuditAction, codes: tuple[AuditDetail, ...], pet_id: int | None = None) -> None:
-    """Audit the ticket's outcome, with the detail code for where it came from (`codes`: the form's, an import
-    row's, a promotion row's): a promotion's row names its staging id, an import's its line."""
+    """Audit the ticket's outcome, with the detail code for where it came from (`codes`: form, import, promotion)."""
     form, row, promotion = codes
-    name, detail = ticket.animal.name, AnimalDetails(code=form, name=ticket.animal.name, pet_id=pet_id)
-    # The add form's animal kept for the store's return is audited as the form's own addition.
+    detail = AnimalDetails(code=form, name=ticket.animal.name, pet_id=pet_id)
     if isinstance(ticket, RowTicket) and not ticket.kept and ticket.staging_id is not None:
-        detail = AnimalDetails(
-            code=promotion, name=name, pet_id=pet_id, import_id=ticket.import_id, staging_id=ticket.staging_id
-        )
+        detail = replace(detail, code=promotion, import_id=ticket.import_id, staging_id=ticket.staging_id)
     elif isinstance(ticket, RowTicket) and not ticket.kept:
-        detail = AnimalDetails(code=row, name=name, pet_id=pet_id, import_id=ticket.import_id, line=ticket.line)
+        detail = replace(detail, code=row, import_id=ticket.import_id, line=ticket.line)
     audit.record(action, actor=ticket.username, target=None, environment=ticket.environment, detail=detail)
-
-
-# --- the add form's ticket --------------------------------------------------------------------------
 
 
 class FormExpired(Exception):
@@ -245,35 +232,23 @@ class FormTicket:
 def form_sent_before(token: str, user_id: int) -> bool:
     """Whether this form was sent before and not given back (being sent, added, or unknown): a repeat of it is
     answered with that outcome, and is no new animal to check for copies."""
-    state = db.session.scalar(
-        select(SubmissionToken.state).where(SubmissionToken.token == token, SubmissionToken.user_id == user_id)
-    )
+    query = select(SubmissionToken.state).where(SubmissionToken.token == token, SubmissionToken.user_id == user_id)
+    state = db.session.scalar(query)
     return state is not None and state not in (TicketState.ISSUED, TicketState.REFUSED)
 
 
 def add_from_form(ticket: FormTicket, client: PetStoreClient) -> AddOutcome:
-    """Add the form's animal at most once for its token, across double clicks, refreshes and processes.
-
-    A repeat of a form being sent waits as long as that call can take (connect, read and body) and a margin,
-    then answers with its outcome. Raises `FormExpired` or `EnvironmentChanged`.
-    """
-    wait_until = time.monotonic() + client.timeout * 3 + 2
-    while not _claim_form(ticket):
-        earlier = _wait_for_outcome(ticket, wait_until)
-        if earlier is not None:
-            return earlier
-    return send(ticket, client)
+    """Add the form's animal at most once for its token; raises `FormExpired` or `EnvironmentChanged`."""
+    earlier = _claim_form(ticket, client.timeout)
+    return earlier if earlier is not None else send(ticket, client)
 
 
 def keep_from_form(ticket: FormTicket, timeout: float) -> AddOutcome:
-    """Keep the form's animal, at most once for its token, as a one-row import that the import runner sends once
-    the store answers again (its watcher picks it up; the runner keeps it queued while the store is not answering).
-    `timeout`: the client's, for how long a repeat of a form being sent waits for its outcome."""
-    wait_until = time.monotonic() + timeout * 3 + 2
-    while not _claim_form(ticket):
-        earlier = _wait_for_outcome(ticket, wait_until)
-        if earlier is not None:
-            return earlier
+    """Keep the form's animal, at most once for its token, as a one-row import the import runner sends once the store
+    answers again (`timeout`: the client's, for how long a repeat of the form waits for the outcome)."""
+    earlier = _claim_form(ticket, timeout)
+    if earlier is not None:
+        return earlier
     animal, kept_at = ticket.animal, now()
     import_id = secrets.token_urlsafe(16)
     try:
@@ -315,21 +290,29 @@ def keep_from_form(ticket: FormTicket, timeout: float) -> AddOutcome:
     return Kept()
 
 
-def _claim_form(ticket: FormTicket) -> bool:
-    claimed = updated_one(
-        update(SubmissionToken)
-        .where(
-            SubmissionToken.token == ticket.token,
-            SubmissionToken.user_id == ticket.user_id,
-            SubmissionToken.environment == ticket.environment,
-            # A refused form may be corrected and sent again: the store added nothing.
-            SubmissionToken.state.in_((TicketState.ISSUED, TicketState.REFUSED)),
-            SubmissionToken.created_at >= _oldest_valid(),
+def _claim_form(ticket: FormTicket, timeout: float) -> AddOutcome | None:
+    """Claim the form's token: None once claimed, else the outcome of the submission holding it. A repeat of a form
+    being sent waits as long as that call can take (`timeout` for connect, read and body) and a margin."""
+    wait_until = time.monotonic() + timeout * 3 + 2
+    while True:
+        claimed = updated_one(
+            update(SubmissionToken)
+            .where(
+                SubmissionToken.token == ticket.token,
+                SubmissionToken.user_id == ticket.user_id,
+                SubmissionToken.environment == ticket.environment,
+                # A refused form may be corrected and sent again: the store added nothing.
+                SubmissionToken.state.in_((TicketState.ISSUED, TicketState.REFUSED)),
+                SubmissionToken.created_at >= _oldest_valid(),
+            )
+            .values(state=TicketState.SENDING, updated_at=now())
         )
-        .values(state=TicketState.SENDING, updated_at=now())
-    )
-    db.session.commit()  # the claim step: every other request must see the token taken before the call goes out
-    return claimed
+        db.session.commit()  # the claim step: every other request must see the token taken before the call goes out
+        if claimed:
+            return None
+        earlier = _wait_for_outcome(ticket, wait_until)
+        if earlier is not None:
+            return earlier
 
 
 def _wait_for_outcome(ticket: FormTicket, deadline: float) -> AddOutcome | None:
@@ -363,9 +346,6 @@ def _oldest_valid() -> datetime:
     return now() - TOKEN_LIFETIME
 
 
-# --- a bulk import's ticket -------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class RowTicket:
     """One row of a bulk import, claimed by the runner holding the import's lease (imports/claims.py)."""
@@ -383,8 +363,7 @@ class RowTicket:
     kept: bool = False
 
     def settle(self, state: TicketState, pet_id: int | None, reason: RowReasonPayload | None) -> None:
-        """The row's outcome, and its promotion's in the ledger. A row marked unknown by a runner that took over
-        may still learn it was created."""
+        """The row's outcome, and its promotion's in the ledger (a row a takeover marked unknown may yet be created)."""
         settled_from = (
             (TicketState.SENDING, TicketState.UNKNOWN) if state == TicketState.CREATED else (TicketState.SENDING,)
         )

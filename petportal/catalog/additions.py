@@ -22,18 +22,16 @@ def record(user_id: int, environment_name: str, pet_id: int, name: str) -> None:
 
 
 def recent(user: User) -> dict[str, Sequence[Addition]]:
-    """{environment name: this account's RECENT latest additions there, newest first}, for each environment it
-    works on."""
-    found: dict[str, Sequence[Addition]] = {}
-    for environment_name in sorted(user.environments):
-        query = (
+    """{environment name: this account's RECENT latest additions there, newest first}, for each it works on."""
+    return {
+        environment_name: db.session.scalars(
             select(Addition)
             .where(Addition.user_id == user.id, Addition.environment == environment_name)
             .order_by(Addition.added_at.desc(), Addition.id.desc())
             .limit(RECENT)
-        )
-        found[environment_name] = db.session.scalars(query).all()
-    return found
+        ).all()
+        for environment_name in sorted(user.environments)
+    }
 
 
 @dataclass(frozen=True)
@@ -61,28 +59,22 @@ class Waiting:
 
 
 def waiting(user: User) -> dict[str, list[Waiting]]:
-    """{environment name: the animals this account kept for the store's return and that were not added, newest
-    first, at most RECENT}, for each environment it works on; an animal added since is among `recent`."""
-    found: dict[str, list[Waiting]] = {}
-    for environment_name in sorted(user.environments):
-        query = (
-            select(
-                ImportRow.name,
-                ImportRow.category_id,
-                ImportRow.status,
-                ImportRow.state,
-                ImportRow.reason,
-                BulkImport.created_at,
-            )
-            .join(BulkImport, BulkImport.id == ImportRow.import_id)
-            .where(
-                BulkImport.kept,
-                BulkImport.user_id == user.id,
-                BulkImport.environment == environment_name,
-                ImportRow.state != TicketState.CREATED,
-            )
-            .order_by(BulkImport.created_at.desc())
-            .limit(RECENT)
+    """{environment name: up to RECENT animals this account kept for the store's return and not added, newest first}."""
+    kept = (
+        select(
+            ImportRow.name,
+            ImportRow.category_id,
+            ImportRow.status,
+            ImportRow.state,
+            ImportRow.reason,
+            BulkImport.created_at,
         )
-        found[environment_name] = [Waiting(*row) for row in db.session.execute(query)]
-    return found
+        .join(BulkImport, BulkImport.id == ImportRow.import_id)
+        .where(BulkImport.kept, BulkImport.user_id == user.id, ImportRow.state != TicketState.CREATED)
+        .order_by(BulkImport.created_at.desc())
+        .limit(RECENT)
+    )
+    return {
+        name: [Waiting(*row) for row in db.session.execute(kept.where(BulkImport.environment == name))]
+        for name in sorted(user.environments)
+    }

@@ -36,8 +36,7 @@ def read_together(animals: Sequence[Pet], quotes: Callable[[str], bool]) -> None
 
 
 def matching(animals: Iterable[Pet], text: str | None) -> list[Pet]:
-    """The animals whose name contains `text`, ignoring case and Unicode's spelling variants ("zoë" finds
-    "Zoë" however either is composed)."""
+    """The animals whose name contains `text`, ignoring case and spelling variants ("zoë" finds any "Zoë")."""
     if not text:
         return list(animals)
     wanted = folded(text)
@@ -45,9 +44,8 @@ def matching(animals: Iterable[Pet], text: str | None) -> list[Pet]:
 
 
 def sorted_by(animals: Iterable[Pet], order: str, labels: Mapping[int, str]) -> list[Pet]:
-    """`animals` in `order` (one of SORT_ORDERS: a column, reversed by a leading "-"); ties keep id order either way,
-    and an animal without a status is last in both orders of status. By category, labelled categories come first
-    in label order ("Cats", "Dogs"), then the others by id (and the other way round, reversed)."""
+    """`animals` in `order` (SORT_ORDERS); ties keep id order either way, an animal without a status is last in both
+    orders of status, and labelled categories come first in label order, then the others by id (reversed too)."""
     key, reverse = order.removeprefix(REVERSED), order.startswith(REVERSED)
     by_id = sorted(animals, key=lambda animal: animal.id, reverse=reverse and key == "id")
     if key == "name":
@@ -63,9 +61,8 @@ def sorted_by(animals: Iterable[Pet], order: str, labels: Mapping[int, str]) -> 
 
 
 def folded(text: str) -> str:
-    """`text` as search compares it: compatibility forms unified (NFKD), accents and other combining marks
-    dropped ("Zoë" is "zoe"), then Unicode case folding ("Straße" is "strasse"), character by character (each
-    to at most LONGEST_FOLDING). static/js/search.js folds the same way."""
+    """`text` as search compares it, character by character: NFKD, combining marks dropped ("Zoë" is "zoe"), then
+    case folding ("Straße" is "strasse"), each to at most LONGEST_FOLDING. static/js/search.js folds the same way."""
     if text.isascii():
         return text.lower()
     if max(text) < _BEYOND_TABLE:

@@ -3,10 +3,9 @@
 A label may be given per language (German, Spanish); a language without its own shows the default label
 (`in_language`). Every page shows the labels in the visitor's language (`labels`).
 
-Each process reads an environment's labels from the database at most once a second (the busiest page
-would otherwise pay a query for every render), as it does the active environment. So a change shows
-at once in the process that made it and within a second in every other; it also bumps the environment's
-page-cache generation, so no cached page shows the old label for longer.
+Each process reads an environment's labels at most once a second (the busiest page would otherwise pay a query for
+every render). So a change shows at once in the process that made it and within a second in every other; it also
+bumps the environment's page-cache generation, so no cached page shows the old label for longer.
 """
 
 import logging
@@ -59,14 +58,12 @@ def labels(environment_name: str, language: str | None = None) -> dict[int, str]
 
 
 def choices(environment_name: str) -> list[tuple[int, str]]:
-    """(category id, label) of each labelled category in the visitor's language, in label order ignoring case,
-    then by id: what the add form offers."""
+    """(category id, label) in the visitor's language, by label ignoring case, then id: what the add form offers."""
     return sorted(labels(environment_name).items(), key=lambda choice: (folded(choice[1]), choice[0]))
 
 
 def label_ids(environment_name: str) -> dict[str, int]:
-    """{label, folded: category id}: what a category written as a label names, in the visitor's language first,
-    then by the default labels (a file written in another language still reads)."""
+    """{folded label: category id}, in the visitor's language first, then by the default labels (for any file)."""
     named = {folded(label): category_id for category_id, label in labels(environment_name, DEFAULT_LANGUAGE).items()}
     named.update({folded(label): category_id for category_id, label in labels(environment_name).items()})
     return named
@@ -79,8 +76,7 @@ def all_labels(environment_name: str) -> list[CategoryLabel]:
 
 
 class LabelTaken(ValueError):
-    """Another category of the environment already reads `label` (ignoring case) in `language` (None: in every
-    language the default label serves): `label` names `category_id` there."""
+    """Another category, `category_id`, already reads `label` in `language` (None: wherever the default serves)."""
 
     def __init__(self, label: str, category_id: int, language: str | None = None) -> None:
         super().__init__(label, category_id, language)
@@ -94,14 +90,12 @@ def name(
     actor: str | None = None,
     own_labels: Mapping[str, str | None] | None = None,
 ) -> None:
-    """Give `category_id` the label `label` in one environment (adding or renaming it), and its own label in each
-    language of `own_labels` ({"de": ..., "es": ...}; None or "": the default label there), audited (as `actor`,
-    else the user of the request). Raises LabelTaken when another category there would read the same in some
-    language, since people could not tell them apart."""
+    """Give `category_id` the label `label` in one environment, and its own label in each language of `own_labels`
+    ({"de": ..., "es": ...}; None or "": the default label there), audited (as `actor`, else the request's user).
+    Raises LabelTaken when another category there would read the same in some language: people could not tell."""
     own = {code: (own_labels or {}).get(code) or None for code in OWN_LABELS}
     others = [other for other in all_labels(environment_name) if other.category_id != category_id]
-    # In any language against the others' in every language: a file naming a category by its label is read in the
-    # uploader's language first, then by the default labels, so "Dogs" must name one category in every reading.
+    # Against the others' labels in every language: a file is read in its uploader's language, then by the defaults.
     for code in LANGUAGES:
         reads = folded(own.get(code) or label)
         for other in others:
@@ -109,24 +103,20 @@ def name(
                 if folded(in_language(other, there)) == reads:
                     raise LabelTaken(in_language(other, there), other.category_id, code if own.get(code) else None)
     row = db.session.get(CategoryLabel, (environment_name, category_id))
-    key = folded(label)
-    previous: str | None = None
     if row is None:
-        row = CategoryLabel(environment=environment_name, category_id=category_id, label=label, label_key=key)
+        row = CategoryLabel(environment=environment_name, category_id=category_id, label=label, label_key=folded(label))
         db.session.add(row)
-        detail = AuditDetail.CATEGORY_LABELLED
-    elif row.label == label:
-        if all(getattr(row, f"label_{code}") == own[code] for code in OWN_LABELS):
-            return
-        # Only a language's own label changed: the entry names the label again, not a rename to itself.
-        detail = AuditDetail.CATEGORY_LABELLED
-    else:
-        detail, previous = AuditDetail.CATEGORY_RENAMED, row.label
-        row.label, row.label_key = label, key
+    elif row.label == label and all(getattr(row, f"label_{code}") == own[code] for code in OWN_LABELS):
+        return
+    # The same label, with only a language's own label changed: the entry names it again, not a rename to itself.
+    previous = None if row.label == label else row.label
+    if previous is not None:
+        row.label, row.label_key = label, folded(label)
     for code in OWN_LABELS:
         setattr(row, f"label_{code}", own[code])
     # A second admin giving another category the same label at this moment fails here, on the unique key: 409.
     db.session.flush()
+    detail = AuditDetail.CATEGORY_LABELLED if previous is None else AuditDetail.CATEGORY_RENAMED
     labelled = LabelChange(code=detail, category=category_id, label=label, previous=previous)
     _changed(environment_name, AuditAction.CATEGORY_LABELLED, actor, labelled)
 
@@ -138,22 +128,15 @@ def remove(environment_name: str, category_id: int) -> bool:
         return False
     db.session.delete(row)
     db.session.flush()
-    _changed(
-        environment_name,
-        AuditAction.CATEGORY_UNLABELLED,
-        detail=LabelChange(code=AuditDetail.CATEGORY_UNLABELLED, category=category_id, label=row.label),
-    )
+    unlabelled = LabelChange(code=AuditDetail.CATEGORY_UNLABELLED, category=category_id, label=row.label)
+    _changed(environment_name, AuditAction.CATEGORY_UNLABELLED, detail=unlabelled)
     return True
 
 
 def _changed(
-    environment_name: str,
-    action: AuditAction,
-    actor: str | None = None,
-    detail: AuditDetails | None = None,
+    environment_name: str, action: AuditAction, actor: str | None = None, detail: AuditDetails | None = None
 ) -> None:
-    """Audit a label change (see audit.record); once it is committed, forget this process's labels and the cached
-    pages."""
+    """Audit a label change; once it is committed, forget this process's labels and the cached pages."""
     audit.record(action, actor=actor, target=None, environment=environment_name, detail=detail)
     known: LabelsRead = current_app.extensions.get(_READ, {})
 

@@ -1,12 +1,9 @@
-"""Whether an animal about to be added is a copy of one the target store already lists: the one rule for the add
-form, an import's preview and a promotion's preview.
+"""Whether an animal about to be added copies one the target store lists: the one rule for the add form and previews.
 
-The store has no delete, so a copy made by mistake stays. An animal whose name, category and status equal one of
-the target store's latest `listPets` (up to `LIMIT_MAX`) is flagged before anything is sent: the add form asks to
-confirm, a preview leaves the row out unless it is chosen.
+The store has no delete, so a copy made by mistake stays. An animal whose name, category and status equal one of the
+target store's latest `listPets` (up to `LIMIT_MAX`) is flagged before anything is sent: the add form asks to confirm,
+a preview leaves the row out unless it is chosen.
 """
-
-from __future__ import annotations
 
 from collections.abc import Mapping
 
@@ -18,8 +15,7 @@ Likeness = tuple[str, int, str | None]
 
 
 def listed(client: PetStoreClient) -> dict[Likeness, int]:
-    """The target store's animals as its latest listPets gives them (up to LIMIT_MAX), each by what makes a copy of
-    it, with its id (the first listed, when the store itself holds copies)."""
+    """The target store's listed animals by what makes a copy, each with its id (the first, if the store has copies)."""
     found: dict[Likeness, int] = {}
     for animal in client.list_pets(limit=LIMIT_MAX):
         found.setdefault((animal.name, animal.category_id, animal.status), animal.id)

@@ -1,21 +1,12 @@
 """The catalog's forms: the list filter, and one animal's fields (the add form, each row of a bulk import)."""
 
-from __future__ import annotations
-
 import unicodedata
 from typing import Any, TypedDict
 from urllib.parse import urlencode
 
 from werkzeug.datastructures import MultiDict
 from wtforms import Field, Form, HiddenField, SelectChoice, SelectField, StringField
-from wtforms.validators import (
-    AnyOf,
-    DataRequired,
-    InputRequired,
-    Length,
-    Optional,
-    ValidationError,
-)
+from wtforms.validators import AnyOf, DataRequired, InputRequired, Length, Optional, ValidationError
 
 from petportal.catalog.adding import NewAnimal
 from petportal.catalog.browse import SORT_ORDERS
@@ -37,11 +28,8 @@ def _status_choices(empty_label: object) -> list[SelectChoice]:
 
 
 class WholeNumberRange:
-    """Like WTForms' NumberRange, but exact for integers of any size.
-
-    NumberRange calls math.isnan(), which raises OverflowError for an int wider than a float
-    (a typed 10**400), turning a bad input into a 500.
-    """
+    """Like WTForms' NumberRange, but exact for integers of any size: NumberRange's math.isnan() raises OverflowError
+    for an int wider than a float, a 500; and it says when a number is too large (`too_large`)."""
 
     def __init__(self, low: int, high: int, message: object, too_large: object = None) -> None:
         self.low, self.high, self.message, self.too_large = low, high, message, too_large
@@ -65,9 +53,8 @@ BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u206
 
 
 class Readable:
-    """Text a person reads (a name, a label, a search): no control characters, no direction overrides,
-    and something visible (not only zero-width characters). Joiners inside emoji stay allowed. Each field
-    says what is wrong in its own words: `control` and `invisible`."""
+    """Text a person reads (a name, a label, a search): no control characters or direction overrides, and something
+    visible (joiners inside emoji stay allowed). Each field says what is wrong in its own words."""
 
     def __init__(self, control: object, invisible: object) -> None:
         self.control, self.invisible = control, invisible
@@ -115,17 +102,12 @@ class PetsQuery(TypedDict):
 
 
 class AnimalFilterForm(PortalForm):
-    """The GET filter of the animal list: status and page size for the pet store; a search text and an
-    order for the animals it returned."""
+    """The animal list's filter: status and page size for the pet store; a search and an order for what it returns."""
 
     class Meta:
         csrf = False
 
-    status = SelectField(
-        _l("Status"),
-        choices=_status_choices(_l("All")),
-        default="",
-    )
+    status = SelectField(_l("Status"), choices=_status_choices(_l("All")), default="")
     limit = WholeNumberField(
         _l("Show"),
         default=LIMIT_DEFAULT,
@@ -170,8 +152,7 @@ class AnimalFilterForm(PortalForm):
 
     @classmethod
     def read(cls, args: MultiDict[str, str]) -> str | None:
-        """The query `args` as the list reads it, written one way (its values as read, defaults and anything else
-        left out), or None when it cannot be read: what a shared list or animal page is kept under (page_cache)."""
+        """The query `args` written one way (defaults left out), or None when it cannot be read: a page_cache key."""
         form = cls(formdata=args)
         return urlencode(form.kept()) if form.validate() else None
 
@@ -221,12 +202,3 @@ class AddAnimalForm(AnimalForm):
     confirm_duplicate = HiddenField()
     # "1": the store was not answering, and the animal is to be kept and added once it answers again.
     when_back = HiddenField()
-
-    @property
-    def copy_confirmed(self) -> bool:
-        """Whether this submission confirms adding a copy of an animal the store already lists."""
-        return bool(self.confirm_duplicate.data == "1")
-
-    def keep_for_later(self) -> bool:
-        """Whether this submission asks to keep the animal for the store's return (`when_back=1`)."""
-        return bool(self.when_back.data == "1")

@@ -3,15 +3,7 @@
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
-from flask import (
-    Blueprint,
-    current_app,
-    flash,
-    redirect,
-    render_template,
-    request,
-    url_for,
-)
+from flask import Blueprint, current_app, flash, redirect, render_template, request, url_for
 from flask.blueprints import BlueprintSetupState
 from flask.typing import ResponseReturnValue
 from flask_babel import gettext as _
@@ -20,25 +12,11 @@ from werkzeug.wrappers import Response
 
 from petportal.auth.access import role_required
 from petportal.catalog import adding, additions, browse, categories, duplicates
-from petportal.catalog.forms import (
-    NAME_MAX_LENGTH,
-    SEARCH_MAX_LENGTH,
-    AddAnimalForm,
-    AnimalFilterForm,
-)
+from petportal.catalog.forms import NAME_MAX_LENGTH, SEARCH_MAX_LENGTH, AddAnimalForm, AnimalFilterForm
 from petportal.clock import now
 from petportal.data.models import Role
 from petportal.i18n.languages import environment_label
-from petportal.petstore import (
-    GET_PET_REMOVAL,
-    LIMIT_MAX,
-    LIMIT_MIN,
-    Gone,
-    Outcome,
-    Pet,
-    Unauthorized,
-    Unavailable,
-)
+from petportal.petstore import GET_PET_REMOVAL, LIMIT_MAX, LIMIT_MIN, Gone, Outcome, Pet, Unauthorized, Unavailable
 from petportal.petstore.environments import Store
 from petportal.petstore.words import store_words
 from petportal.serving import stand_in
@@ -55,13 +33,9 @@ ANIMAL_COLUMNS = ("id", "name", "categoryId", "category", "status")
 
 @bp.record_once
 def share_the_bounds(state: BlueprintSetupState) -> None:
-    """What every template may use: the API's bounds and the portal's own (so templates write no number
-    themselves) and the search's folding."""
+    """What every template may use: the API's bounds, the portal's own (templates write no number) and the folding."""
     state.app.jinja_env.globals.update(
-        LIMIT_MIN=LIMIT_MIN,
-        LIMIT_MAX=LIMIT_MAX,
-        NAME_MAX_LENGTH=NAME_MAX_LENGTH,
-        SEARCH_MAX_LENGTH=SEARCH_MAX_LENGTH,
+        LIMIT_MIN=LIMIT_MIN, LIMIT_MAX=LIMIT_MAX, NAME_MAX_LENGTH=NAME_MAX_LENGTH, SEARCH_MAX_LENGTH=SEARCH_MAX_LENGTH
     )
     # Each row carries its name folded as the server's search folds it, for static/js/search.js.
     state.app.jinja_env.filters["folded"] = browse.folded
@@ -89,7 +63,10 @@ def list_animals_csv() -> ResponseReturnValue:
     """The animals the list shows for the same query, as a CSV download."""
     form = AnimalFilterForm(formdata=request.args)
     if not form.validate():
-        return render_error(400, _refused_query(form))
+        problems = " ".join(
+            _("%(field)s: %(error)s", field=field.label.text, error=error) for field in form for error in field.errors
+        )
+        return render_error(400, _("The animals cannot be downloaded for this query. %(problems)s", problems=problems))
     fetched = serving().client.list_pets(**form.query())
     environment = serving().environment.name
     labels = categories.labels(environment)
@@ -101,8 +78,8 @@ def list_animals_csv() -> ResponseReturnValue:
 
 
 def shown_animals(form: AnimalFilterForm, fetched: Sequence[Pet], labels: Mapping[int, str]) -> list[Pet]:
-    """Those of the `fetched` animals that the list shows for `form`, in its order (the page and the download
-    alike); `browse.NamesQuoteSecret` when their names, read one after another, quote a credential."""
+    """The `fetched` animals the list shows for `form`, in its order (page and download alike); raises
+    `browse.NamesQuoteSecret` when their names, read one after another, quote a credential."""
     shown = browse.sorted_by(browse.matching(fetched, form.q.data), form.sort.data, labels)
     browse.read_together(shown, serving().client.quotes_secret)
     return shown
@@ -120,8 +97,7 @@ def list_withheld(_error: browse.NamesQuoteSecret) -> ErrorPage:
 
 
 def list_page(form: AnimalFilterForm, fetched: Sequence[Pet], as_of: datetime | None = None) -> str:
-    """The list page for a valid filter `form` and the animals listPets returned for it (the benches in
-    bench/ draw it through here too); `as_of`: the time of the store's last good answer standing in for it."""
+    """The list page for a valid `form` and what listPets returned (bench/ too); `as_of`: a stand-in answer's time."""
     query = form.query()
     labels = categories.labels(serving().environment.name)
     return render_template(
@@ -183,33 +159,28 @@ def add_animal() -> ResponseReturnValue:
         return _add_page(form, environment)
     if not form.validate_on_submit():
         return _form_again(form, environment, None, 400)
+    token, keep_for_later = form.submission_token.data, form.when_back.data == "1"
     # A copy is looked for whenever the store answers, also for an animal posted to be kept (when_back=1): that is
     # offered because the store did not answer, but the post itself says nothing of the store now.
-    if not form.copy_confirmed and not adding.form_sent_before(form.submission_token.data, current_user.id):
+    if form.confirm_duplicate.data != "1" and not adding.form_sent_before(token, current_user.id):
         try:
             copy = duplicates.copy_of(form.new_animal(), duplicates.listed(current.client))
         except Unauthorized:
             return key_rejected_page(environment.name)
         except Unavailable:
             copy = None
-            if not form.keep_for_later():
+            if not keep_for_later:
                 metrics.SUBMISSIONS.labels("failed").inc()
                 return _form_again(form, environment, _not_answering(), 503, offer_to_keep=True)
         # Asked again after the listing: a double click's other request may have added this very animal meanwhile
         # (the token is claimed before createPet goes out), and its repeat is answered with that outcome below.
-        if copy is not None and not adding.form_sent_before(form.submission_token.data, current_user.id):
+        if copy is not None and not adding.form_sent_before(token, current_user.id):
             # Nothing is sent: the form again, asking to confirm (the same token, so a confirmed copy is added once).
             form.confirm_duplicate.data = "1"
             return _add_page(form, environment, copy_of=copy), 409
-    ticket = adding.FormTicket(
-        form.submission_token.data,
-        current_user.id,
-        current_user.username,
-        environment.name,
-        form.new_animal(),
-    )
+    ticket = adding.FormTicket(token, current_user.id, current_user.username, environment.name, form.new_animal())
     try:
-        if form.keep_for_later():
+        if keep_for_later:
             outcome = adding.keep_from_form(ticket, current.client.timeout)
         else:
             outcome = adding.add_from_form(ticket, current.client)
@@ -234,8 +205,7 @@ def add_animal() -> ResponseReturnValue:
             flash(_("This form had already been sent; here is the animal it added."), "info")
         case adding.Created(pet_id=pet_id):
             metrics.SUBMISSIONS.labels("created").inc()
-            # A message with links: [text, (link text, URL)...]; base.html draws the links. Flask's types
-            # say a message is text; any value the session can hold works.
+            # A message with links, [text, (link text, URL)...], for base.html: not text, as Flask's types expect.
             added = _("Added %(name)s to %(environment)s.", name=form.name.data, environment=environment.name)
             links = [(_("%(name)s, id %(id)s", name=form.name.data, id=pet_id), url_for(".show_animal", pet_id=pet_id))]
             flash([added, *links, (_("Your additions"), url_for(".your_additions"))], "success")  # type: ignore[arg-type]
@@ -277,14 +247,6 @@ def your_additions() -> str:
     )
 
 
-def _refused_query(form: AnimalFilterForm) -> str:
-    """Why the list cannot be downloaded for this query, in the filter form's own words."""
-    problems = " ".join(
-        _("%(field)s: %(error)s", field=field.label.text, error=error) for field in form for error in field.errors
-    )
-    return _("The animals cannot be downloaded for this query. %(problems)s", problems=problems)
-
-
 def _form_again(
     form: AddAnimalForm, environment: Store, message: str | None, status: int, *, offer_to_keep: bool = False
 ) -> ErrorPage:
@@ -296,14 +258,12 @@ def _form_again(
 def _add_page(
     form: AddAnimalForm, environment: Store, *, offer_to_keep: bool = False, copy_of: int | None = None
 ) -> str:
-    """The add form; `offer_to_keep`: the store was not answering, so it offers to keep the animal for its return;
-    `copy_of`: the id of the listed animal this one would copy, asking to confirm."""
-    labelled = categories.choices(environment.name)
+    """The add form; `offer_to_keep`: to keep the animal for the store's return; `copy_of`: the listed id it copies."""
     return render_template(
         "catalog/new.html",
         form=form,
         environment=environment,
-        labelled=labelled,
+        labelled=categories.choices(environment.name),
         offer_to_keep=offer_to_keep,
         copy_of=copy_of,
     )

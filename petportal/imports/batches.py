@@ -1,17 +1,14 @@
 """Bulk imports in the portal's database: made from a checked file, started, discarded, counted.
 
-Every change of state is one conditional UPDATE, so two tabs, two processes or two hosts pressing the
-same button change it once. These functions only add to the session: the request, or the runner's step,
-commits. Sending the rows is runner.py's work; starting one is engines.py's.
+Every change of state is one conditional UPDATE, so two tabs, processes or hosts pressing the same button change it
+once. These functions only add to the session: the request, or the runner's step, commits.
 """
-
-from __future__ import annotations
 
 import hashlib
 import secrets
 from collections import Counter
 from collections.abc import Collection
-from datetime import datetime, timedelta
+from datetime import timedelta
 from enum import Enum
 from typing import Any
 
@@ -24,8 +21,7 @@ from petportal.data.unit_of_work import updated_one
 from petportal.extensions import db
 from petportal.imports.files import Row
 
-# A preview nobody started is deleted after this long (clear_expired_previews: with the next upload or list of
-# imports, or when it is opened).
+# A preview nobody started is deleted after this long (clear_expired_previews).
 PREVIEW_LIFETIME = timedelta(days=1)
 RECENT = 20
 # A runner may take over an import in these states; the others wait for staff.
@@ -39,8 +35,7 @@ FAILED_STATES = (TicketState.INVALID, TicketState.REFUSED)
 def create(
     user: User, environment_name: str, filename: str, raw: bytes, rows: list[Row], source: str | None = None
 ) -> BulkImport:
-    """Store a checked file as a preview for `user` and `environment_name`; nothing is sent. `source`: the
-    environment a promotion's rows come from."""
+    """Store a checked file as a preview; nothing is sent. `source`: the environment a promotion's rows come from."""
     clear_expired_previews()
     batch = BulkImport(
         id=secrets.token_urlsafe(16),
@@ -68,12 +63,9 @@ def create(
                 "category_id": row.category_id,
                 "status": row.status,
                 "state": TicketState.INVALID if row.problems or row.left_out else TicketState.ISSUED,
-                # Its reasons are worked out again when shown (imports/reasons.py): only what the row does not
-                # keep is kept here.
-                "reason": encode(row.left_out)
-                if row.left_out
-                else encode(InvalidRow(values=row.values, columns=row.columns))
-                if row.problems
+                # Only what the row does not keep: its reasons are worked out again when shown (imports/reasons.py).
+                "reason": encode(row.left_out or InvalidRow(values=row.values, columns=row.columns))
+                if row.left_out or row.problems
                 else None,
                 "source_id": row.source_id,
                 "updated_at": updated_at,
@@ -91,16 +83,10 @@ class Closed(Enum):
     OTHER_ENVIRONMENT = "other_environment"  # theirs, or any for an admin, but to an environment they no longer work on
 
 
-def _preview_expiry() -> datetime:
-    """A preview made before this moment, and never started, is gone (the portal's one clock)."""
-    return now() - PREVIEW_LIFETIME
-
-
 def clear_expired_previews() -> None:
-    """Delete every preview nobody started within PREVIEW_LIFETIME, with its rows: they would pile up under "Your
-    imports". Nothing of theirs was ever sent, so nothing is lost."""
+    """Delete every preview nobody started within PREVIEW_LIFETIME, with its rows: none was sent, nothing is lost."""
     expired = select(BulkImport.id).where(
-        BulkImport.state == ImportState.PREVIEW, BulkImport.created_at < _preview_expiry()
+        BulkImport.state == ImportState.PREVIEW, BulkImport.created_at < now() - PREVIEW_LIFETIME
     )
     # The rows first, by hand: SQLite enforces no foreign keys unless told to, so ON DELETE CASCADE is not enough.
     db.session.execute(delete(ImportRow).where(ImportRow.import_id.in_(expired)))
@@ -111,13 +97,12 @@ def clear_expired_previews() -> None:
 
 
 def find(import_id: str, user: User) -> BulkImport | Closed:
-    """The import `import_id` if `user` may see it: their own, or any for an admin; to an environment they work on.
-    Otherwise why not (`Closed`). A preview left unstarted for PREVIEW_LIFETIME is gone (and cleared now, with any
-    other)."""
+    """The import `import_id` if `user` may see it (their own, or any for an admin, to an environment they work on),
+    else why not (`Closed`). A preview left unstarted for PREVIEW_LIFETIME is gone (and cleared now)."""
     batch = db.session.get(BulkImport, import_id)
     if batch is None or not (batch.user_id == user.id or user.is_admin):
         return Closed.MISSING
-    if batch.state == ImportState.PREVIEW and batch.created_at < _preview_expiry():
+    if batch.state == ImportState.PREVIEW and batch.created_at < now() - PREVIEW_LIFETIME:
         db.session.expunge(batch)
         clear_expired_previews()
         return Closed.MISSING
@@ -132,8 +117,7 @@ def still_there(import_id: str) -> bool:
 
 
 def recent(user: User) -> list[BulkImport]:
-    """This account's latest imports to the environments it works on, newest first (previews left for a day
-    cleared first)."""
+    """This account's latest imports to the environments it works on, newest first (expired previews cleared)."""
     clear_expired_previews()
     query = (
         select(BulkImport)
@@ -148,8 +132,7 @@ def recent(user: User) -> list[BulkImport]:
 
 
 def earlier_import(batch: BulkImport) -> BulkImport | None:
-    """An import of the same file by the same account to the same environment, already started (a promotion has
-    its ledger instead)."""
+    """A started import of the same file by the same account to the same environment (a promotion has its ledger)."""
     if batch.source is not None:
         return None
     query = select(BulkImport).where(
@@ -169,8 +152,7 @@ def counts(import_id: str) -> Counter[str]:
 
 
 def progress(batch: BulkImport, found: Counter[str] | None = None) -> dict[str, object]:
-    """What /animals/import/<id>.json answers: the import's state and its counts so far (`found`, when the
-    caller has already read them with `counts`)."""
+    """What /animals/import/<id>.json answers: the import's state and counts (`found`: already read by `counts`)."""
     found = counts(batch.id) if found is None else found
     return {
         "state": batch.state,
@@ -182,10 +164,8 @@ def progress(batch: BulkImport, found: Counter[str] | None = None) -> dict[str, 
 
 
 def start(batch: BulkImport, active_name: str | None, chosen: Collection[int] = ()) -> bool:
-    """Queue the import's unsent rows, bound to its environment while `active_name` stays active (None: a
-    promotion, bound to none), with the rows at the positions `chosen` that were left out as copies of animals the
-    store lists (only at the first start, from the preview); False when it was already queued, running or done
-    (another tab or process started it first)."""
+    """Queue the import's unsent rows (and, at the first start, the copies at positions `chosen`), bound to its
+    environment while `active_name` stays active (None: a promotion); False when another tab or process came first."""
     values = {
         "state": ImportState.QUEUED,
         "reason": None,
@@ -208,8 +188,8 @@ def copies(import_id: str) -> list[int]:
     query = select(ImportRow.position, ImportRow.reason).where(
         ImportRow.import_id == import_id, ImportRow.state == TicketState.INVALID
     )
-    found = db.session.execute(query)
-    return [position for position, reason in found if _is_copy(decode(RowReasonPayload, reason))]
+    found = ((position, decode(RowReasonPayload, reason)) for position, reason in db.session.execute(query))
+    return [position for position, reason in found if reason is not None and reason.code == RowReason.DUPLICATE]
 
 
 def sendable(import_id: str) -> int:
@@ -245,14 +225,8 @@ def retry_refused(batch: BulkImport, active_name: str | None) -> int:
     )
     if not result.rowcount:
         return 0
-    change(
-        batch.id,
-        BulkImport.state.in_(STOPPED),
-        state=ImportState.QUEUED,
-        reason=None,
-        active_at_start=active_name,
-        finished_at=None,
-    )
+    queued = {"state": ImportState.QUEUED, "reason": None, "active_at_start": active_name, "finished_at": None}
+    change(batch.id, BulkImport.state.in_(STOPPED), **queued)
     db.session.refresh(batch)
     return result.rowcount
 
@@ -281,7 +255,3 @@ def unheld_ids() -> list[str]:
 def change(import_id: str, condition: ColumnElement[bool], **values: object) -> bool:
     """Set the import's columns to `values` where `condition` holds, in one UPDATE; whether it did."""
     return updated_one(update(BulkImport).where(BulkImport.id == import_id, condition).values(**values))
-
-
-def _is_copy(reason: RowReasonPayload | None) -> bool:
-    return reason is not None and reason.code == RowReason.DUPLICATE

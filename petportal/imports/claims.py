@@ -1,8 +1,5 @@
 """Claiming an import's rows, each once: a row moves from `issued` to `sending` (and a promotion's staging id into
-the `promotions` ledger) only while its runner holds the import's lease and its owner still works on its
-environments. What is claimed is a ticket of catalog/adding.py, sent and settled there."""
-
-from __future__ import annotations
+the `promotions` ledger) only while its runner holds the lease and its owner still works on its environments."""
 
 from sqlalchemy import ColumnElement, exists, select, update
 from sqlalchemy.exc import IntegrityError
@@ -16,15 +13,12 @@ from petportal.extensions import db
 
 
 class OwnerLimited(Exception):
-    """The import's owner is disabled, or no longer works on its environment (or a promotion's source): no row is
-    claimed."""
+    """The import's owner is disabled, or no longer works on its environment (or a promotion's source)."""
 
 
 def claim_next_row(batch: BulkImport, runner: str) -> adding.RowTicket | None:
-    """Claim the import's first unsent row for `runner`, while its lease holds and its owner is enabled and works on
-    its environments (an admin may limit or disable the account at any time: the claim decides it, so no row is
-    claimed after that commits); None when no row is left or the lease is lost, OwnerLimited when the owner no longer
-    may."""
+    """Claim the import's first unsent row for `runner` while its lease holds and its owner is enabled and works on its
+    environments (none once an admin's limit commits); None when none is left or the lease is lost, or OwnerLimited."""
     lease_holds = exists().where(BulkImport.id == batch.id, held_by(runner))
     owner_works_on = exists().where(
         User.id == batch.user_id,
@@ -104,14 +98,11 @@ def _claim_promotion(batch: BulkImport, position: int, staging_id: int) -> bool:
             )
         )
         return True
+    reason = encode(PromotedBefore(pet_id=earlier.production_id))
     db.session.execute(
         update(ImportRow)
         .where(ImportRow.import_id == batch.id, ImportRow.position == position)
-        .values(
-            state=TicketState.INVALID,
-            reason=encode(PromotedBefore(pet_id=earlier.production_id)),
-            updated_at=now(),
-        ),
+        .values(state=TicketState.INVALID, reason=reason, updated_at=now()),
         execution_options={"synchronize_session": False},
     )
     return False

@@ -1,12 +1,9 @@
-"""What runs bulk imports outside the request that starts them: RQ workers on the configured Redis, or,
-without Redis (demo mode, one process), threads of the portal's own process.
+"""What runs bulk imports outside the request that starts them: RQ workers on the configured Redis, or, without
+Redis (demo mode, one process), threads of the portal's own process.
 
-Either way the runner's lease decides who sends (runner.py): a second dispatch of the same import, from
-another tab, process or worker, sends nothing twice. A process that stops hands the imports it sends back
-(`hand_back`; an RQ worker at its SIGTERM), for another to take at once.
+Either way the runner's lease decides who sends (runner.py): a second dispatch of the same import sends nothing
+twice. A process that stops hands its imports back (`hand_back`; an RQ worker at its SIGTERM) for another to take.
 """
-
-from __future__ import annotations
 
 import logging
 import threading
@@ -35,8 +32,7 @@ import_commands = AppGroup("imports", help="Run bulk imports (with PETPORTAL_RED
 
 
 class Watcher:
-    """Every `import_watch_seconds`, has the imports sent that wait and that no live runner holds: queued ones, and
-    those whose runner died or stalled (its lease ran out). How an import goes on by itself after a crash."""
+    """Every `import_watch_seconds`, has the waiting imports no live runner holds sent: how they go on after a crash."""
 
     def __init__(self, app: Flask, dispatch: Callable[[str], None]) -> None:
         self._app, self._dispatch, self._every = app, dispatch, settings(app).import_watch_seconds
@@ -44,8 +40,7 @@ class Watcher:
         self._failing = False
 
     def once(self) -> bool:
-        """One look; False when the database could not be read. An outage is logged at its first failed look, and
-        its end at the next look that works: not at every look."""
+        """One look; False when the database could not be read. An outage is logged at its start and its end."""
         with self._app.app_context():
             try:
                 waiting = batches.unheld_ids()
@@ -81,8 +76,7 @@ class Watcher:
 
 
 class Embedded:
-    """Runs each import on a thread of this process; one thread per import at most. From its first request
-    on, the process watches for imports a stopped process left."""
+    """Runs each import on a thread of this process, one at most per import, and watches for imports left behind."""
 
     def __init__(self, app: Flask) -> None:
         self._app = app
@@ -92,17 +86,15 @@ class Embedded:
         app.before_request(self.watch)
 
     def watch(self) -> None:
-        """Start this process's watcher, once. Not when the app is built: gunicorn forks its workers from the
-        process that built it, and no thread survives a fork. gunicorn.conf.py calls this in each new worker;
-        under another server, the first request does."""
+        """Start this process's watcher, once; not when the app is built, as no thread survives gunicorn's fork
+        (gunicorn.conf.py calls this in each new worker; under another server, the first request does)."""
         if self._watcher is not None:
             return  # every request after the first: no lock taken
         with self._lock:
             if self._watcher is not None:
                 return
             self._watcher = Watcher(self._app, self.dispatch)
-        # Started whatever the first look found: a database down at the start is looked at again by the watcher,
-        # not by every request.
+        # Started whatever the first look found: a database down now is looked at again by the watcher, not by requests.
         self._watcher.once()
         self._watcher.start()
 
@@ -166,33 +158,27 @@ class Queued:
 
 
 def run_job(import_id: str) -> None:
-    """The RQ job: run in the worker's app context (the worker command pushes it). An import handed back as the
-    worker stops is queued again for another worker."""
+    """The RQ job, in the worker's app context; an import handed back as the worker stops is queued again."""
     runner.run(import_id)
-    engine = current_app.extensions[_ENGINE]
-    if runner.stopping() and isinstance(engine, Queued):
+    if runner.stopping() and isinstance(engine := current_app.extensions[_ENGINE], Queued):
         engine.dispatch(import_id, again=True)
 
 
 def dispatch(import_id: str) -> None:
-    """Have the import sent outside this request, by the engine this portal is configured with, once the
-    request's work is committed (a runner must find it queued)."""
+    """Have the import sent outside this request, once its work is committed (a runner must find it queued)."""
     engine: Embedded | Queued = current_app.extensions[_ENGINE]
     after_commit(lambda: engine.dispatch(import_id))
 
 
 def watch(app: Flask) -> None:
     """Have this process look for bulk imports a stopped process left, from now on (a new gunicorn worker)."""
-    engine = app.extensions.get(_ENGINE)
-    if isinstance(engine, Embedded):
+    if isinstance(engine := app.extensions.get(_ENGINE), Embedded):
         engine.watch()
 
 
 def hand_back(app: Flask) -> None:
-    """This process stops: hand back the imports it sends, for another process to take at once (a server's
-    worker as it exits, after its last request)."""
-    engine = app.extensions.get(_ENGINE)
-    if isinstance(engine, Embedded):
+    """This process stops (after its last request): hand back its imports, for another process to take at once."""
+    if isinstance(engine := app.extensions.get(_ENGINE), Embedded):
         engine.hand_back()
 
 
@@ -216,8 +202,7 @@ def worker(burst: bool) -> None:
             runner.stopping_now()
             super().request_stop(signum, frame)  # type: ignore[no-untyped-call]  # rq leaves it unannotated
 
-    engine = current_app.extensions[_ENGINE]
-    if not isinstance(engine, Queued):
+    if not isinstance(engine := current_app.extensions[_ENGINE], Queued):
         raise click.ClickException(
             "PETPORTAL_REDIS_URL is not set: without Redis, the portal runs bulk imports itself, and needs no worker."
         )

@@ -1,12 +1,9 @@
 """Reading an uploaded CSV file of animals into rows, each checked as the add form checks one animal.
 
-A file is refused whole (`FileRefused`, nothing stored) when it cannot be read as the CSV the page asks
-for: too large, too many rows, binary, not UTF-8, or without the header. A row that can be read but
-would not pass the add form is kept, and never sent. Its reasons are words in the request's language, so
-they are not kept: the import's page asks `refusals` again, with what the row kept.
+A file is refused whole (`FileRefused`, nothing stored) when it cannot be read as the CSV the page asks for: too
+large, too many rows, binary, not UTF-8, or without the header. A row that can be read but would not pass the add
+form is kept, and never sent; its reasons are not kept (they are words): the import's page asks `refusals` again.
 """
-
-from __future__ import annotations
 
 import csv
 import io
@@ -36,8 +33,7 @@ LAYOUTS = {HEADER: (0, 1, 2), EXPORT_HEADER: (1, 2, 4)}
 
 
 class FileRefused(ValueError):
-    """The file as a whole cannot be imported; the message says why, in words for the person who sent it (in the
-    request's language)."""
+    """The file as a whole cannot be imported; the message says why, for the person who sent it, in their language."""
 
 
 @dataclass(frozen=True)
@@ -120,8 +116,7 @@ def _header(cells: list[str]) -> tuple[str, ...]:
 
 
 def left_out_copies(rows: list[Row], listed: Mapping[duplicates.Likeness, int]) -> list[Row]:
-    """`rows` with each one that would copy an animal the target store lists (`duplicates.listed`) left out, unless
-    it is chosen when the import starts; rows refused or left out for another reason stay as they are."""
+    """`rows`, each that would copy an animal the target store lists (`duplicates.listed`) left out unless chosen."""
     marked = []
     for row in rows:
         copy = None
@@ -158,9 +153,8 @@ def _row(line: int, cells: list[str], labels: dict[str, int], header: tuple[str,
 def refusals(
     name: str, category: str, category_id: int | None, status: str | None, values: int, columns: int
 ) -> list[str]:
-    """Why the portal refuses a row, in the request's language (nothing when it passes): the add form's checks of
-    its values, as `read` made them. `category_id` is the id its category was read as (a label is looked up once,
-    when the file is read), `values` how many values its line held and `columns` how many its header named."""
+    """Why the portal refuses a row (nothing when it passes), in the request's language: the add form's checks, as
+    `read` made them (`category_id`: as its category was read, `values` and `columns`: its line's and its header's)."""
     if values != columns == len(HEADER):
         return [
             ngettext(
@@ -185,17 +179,22 @@ def refusals(
 def _checked(name: str, category: str, labelled: int | None, status: str) -> AnimalForm:
     """The row's values through the add form's fields; `labelled`: the id of the label `category` names, if any."""
     category_id_text = category if WHOLE_NUMBER.fullmatch(category) else str(labelled if labelled is not None else "")
-    form = AnimalForm(
-        formdata=MultiDict({"name": name, "category_id": category_id_text, "status": status}), meta={"csrf": False}
-    )
+    values = MultiDict({"name": name, "category_id": category_id_text, "status": status})
+    form = AnimalForm(formdata=values, meta={"csrf": False})
     form.validate()
     return form
 
 
 def _problems(form: AnimalForm, category: str, status: str) -> list[str]:
     problems = [str(error) for error in form.name.errors]
-    if form.category_id.errors:
-        problems.append(_category_problem(category, form.category_id.errors))
+    if form.category_id.errors and not category:
+        problems.append(_("Enter the category id, a whole number, or a category label."))
+    elif form.category_id.errors and not WHOLE_NUMBER.fullmatch(category):
+        problems.append(
+            _("“%(category)s” is neither a category id nor the label of a category.", category=category[:40])
+        )
+    elif form.category_id.errors:
+        problems.append(str(form.category_id.errors[0]))
     if form.status.errors:
         problems.append(
             _(
@@ -205,11 +204,3 @@ def _problems(form: AnimalForm, category: str, status: str) -> list[str]:
             )
         )
     return problems
-
-
-def _category_problem(category: str, errors: list[object]) -> str:
-    if not category:
-        return _("Enter the category id, a whole number, or a category label.")
-    if not WHOLE_NUMBER.fullmatch(category):
-        return _("“%(category)s” is neither a category id nor the label of a category.", category=category[:40])
-    return str(errors[0])

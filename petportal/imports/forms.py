@@ -19,8 +19,7 @@ class UploadForm(PortalForm):
 
 
 class StartForm(ButtonForm):
-    """Start (or resume) an import; `row`, repeated: the positions of rows left out as copies of animals the store
-    lists that the person chose to add anyway (only read on the first start)."""
+    """Start (or resume) an import; `row`, repeated: the positions of the copies chosen to add anyway (first start)."""
 
     row = SelectMultipleField(_l("Add anyway"), validate_choice=False)
 

@@ -1,12 +1,9 @@
 """Promoting animals from staging to production: each staging animal reaches production at most once, ever.
 
-A promotion is an import whose rows come from staging's animals rather than a file: the same preview, start,
-progress and results, sent by the same runner through the one way an animal is added (catalog/adding.py). Each
-row claims its staging id in the ledger (`Promotion`) before it is sent, so no other promotion, session or
-instance sends it again; an unknown outcome stays claimed, and is never resent.
+A promotion is an import whose rows come from staging's animals rather than a file: the same preview, start, progress
+and results, sent by the same runner. Each row claims its staging id in the ledger (`Promotion`) before it is sent,
+so no other promotion, session or instance sends it again; an unknown outcome stays claimed, and is never resent.
 """
-
-from __future__ import annotations
 
 import hashlib
 from dataclasses import replace
@@ -69,8 +66,7 @@ def promote() -> ResponseReturnValue:
     form = PromoteFilterForm(formdata=request.args)
     if not form.validate():
         return _page(form, chosen, None, {}), 400
-    fetched = registry.client(SOURCE).list_pets(**form.query())
-    animals = browse.matching(fetched, form.q.data)
+    animals = browse.matching(registry.client(SOURCE).list_pets(**form.query()), form.q.data)
     promoted = _promoted([animal.id for animal in animals])
     if form.not_promoted.data:
         animals = [animal for animal in animals if animal.id not in promoted]
@@ -105,9 +101,8 @@ def _promoted(staging_ids: list[int]) -> dict[int, Promotion]:
 
 
 def _preview(ids: list[int], client: PetStoreClient, target: PetStoreClient) -> BulkImport:
-    """A promotion of these staging animals, as a preview: what production (`target`) will receive; the animals
-    promoted before and those staging no longer has are listed, left out, and those production already lists
-    left out unless chosen."""
+    """A promotion of these staging animals as a preview: the ones promoted before or gone from staging are left out,
+    and those production (`target`) already lists are left out unless chosen."""
     promoted = _promoted(ids)
     # Every chosen animal is looked up, the ones promoted before too: each row of the preview is named.
     animals = _staging_animals(ids, client)
@@ -134,8 +129,7 @@ def _preview(ids: list[int], client: PetStoreClient, target: PetStoreClient) -> 
 
 
 def _as_promoted(staging_id: int, entry: Promotion) -> Pet | None:
-    """The animal as its promotion sent it (the row of the import that promoted it), for one staging no longer
-    lists: None when that import is gone."""
+    """The animal as its promotion's import row sent it, for one staging no longer lists; None once that is gone."""
     row = db.session.get(ImportRow, (entry.import_id, entry.position))
     if row is None or row.category_id is None:
         return None

@@ -1,17 +1,11 @@
 """Why an import's row, or the import itself, stands where it does, in words.
 
-The database keeps a reason's code and the values its words need (`ImportRow.reason`, `BulkImport.reason`: see
-`RowReason` and `StopReason`), never the words: they are chosen here when a page shows them, in the visitor's
-language. A row the portal's own checks refused keeps no words at all: `files.refusals` works its reasons out again
-from what the row kept, with the check that refused it. results.csv, a file for scripts, has the words in English.
+The database keeps a reason's code and the values its words need (`RowReason`, `StopReason`), never the words: they
+are chosen here when a page shows them, in the visitor's language (results.csv's in English). A row the
+portal's own checks refused keeps no words at all: `files.refusals` works its reasons out again from what it kept.
 """
 
-from __future__ import annotations
-
-from collections.abc import Iterable
-
 from flask.sansio.app import App
-from flask_babel import force_locale
 from flask_babel import gettext as _
 
 from petportal.data.models import BulkImport, ImportRow, RowReason, StopReason, TicketState
@@ -29,7 +23,6 @@ from petportal.data.payloads import (
 from petportal.imports import files
 from petportal.petstore import StoreReason
 from petportal.petstore.words import store_words
-from petportal.web.downloads import FILE_LANGUAGE
 
 
 def row_reason(row: ImportRow) -> str | None:
@@ -105,12 +98,6 @@ def import_reason(batch: BulkImport) -> str | None:
         case RecordedStop(text=text):
             return text or None
     return None
-
-
-def for_the_file(rows: Iterable[ImportRow]) -> list[str | None]:
-    """Each row's reason as results.csv gives it: in English, whatever the language of the page that asked."""
-    with force_locale(FILE_LANGUAGE):
-        return [row_reason(row) for row in rows]
 
 
 def register(app: App) -> None:

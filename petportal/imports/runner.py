@@ -1,24 +1,19 @@
 """Sending an import's rows: at most one createPet per row, through crashes, restarts and second runners.
 
-Each row is a ticket of the one way an animal is added (catalog/adding.py). A runner holds the import by a
-lease it renews every second, and claims a row (issued -> sending) in one UPDATE that only succeeds while
-its lease holds and the import's owner still works on its environments; once an admin has limited the owner,
-no row is claimed and the import stops (limited).
-A runner that takes over an expired lease (its holder died) marks the rows left in `sending` unknown:
-their call may have reached the store, so they are never resent. The rows still `issued` are then sent.
+Each row is a ticket of the one way an animal is added (catalog/adding.py). A runner holds the import by a lease it
+renews every second, and claims each row once (claims.py); once an admin has limited the owner, the import stops.
+A runner that takes over an expired lease (its holder died) marks the rows left in `sending` unknown: their call may
+have reached the store, so they are never resent. The rows still `issued` are then sent.
 
-Each row's outcome settles it (created, refused, unknown, or not sent). An unknown outcome, a refused key
-or a store that cannot be reached pauses the import until staff resume it; a row not sent goes back to
-`issued`. An animal the add form kept for the store's return (a one-row import, `BulkImport.kept`) is never paused:
-it stays queued, and a runner tries again after KEPT_RETRY_SECONDS (KEPT_KEY_RETRY_SECONDS for a refused key).
-Each step commits once: taking the import over, claiming a row, settling it, finishing.
+Each row's outcome settles it (created, refused, unknown, or not sent). An unknown outcome, a refused key or a store
+that cannot be reached pauses the import until staff resume it; a row not sent goes back to `issued`. An animal the
+add form kept for the store's return (a one-row import, `BulkImport.kept`) is never paused: it stays queued, and a
+runner tries again after KEPT_RETRY_SECONDS (KEPT_KEY_RETRY_SECONDS for a refused key). Each step commits once:
+taking the import over, claiming a row, settling it, finishing.
 
-A process that stops (SIGTERM) hands its imports back (`hand_back`): its runners claim no more rows, settle
-the rows under way and give their lease up, so another process takes each import at once rather than after
-the lease runs out.
+A process that stops (SIGTERM) hands its imports back (`hand_back`): its runners claim no more rows, settle the rows
+under way and give their lease up, so another process takes each import at once rather than after the lease runs out.
 """
-
-from __future__ import annotations
 
 import logging
 import os
@@ -42,7 +37,6 @@ from petportal.data.models import (
     BulkImport,
     ImportRow,
     ImportState,
-    Json,
     Promotion,
     RowReason,
     StopReason,
@@ -86,9 +80,8 @@ _RUNNERS = _Runners()
 
 
 def stopping_now() -> None:
-    """Have every runner of this process stop claiming rows, settle those under way and give its import's lease
-    up, for this process stops; no runner of this process takes an import after it. Returns at once (a signal
-    handler may call it)."""
+    """This process stops: its runners claim no more rows, settle those under way, give their leases up and take no
+    import after. Returns at once (a signal handler may call it)."""
     _RUNNERS.stopping.set()
 
 
@@ -119,8 +112,7 @@ def run(import_id: str) -> None:
 
 
 def _take_over(import_id: str, runner: str, lease: float) -> bool:
-    """Hold the import if it waits to be sent and no live runner holds it (none took it yet, or its lease
-    ran out: its runner died or stalled); False otherwise. The engines' watchers try again later."""
+    """Hold the import if it waits to be sent and no live runner holds it (none took it yet, or its lease ran out)."""
     taken = change(
         import_id,
         BulkImport.state.in_(RUNNABLE) & (BulkImport.lease_until.is_(None) | (BulkImport.lease_until < now())),
@@ -162,8 +154,7 @@ def _send_rows(app: Flask, import_id: str, runner: str) -> None:
     in_flight: set[Future[adding.AddOutcome]] = set()
     pause: StopReason | None = None
     stop: StopReasonPayload | None = None
-    all_claimed = False
-    handing_back = False
+    all_claimed = handing_back = False
     renewed_at = time.monotonic()  # _take_over has just set the lease
     with ThreadPoolExecutor(concurrency, thread_name_prefix="import") as pool:
         while True:
@@ -202,16 +193,12 @@ def _send_rows(app: Flask, import_id: str, runner: str) -> None:
             for future in finished:
                 pause = pause or _pause_for(future.result())
     if handing_back and pause is None and stop is None and not all_claimed:
-        _give_up(batch, runner)
+        # Handed back, its rows under way settled: queued again, held by no one, for another runner now.
+        if change(batch.id, held_by(runner), state=ImportState.QUEUED, runner=None, lease_until=None):
+            log.info("bulk import %s: handed back as this process stops; another runner goes on with it", batch.id)
+        db.session.commit()  # the handing-back step
     else:
         _finish(batch, runner, pause, stop)
-
-
-def _give_up(batch: BulkImport, runner: str) -> None:
-    """Hand the import back, its rows under way settled: queued again, held by no one, for another runner now."""
-    if change(batch.id, held_by(runner), state=ImportState.QUEUED, runner=None, lease_until=None):
-        log.info("bulk import %s: handed back as this process stops; another runner goes on with it", batch.id)
-    db.session.commit()  # the handing-back step
 
 
 _PLACES_LOCK = threading.Lock()
@@ -226,26 +213,21 @@ def _places(app: Flask, environment: str) -> threading.BoundedSemaphore:
 def _finish(batch: BulkImport, runner: str, pause: StopReason | None, stop: StopReasonPayload | None) -> None:
     if (pause is not None or stop is not None) and not counts(batch.id)[TicketState.ISSUED]:
         pause = stop = None  # nothing is left to send: the import is done, its unknown rows listed
-    reason: Json | None = None
     state, again_at = ImportState.DONE, None
+    if pause is not None:  # a pause outweighs a stop
+        state, stop = ImportState.PAUSED, StopReasonPayload(code=pause)
+    elif stop is not None:
+        state = ImportState.STOPPED
     if pause is not None and batch.kept:
         # An animal kept for the store's return waits for it, queued: a runner tries again after a moment (a refused
         # key waits longer, for an operator to fix it). Nobody resumes it by hand: it is in no list of imports.
         wait = KEPT_RETRY_SECONDS if pause is StopReason.UNAVAILABLE else KEPT_KEY_RETRY_SECONDS
-        state, reason, again_at = (
-            ImportState.QUEUED,
-            encode(StopReasonPayload(code=pause)),
-            now() + timedelta(seconds=wait),
-        )
-    elif pause is not None:
-        state, reason = ImportState.PAUSED, encode(StopReasonPayload(code=pause))
-    elif stop is not None:
-        state, reason = ImportState.STOPPED, encode(stop)
+        state, again_at = ImportState.QUEUED, now() + timedelta(seconds=wait)
     ended = change(
         batch.id,
         held_by(runner),
         state=state,
-        reason=reason,
+        reason=stop and encode(stop),
         runner=None,
         lease_until=again_at,
         finished_at=now() if state == ImportState.DONE else None,
@@ -285,8 +267,7 @@ def _send_one(app: Flask, ticket: adding.RowTicket) -> adding.AddOutcome:
 
 
 def _pause_for(outcome: adding.AddOutcome) -> StopReason | None:
-    """Why a row's outcome stops the import (a key refused, a store not answering, an unknown outcome); None
-    when the import goes on."""
+    """Why a row's outcome pauses the import (a key refused, a store not answering, an unknown outcome), or None."""
     match outcome:
         case adding.NotSent(reason=Outcome.KEY_REJECTED):
             return StopReason.KEY_REJECTED

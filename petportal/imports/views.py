@@ -5,8 +5,8 @@ from collections.abc import Callable
 from flask import Blueprint, Response, abort, flash, make_response, redirect, render_template, request, url_for
 from flask.blueprints import BlueprintSetupState
 from flask.typing import ResponseReturnValue
+from flask_babel import force_locale, ngettext
 from flask_babel import gettext as _
-from flask_babel import ngettext
 from flask_login import current_user
 from werkzeug.datastructures import CombinedMultiDict
 
@@ -23,7 +23,7 @@ from petportal.imports.forms import StartForm, UploadForm
 from petportal.petstore import Unavailable
 from petportal.serving.choice import active_choice
 from petportal.serving.request import serving
-from petportal.web.downloads import Cell, csv_download
+from petportal.web.downloads import FILE_LANGUAGE, Cell, csv_download
 from petportal.web.error_pages import ErrorPage, render_error
 from petportal.web.forms import ECHO_CHARS, ButtonForm
 
@@ -115,17 +115,11 @@ def results(import_id: str) -> Response:
     # Read now: the body is written once the request's session is gone.
     found = batch.rows
     promotion = batch.source is not None
+    with force_locale(FILE_LANGUAGE):  # a file for scripts: in English, whatever the page's language
+        messages = [reasons.row_reason(row) for row in found]
     rows = [
-        (
-            row.source_id if promotion else row.line,
-            row.name,
-            _typed_category(row),
-            row.status,
-            row.state,
-            row.pet_id,
-            message,
-        )
-        for row, message in zip(found, reasons.for_the_file(found), strict=True)
+        (row.source_id if promotion else row.line, row.name, _category(row), row.status, row.state, row.pet_id, message)
+        for row, message in zip(found, messages, strict=True)
     ]
     return csv_download(f"import-{batch.id}-results.csv", PROMOTION_COLUMNS if promotion else RESULT_COLUMNS, rows)
 
@@ -133,8 +127,7 @@ def results(import_id: str) -> Response:
 @bp.post(f"/{IMPORT_ID}/start")
 @role_required(Role.STAFF)
 def start(import_id: str) -> ResponseReturnValue:
-    """Send the rows not yet sent: the first start (with the copies chosen to add anyway), or a resume after a
-    pause or a switch."""
+    """Send the rows not yet sent: the first start (with the copies chosen), or a resume after a pause or a switch."""
     form = StartForm()
     chosen = form.chosen() if form.validate_on_submit() else set()
     batch = _find(import_id)
@@ -212,8 +205,7 @@ def _send(
     sending: Callable[[BulkImport, int], str],
     nothing: str,
 ) -> ResponseReturnValue:
-    """Queue rows of the import with `queue` (batches.start or .retry_refused) and have them sent, if the
-    import is for the environment served, audited as `pressed` (the button: started or retried); flash
+    """Queue rows with `queue` (batches.start or .retry_refused) and have them sent, audited as `pressed`; flash
     `sending(batch, count)`, or `nothing` when none were queued."""
     batch = _find(import_id)
     if refused := _refuse_unbound(batch):
@@ -237,8 +229,7 @@ def _send(
 
 
 def _refuse_unbound(batch: BulkImport) -> ErrorPage | None:
-    """The answer when the button's form is not valid, or the import is for another environment than the one
-    now served (a switch since the preview): None when it may go on."""
+    """The answer when the button's form is not valid or the import is for another environment than the one served."""
     if not ButtonForm().validate_on_submit():
         abort(400)
     if batch.source is not None:
@@ -282,7 +273,6 @@ def _shown_name(filename: str | None) -> str:
     return name[:120] or "upload.csv"
 
 
-def _typed_category(row: ImportRow) -> Cell:
-    """The category as the file gave it: the number, when it was the id it was read as (so -3 stays a number
-    rather than a text a spreadsheet is kept from running); else the text, a label or what was refused."""
+def _category(row: ImportRow) -> Cell:
+    """The category as the file gave it: the id it was read as, as a number (so -3 is no formula), else the text."""
     return row.category_id if row.category_id is not None and row.category == str(row.category_id) else row.category
