@@ -137,11 +137,10 @@ class PetStoreClient:
         on_answer: Callable[[Operation, Outcome, Mapping[str, str]], None] = lambda *answer: None,
         trace: Callable[[Operation], AbstractContextManager[Mapping[str, str]]] | None = None,
     ) -> None:
-        """`deadline()` may give the `time.monotonic()` by which a call and its retries must end (else `timeout`
-        from the call's start); `gate` bounds how many calls may wait at once; `observe` is told of every call,
-        `on_answer` of every answer received; `trace(operation)` wraps every call in a span and gives the headers
-        that carry it to the store. The client only does HTTP: what answers mean for an environment's health is
-        for the caller to keep."""
+        """`deadline()` may give the `time.monotonic()` by which a call and its retries must end (else `timeout` from
+        its start); `gate` bounds the calls waiting at once; `observe` hears of every call, `on_answer` of every
+        answer; `trace(operation)` wraps a call in a span and gives the headers that carry it. The client only does
+        HTTP: what answers mean for an environment's health is the caller's to keep."""
         self.base_url = base_url.rstrip("/")
         self.timeout = float(timeout)
         self._extra_headers = extra_headers

@@ -97,10 +97,8 @@ class Environments:
         return self._health[name]
 
     def client(self, name: str, *, background: bool = False) -> PetStoreClient:
-        """The pooled client of environment `name`; its key goes to its own URL and nowhere else.
-
-        `background`: the client of work outside any page (bulk imports), with its own connections and
-        bulkhead, so the pages' places are never taken by it."""
+        """The pooled client of environment `name`; its key goes to its own URL and nowhere else. `background`: for
+        work outside any page (bulk imports), with connections and a bulkhead of its own, never the pages' places."""
         with self._lock:
             if (name, background) not in self._clients:
                 store = self._settings[Environment(name)]

@@ -143,9 +143,8 @@ def fresh_portal_database(instance_path: str) -> str:
 
 
 def _remove(folder: str, owner: int) -> None:
-    if os.getpid() != owner:
-        return  # a process forked from the demo's exiting: the database is still the demo's
-    shutil.rmtree(folder, ignore_errors=True)
+    if os.getpid() == owner:  # not a process forked from the demo's: the database is still the demo's
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 # Letters and digits only: a printed password that began with "-" was read as an option by shells and commands.
@@ -173,9 +172,8 @@ def create_accounts(stores: Mapping[str, Mapping[str, str]]) -> None:
 
 
 def _stop(processes: Iterable[subprocess.Popen[bytes]], owner: int) -> None:
-    if os.getpid() != owner:
-        return  # a forked process exiting; the stores belong to the process that started them
-    stop(processes, seconds=5)
+    if os.getpid() == owner:  # not a forked process: the stores belong to the process that started them
+        stop(processes, seconds=5)
 
 
 def _die_with_parent() -> None:

@@ -14,7 +14,6 @@ import sys
 import threading
 import time
 from collections.abc import Iterable
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from flask import Flask, Response, g, has_request_context, request
@@ -124,11 +123,8 @@ def uncaught_exceptions_logged() -> None:
             name = args.thread.name if args.thread is not None else "?"
             log.error("uncaught exception in thread %s", name, exc_info=args.exc_value)
 
-    def process_failed(kind: type[BaseException], value: BaseException, trace: TracebackType | None) -> None:
-        log.critical("uncaught exception", exc_info=value)
-
     threading.excepthook = thread_failed
-    sys.excepthook = process_failed
+    sys.excepthook = lambda kind, value, trace: log.critical("uncaught exception", exc_info=value)
 
 
 def server_logging(log_format: str) -> dict[str, Any]:
