@@ -54,8 +54,7 @@ def portal(create_app: Callable[..., Flask], host: str, port: int) -> Flask:
         _check_port(host, port)
         refuse_unusable_database(app)
         return app
-    started = os.environ.get(DEMO_STARTED_VARIABLE)
-    if started:
+    if started := os.environ.get(DEMO_STARTED_VARIABLE):
         return create_app(demo=json.loads(started))
     _check_port(host, port)
     instance_path = INSTANCE_PATH or "instance"  # always a checkout's: the demo's entry points live in one

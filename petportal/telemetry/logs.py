@@ -166,10 +166,9 @@ REQUEST_ID = "petportal.request_id"
 
 
 class AccessLog:
-    """WSGI layer in front of the portal (and its page cache): one line per request, once its answer is made
-    (a page made whole, as the page cache's are) or sent (one Flask streams), with the method, the path (never
-    the query, which may hold what a visitor typed), the status, the duration and the request id; and the trace
-    id when tracing."""
+    """WSGI layer in front of the portal (and its page cache): one line per request, once its answer is made (a page
+    made whole, as the page cache's are) or sent (one Flask streams), with the method, the path (never the query, which
+    may hold what a visitor typed), the status, the duration and the request id; and the trace id when tracing."""
 
     def __init__(self, wsgi_app: WSGIApplication) -> None:
         self.wsgi_app = wsgi_app
