@@ -14,6 +14,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Mapping
+from contextlib import suppress
 from pathlib import Path
 
 import click
@@ -127,9 +128,8 @@ def _seed(database: Path, env: Mapping[str, str], name: str) -> None:
         subprocess.run(
             command, env={**env, "PETSTORE_DATABASE_URL": f"sqlite:///{seeding}"}, check=True, stdout=subprocess.DEVNULL
         )
-        os.link(seeding, database)
-    except FileExistsError:
-        pass  # another demo seeded it first: its animals are the ones kept
+        with suppress(FileExistsError):  # another demo seeded it first: its animals are the ones kept
+            os.link(seeding, database)
     finally:
         seeding.unlink(missing_ok=True)
 
@@ -177,7 +177,5 @@ def _stop(processes: Iterable[subprocess.Popen[bytes]], owner: int) -> None:
 
 def _die_with_parent() -> None:
     """In a store process: get SIGTERM when the portal dies, even by SIGKILL (Linux)."""
-    try:
+    with suppress(OSError, AttributeError):  # not Linux: the atexit hook and the signal handlers still stop the stores
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-    except (OSError, AttributeError):
-        pass  # not Linux: the atexit hook and the signal handlers still stop the stores

@@ -133,22 +133,13 @@ def server_logging(log_format: str) -> dict[str, Any]:
     the server keeps its own format."""
     if log_format != "json":
         return {}
+    filters = {"context": RequestContextFilter, "not_the_portals": NotThePortals, "egress": egress.EgressFilter}
     return {
         "version": 1,
         "disable_existing_loggers": False,
-        "filters": {
-            "context": {"()": RequestContextFilter},
-            "not_the_portals": {"()": NotThePortals},
-            "egress": {"()": egress.EgressFilter},
-        },
+        "filters": {name: {"()": factory} for name, factory in filters.items()},
         "formatters": {"portal": {"()": formatter, "log_format": log_format}},
-        "handlers": {
-            "others": {
-                "class": "logging.StreamHandler",
-                "formatter": "portal",
-                "filters": ["context", "not_the_portals", "egress"],
-            },
-        },
+        "handlers": {"others": {"class": "logging.StreamHandler", "formatter": "portal", "filters": list(filters)}},
         "root": {"level": "INFO", "handlers": ["others"]},
         "loggers": {name: {"level": "INFO", "propagate": True} for name in SERVER_LOGGERS},
     }
