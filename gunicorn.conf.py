@@ -58,19 +58,21 @@ if "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
 
 # Imported only now: importing petportal imports prometheus_client, which must find the folder above.
 from petportal.config import SETTINGS  # noqa: E402
+from petportal.imports import engines  # noqa: E402
+from petportal.running import commands  # noqa: E402
 from petportal.running.processes import fewer_malloc_arenas  # noqa: E402
-from petportal.telemetry.logs import server_logging, uncaught_exceptions_logged  # noqa: E402
+from petportal.running.serve import remove_metrics_folder  # noqa: E402
+from petportal.telemetry import logs  # noqa: E402
+from petportal.web import front_door  # noqa: E402
 
-logconfig_dict = server_logging(os.environ.get("PETPORTAL_LOG_FORMAT", "").strip().lower() or "text")
-uncaught_exceptions_logged()  # so they pass the egress guard, as every log line does
+logconfig_dict = logs.server_logging(os.environ.get("PETPORTAL_LOG_FORMAT", "").strip().lower() or "text")
+logs.uncaught_exceptions_logged()  # so they pass the egress guard, as every log line does
 
 fewer_malloc_arenas()
 
 
 def on_starting(server):
     """Refuse to start, before listening, on a database the portal cannot use (as `flask serve` does)."""
-    from petportal.running import commands
-
     if not server.cfg.preload_app:
         return  # the workers load the app; the master has none to ask
     app = server.app.wsgi()
@@ -80,9 +82,6 @@ def on_starting(server):
 
 def post_worker_init(worker):
     """Each worker runs bulk imports and batches its access lines (as under `flask serve`)."""
-    from petportal.imports import engines
-    from petportal.telemetry import logs
-
     settings = getattr(worker.wsgi, "extensions", {}).get(SETTINGS)
     if settings is not None:  # the portal (this file also serves the reference store)
         engines.watch(worker.wsgi)
@@ -91,8 +90,6 @@ def post_worker_init(worker):
 
 def worker_exit(server, worker):
     """A stopping worker, its last request answered, hands back the bulk imports it sends (as under `flask serve`)."""
-    from petportal.imports import engines
-
     app = getattr(worker, "wsgi", None)  # none when the worker failed to boot
     if SETTINGS in getattr(app, "extensions", {}):  # the portal (this file also serves the reference store)
         engines.hand_back(app)
@@ -100,8 +97,6 @@ def worker_exit(server, worker):
 
 def pre_request(worker, req):
     """Close the connection after a body refused unread (413): gunicorn writes `Connection` itself."""
-    from petportal.web import front_door
-
     headers = dict(req.headers)
     limit = getattr(worker.wsgi, "config", {}).get("MAX_CONTENT_LENGTH")
     if limit and front_door.too_large(headers.get("CONTENT-TYPE", ""), headers.get("CONTENT-LENGTH", ""), limit):
@@ -109,6 +104,4 @@ def pre_request(worker, req):
 
 
 def on_exit(server):
-    from petportal.running.serve import remove_metrics_folder
-
     remove_metrics_folder()

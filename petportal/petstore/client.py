@@ -137,13 +137,10 @@ class PetStoreClient:
         on_answer: Callable[[Operation, Outcome, Mapping[str, str]], None] = lambda *answer: None,
         trace: Callable[[Operation], AbstractContextManager[Mapping[str, str]]] | None = None,
     ) -> None:
-        """`deadline()` may give the `time.monotonic()` by which a call and its retries must end (else
-        `timeout` from the call's start); `gate` is a `Bulkhead` bounding how many calls may wait at once;
-        `observe` is
-        told of every call: `observe(operation, outcome, seconds, retries)`; `on_answer` of every answer
-        received: `on_answer(operation, outcome, headers)`; `trace(operation)` wraps every call in a span and gives
-        the headers that carry it to the store. The client only does HTTP: what answers mean for
-        an environment's health is for the caller to keep."""
+        """`deadline()` may give the `time.monotonic()` by which a call and its retries must end (else `timeout` from
+        its start); `gate` bounds the calls waiting at once; `observe` hears of every call, `on_answer` of every
+        answer; `trace(operation)` wraps a call in a span and gives the headers that carry it. The client only does
+        HTTP: what answers mean for an environment's health is the caller's to keep."""
         self.base_url = base_url.rstrip("/")
         self.timeout = float(timeout)
         self._extra_headers = extra_headers
@@ -176,10 +173,8 @@ class PetStoreClient:
         """listPets: at most `limit` (LIMIT_MIN..LIMIT_MAX) animals, optionally only those with `status`."""
         _check_int(limit, "limit", LIMIT_MIN, LIMIT_MAX)
         _check_status(status)
-        params: dict[str, Any] = {"limit": limit}
-        if status is not None:
-            params["status"] = status
-        return self._call("GET", "/pets?" + urlencode(params), Operation.LIST_PETS, parse_pets, deadline)
+        query = urlencode({"limit": limit} if status is None else {"limit": limit, "status": status})
+        return self._call("GET", "/pets?" + query, Operation.LIST_PETS, parse_pets, deadline)
 
     def create_pet(self, name: str, category_id: int, status: str | None = None, deadline: float | None = None) -> Pet:
         """createPet: add one animal and return it with its new id. Sent at most once."""

@@ -63,19 +63,18 @@ class Environments:
     """One app's configured environments, and a pooled client and a health record for each."""
 
     def __init__(self, app: Flask) -> None:
-        self._settings = settings(app).stores
+        config = settings(app)
+        self._settings = config.stores
         # Seconds a page may wait on the pet store, all its calls together.
-        self.timeout: float = settings(app).upstream_timeout
-        self._pool_size: int = settings(app).upstream_pool_size
-        self._tracing = settings(app).logging.tracing
+        self.timeout: float = config.upstream_timeout
+        self._pool_size: int = config.upstream_pool_size
+        self._tracing = config.logging.tracing
         # The bulkheads: at most this many threads of this process wait on each environment at once. One
         # each, so an admin previewing a hanging staging store never leaves production's customers a 503.
-        self._gates: dict[str, Bulkhead] = {
-            name: Bulkhead(settings(app).upstream_concurrency) for name in self._settings
-        }
+        self._gates: dict[str, Bulkhead] = {name: Bulkhead(config.upstream_concurrency) for name in self._settings}
         # Bulk imports send through clients of their own, so a slow store slows an import, never the pages.
         self._background_gates: dict[str, Bulkhead] = {
-            name: Bulkhead(settings(app).import_concurrency) for name in self._settings
+            name: Bulkhead(config.import_concurrency) for name in self._settings
         }
         self._clients: dict[tuple[str, bool], PetStoreClient] = {}
         self._health: dict[str, Health] = {name: Health() for name in self._settings}
@@ -98,10 +97,8 @@ class Environments:
         return self._health[name]
 
     def client(self, name: str, *, background: bool = False) -> PetStoreClient:
-        """The pooled client of environment `name`; its key goes to its own URL and nowhere else.
-
-        `background`: the client of work outside any page (bulk imports), with its own connections and
-        bulkhead, so the pages' places are never taken by it."""
+        """The pooled client of environment `name`; its key goes to its own URL and nowhere else. `background`: for
+        work outside any page (bulk imports), with connections and a bulkhead of its own, never the pages' places."""
         with self._lock:
             if (name, background) not in self._clients:
                 store = self._settings[Environment(name)]

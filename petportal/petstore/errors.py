@@ -32,11 +32,9 @@ WITHHELD = "The pet store's message was withheld: it quoted a credential."
 
 
 def clean(text: str, secrets: Iterable[str] = ()) -> str:
-    """`text` with every secret and credential-shaped part replaced, control characters removed, cut short.
-
-    A text that quotes a secret (`secret_guard`: a run of it, in any form the guard reads) is withheld whole.
-    Safe to show to people and to write to a log line; never rely on it to keep the text's meaning.
-    """
+    """`text` with every secret and credential-shaped part replaced, control characters removed, cut short; a text
+    that quotes a secret (`secret_guard`: a run of it, in any form the guard reads) is withheld whole. Safe to show to
+    people and to write to a log line; never rely on it to keep the text's meaning."""
     if not text:
         return text
     if quotes_secret(text, secrets):
@@ -120,11 +118,9 @@ def classify(operation: Operation, status: int | None, *, usable: bool = True) -
 
 
 class PetStoreError(Exception):
-    """Base class: a pet store call did not give a usable answer, for a `reason`.
-
-    Carries what an operator needs (status, the API's code, method and URL), and `message`: the store's own words
-    or the client's detail, cleaned by `clean` with the calling client's secrets, so it never holds a key.
-    """
+    """Base class: a pet store call did not give a usable answer, for a `reason`. Carries what an operator needs
+    (status, the API's code, method and URL), and `message`: the store's own words or the client's detail, cleaned
+    by `clean` with the calling client's secrets, so it never holds a key."""
 
     outcome: ClassVar[Outcome]
 
@@ -162,8 +158,7 @@ class PetStoreError(Exception):
 
     @staticmethod
     def of(operation: Operation, reason: StoreReason, message: str = "", **details: Any) -> "PetStoreError":
-        """The typed error for a call to `operation` that ended for `reason` (with the answer's `status` if one
-        came), as `classify` reads it."""
+        """The typed error for a call to `operation` that ended for `reason` (and `status`), as `classify` reads it."""
         usable = reason not in (StoreReason.UNUSABLE, StoreReason.TOO_LARGE, StoreReason.UNDECODABLE)
         outcome = classify(operation, details.get("status"), usable=usable)
         return ERRORS[outcome](reason, message, **details)
@@ -172,8 +167,7 @@ class PetStoreError(Exception):
     def from_status(
         status: int, body: bytes, *, operation: Operation, method: str, url: str, secrets: Iterable[str] = ()
     ) -> "PetStoreError":
-        """The typed error for an answer that is no success, with the API's own code and message when it sent
-        an Error."""
+        """The typed error for an answer that is no success, with the API's code and message if it sent an Error."""
         code, reason, message = None, StoreReason.STATUS, ""
         with suppress(ValueError, RecursionError):
             record = json.loads(body)
@@ -221,9 +215,8 @@ class Busy(Unavailable):
 
 
 class OutcomeUnknown(PetStoreError):
-    """A change reached the store, or may have, and no answer the interface defines came back: a timeout or
-    reset after sending, a status it does not define (5xx, 429, ...) or an unreadable 201. It may or may not
-    have happened, so it is never sent again."""
+    """A change reached the store, or may have, and no answer the interface defines came back (a timeout or reset
+    after sending, a status it does not define, an unreadable 201): it may have happened, so it is never sent again."""
 
     outcome = Outcome.UNKNOWN
 

@@ -10,8 +10,17 @@ NAME_MAX_LENGTH = 200
 NAME_PATTERN = r"^[^\u0000]*[^\s\u0000][^\u0000]*$"
 SUNSET = "Thu, 05 Dec 2030 00:00:00 GMT"
 
-_PET = {"application/json": {"schema": {"$ref": "#/components/schemas/Pet"}}}
-_STATUS_REF = {"$ref": "#/components/schemas/PetStatus"}
+
+def _ref(schema: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{schema}"}
+
+
+def _json(schema: object) -> dict[str, dict[str, object]]:
+    return {"application/json": {"schema": schema}}
+
+
+_PET = _json(_ref("Pet"))
+_STATUS_REF = _ref("PetStatus")
 _DEPRECATION_HEADERS = {
     "Deprecation": {"description": "When getPet was deprecated (RFC 9745).", "schema": {"type": "string"}},
     "Sunset": {"description": "When getPet will be removed (RFC 8594).", "schema": {"type": "string"}},
@@ -19,8 +28,7 @@ _DEPRECATION_HEADERS = {
 
 
 def _error(description: str, headers: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    content = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
-    return {"description": description, "content": content} | ({"headers": headers} if headers else {})
+    return {"description": description, "content": _json(_ref("Error"))} | ({"headers": headers} if headers else {})
 
 
 SCHEMAS: dict[str, dict[str, Any]] = {
@@ -79,11 +87,7 @@ def describe(server_url: str) -> dict[str, Any]:
                     "responses": {
                         "200": {
                             "description": "The animals.",
-                            "content": {
-                                "application/json": {
-                                    "schema": {"type": "array", "items": {"$ref": "#/components/schemas/Pet"}}
-                                }
-                            },
+                            "content": _json({"type": "array", "items": _ref("Pet")}),
                         },
                         "400": _error("A query parameter is outside the interface."),
                         "401": _error("The API key is missing or invalid."),
@@ -93,10 +97,7 @@ def describe(server_url: str) -> dict[str, Any]:
                     "operationId": "createPet",
                     "summary": "Add an animal.",
                     "x-stability": "stable",
-                    "requestBody": {
-                        "required": True,
-                        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/NewPet"}}},
-                    },
+                    "requestBody": {"required": True, "content": _json(_ref("NewPet"))},
                     "responses": {
                         "201": {
                             "description": "The stored animal.",
@@ -119,11 +120,7 @@ def describe(server_url: str) -> dict[str, Any]:
                     "x-stability": "stable",
                     "parameters": [{"name": "petId", "in": "path", "required": True, "schema": INT64}],
                     "responses": {
-                        "200": {
-                            "description": "The animal.",
-                            "headers": _DEPRECATION_HEADERS,
-                            "content": _PET,
-                        },
+                        "200": {"description": "The animal.", "headers": _DEPRECATION_HEADERS, "content": _PET},
                         "400": _error("The id is not an int64.", _DEPRECATION_HEADERS),
                         "401": _error("The API key is missing or invalid.", _DEPRECATION_HEADERS),
                         "404": _error("No animal has this id.", _DEPRECATION_HEADERS),

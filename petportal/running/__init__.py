@@ -1,2 +1,1 @@
-"""Running the portal: the `serve` command and its processes, demo mode, the `flask` commands, and the endpoints
-for operators and load balancers."""
+"""Running the portal: `flask serve`, demo mode, the other `flask` commands, the operators' endpoints."""

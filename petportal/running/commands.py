@@ -109,12 +109,8 @@ def create_user(name: str, role: str, environments: str, password_stdin: bool) -
         user = accounts.create(name, Role(role), password, must_change_password=False, environments=works_on)
     except accounts.AccountError as error:
         raise click.ClickException(str(error)) from None
-    audit.record(
-        AuditAction.USER_CREATED,
-        actor=audit.COMMAND_LINE,
-        target=user.username,
-        detail=RoleDetails(code=AuditDetail.CREATED_FROM_COMMAND_LINE, role=Role(role)),
-    )
+    detail = RoleDetails(code=AuditDetail.CREATED_FROM_COMMAND_LINE, role=Role(role))
+    audit.record(AuditAction.USER_CREATED, actor=audit.COMMAND_LINE, target=user.username, detail=detail)
     db.session.commit()  # the command is the unit of work: the account and its audit entry together
     click.echo(f"Added {role} {user.username!r}, working on {' and '.join(sorted(works_on))}.")
 
@@ -131,10 +127,7 @@ def reset_mfa(name: str) -> None:
     except accounts.AccountError as error:
         raise click.ClickException(str(error)) from None
     audit.record(
-        AuditAction.MFA_RESET,
-        actor=audit.COMMAND_LINE,
-        target=user.username,
-        detail=AuditDetail.FROM_COMMAND_LINE,
+        AuditAction.MFA_RESET, actor=audit.COMMAND_LINE, target=user.username, detail=AuditDetail.FROM_COMMAND_LINE
     )
     db.session.commit()
     click.echo(f"Removed {user.username!r}'s second factor; they set up a new one at their next admin page.")

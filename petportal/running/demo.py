@@ -14,6 +14,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Mapping
+from contextlib import suppress
 from pathlib import Path
 
 import click
@@ -54,8 +55,7 @@ def portal(create_app: Callable[..., Flask], host: str, port: int) -> Flask:
         _check_port(host, port)
         refuse_unusable_database(app)
         return app
-    started = os.environ.get(DEMO_STARTED_VARIABLE)
-    if started:
+    if started := os.environ.get(DEMO_STARTED_VARIABLE):
         return create_app(demo=json.loads(started))
     _check_port(host, port)
     instance_path = INSTANCE_PATH or "instance"  # always a checkout's: the demo's entry points live in one
@@ -128,9 +128,8 @@ def _seed(database: Path, env: Mapping[str, str], name: str) -> None:
         subprocess.run(
             command, env={**env, "PETSTORE_DATABASE_URL": f"sqlite:///{seeding}"}, check=True, stdout=subprocess.DEVNULL
         )
-        os.link(seeding, database)
-    except FileExistsError:
-        pass  # another demo seeded it first: its animals are the ones kept
+        with suppress(FileExistsError):  # another demo seeded it first: its animals are the ones kept
+            os.link(seeding, database)
     finally:
         seeding.unlink(missing_ok=True)
 
@@ -143,9 +142,8 @@ def fresh_portal_database(instance_path: str) -> str:
 
 
 def _remove(folder: str, owner: int) -> None:
-    if os.getpid() != owner:
-        return  # a process forked from the demo's exiting: the database is still the demo's
-    shutil.rmtree(folder, ignore_errors=True)
+    if os.getpid() == owner:  # not a process forked from the demo's: the database is still the demo's
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 # Letters and digits only: a printed password that began with "-" was read as an option by shells and commands.
@@ -173,14 +171,11 @@ def create_accounts(stores: Mapping[str, Mapping[str, str]]) -> None:
 
 
 def _stop(processes: Iterable[subprocess.Popen[bytes]], owner: int) -> None:
-    if os.getpid() != owner:
-        return  # a forked process exiting; the stores belong to the process that started them
-    stop(processes, seconds=5)
+    if os.getpid() == owner:  # not a forked process: the stores belong to the process that started them
+        stop(processes, seconds=5)
 
 
 def _die_with_parent() -> None:
     """In a store process: get SIGTERM when the portal dies, even by SIGKILL (Linux)."""
-    try:
+    with suppress(OSError, AttributeError):  # not Linux: the atexit hook and the signal handlers still stop the stores
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-    except (OSError, AttributeError):
-        pass  # not Linux: the atexit hook and the signal handlers still stop the stores

@@ -5,6 +5,7 @@ import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterable
+from contextlib import suppress
 
 from petportal.config import ConfigurationError
 
@@ -36,16 +37,10 @@ def check_free(host: str, port: int, choose: Callable[[int], str]) -> None:
 def free_port_after(host: str, port: int) -> int:
     """A port a server could listen on at `host` when checked: the first free one of the NEARBY_PORTS after `port`
     (an operator's next guess), else one the system picks. A hint never names a port that was busy."""
-    for nearby in range(port + 1, min(port + NEARBY_PORTS, 65535) + 1):
-        try:
-            _bind(host, nearby)
-        except (OSError, UnicodeError):
-            continue
-        return nearby
-    try:
-        return _bind(host, 0)
-    except (OSError, UnicodeError):  # the host itself cannot be bound: loopback can
-        return free_port()
+    for nearby in [*range(port + 1, min(port + NEARBY_PORTS, 65535) + 1), 0]:  # 0: the system picks
+        with suppress(OSError, UnicodeError):
+            return _bind(host, nearby)
+    return free_port()  # the host itself cannot be bound: loopback can
 
 
 def _bind(host: str, port: int) -> int:

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import click
+from flask.cli import ScriptInfo
 
 from petportal.config import ConfigurationError, secret_variables, settings
 from petportal.extensions import db
@@ -56,8 +57,6 @@ class PortalCommand(click.Command):
 
     @property  # click sets `hidden` as an attribute; here it follows the app of this `flask --app ...`
     def hidden(self) -> bool:
-        from flask.cli import ScriptInfo
-
         context = click.get_current_context(silent=True)
         info = context.find_object(ScriptInfo) if context else None
         if info is None:
@@ -85,8 +84,6 @@ class PortalCommand(click.Command):
 @click.pass_context
 def serve_command(context: click.Context, bind: str, workers: int) -> None:
     """Serve the portal in production, with granian; SIGTERM lets requests under way finish."""
-    from flask.cli import ScriptInfo
-
     host, port = parse_bind(bind)  # a bad address is refused here, before anything starts
     check_free(host, port, lambda free: f"address with --bind, for example --bind {host}:{free} (free when checked)")
     info = context.ensure_object(ScriptInfo)
@@ -138,8 +135,6 @@ def remove_metrics_folder() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """What `flask serve` runs, in a fresh interpreter: build the app once, then serve it from forked workers."""
-    from flask.cli import ScriptInfo
-
     parser = argparse.ArgumentParser(prog="python -m petportal.running.serve", description=main.__doc__)
     parser.add_argument("--app", dest="app_import_path", default=None)
     parser.add_argument("--bind", default=DEFAULT_BIND)

@@ -1,2 +1,1 @@
-"""What the portal tells its operators about itself: log lines, metrics and traces, each passed through the one
-egress guard (egress.py) before it leaves the process."""
+"""What the portal tells its operators (log lines, metrics, traces), each passed through the egress guard first."""

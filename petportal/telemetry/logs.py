@@ -14,7 +14,6 @@ import sys
 import threading
 import time
 from collections.abc import Iterable
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from flask import Flask, Response, g, has_request_context, request
@@ -124,11 +123,8 @@ def uncaught_exceptions_logged() -> None:
             name = args.thread.name if args.thread is not None else "?"
             log.error("uncaught exception in thread %s", name, exc_info=args.exc_value)
 
-    def process_failed(kind: type[BaseException], value: BaseException, trace: TracebackType | None) -> None:
-        log.critical("uncaught exception", exc_info=value)
-
     threading.excepthook = thread_failed
-    sys.excepthook = process_failed
+    sys.excepthook = lambda kind, value, trace: log.critical("uncaught exception", exc_info=value)
 
 
 def server_logging(log_format: str) -> dict[str, Any]:
@@ -137,22 +133,13 @@ def server_logging(log_format: str) -> dict[str, Any]:
     the server keeps its own format."""
     if log_format != "json":
         return {}
+    filters = {"context": RequestContextFilter, "not_the_portals": NotThePortals, "egress": egress.EgressFilter}
     return {
         "version": 1,
         "disable_existing_loggers": False,
-        "filters": {
-            "context": {"()": RequestContextFilter},
-            "not_the_portals": {"()": NotThePortals},
-            "egress": {"()": egress.EgressFilter},
-        },
+        "filters": {name: {"()": factory} for name, factory in filters.items()},
         "formatters": {"portal": {"()": formatter, "log_format": log_format}},
-        "handlers": {
-            "others": {
-                "class": "logging.StreamHandler",
-                "formatter": "portal",
-                "filters": ["context", "not_the_portals", "egress"],
-            },
-        },
+        "handlers": {"others": {"class": "logging.StreamHandler", "formatter": "portal", "filters": list(filters)}},
         "root": {"level": "INFO", "handlers": ["others"]},
         "loggers": {name: {"level": "INFO", "propagate": True} for name in SERVER_LOGGERS},
     }
@@ -170,10 +157,9 @@ REQUEST_ID = "petportal.request_id"
 
 
 class AccessLog:
-    """WSGI layer in front of the portal (and its page cache): one line per request, once its answer is made
-    (a page made whole, as the page cache's are) or sent (one Flask streams), with the method, the path (never
-    the query, which may hold what a visitor typed), the status, the duration and the request id; and the trace
-    id when tracing."""
+    """WSGI layer in front of the portal (and its page cache): one line per request, once its answer is made (a page
+    made whole, as the page cache's are) or sent (one Flask streams), with the method, the path (never the query, which
+    may hold what a visitor typed), the status, the duration and the request id; and the trace id when tracing."""
 
     def __init__(self, wsgi_app: WSGIApplication) -> None:
         self.wsgi_app = wsgi_app

@@ -81,17 +81,11 @@ def metrics_page() -> tuple[bytes, dict[str, str]]:
             loopback = False
         if not loopback:
             abort(403)
-    return exposition()
-
-
-def exposition() -> tuple[bytes, dict[str, str]]:
-    folder = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
-    if folder:
+    registry = REGISTRY
+    if folder := os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         forget_dead_workers(folder)
         registry = CollectorRegistry()
         multiprocess.MultiProcessCollector(registry)
-    else:
-        registry = REGISTRY
     return generate_latest(registry), {"Content-Type": CONTENT_TYPE_LATEST}
 
 

@@ -45,7 +45,7 @@ def extracted() -> Catalog:
             str(folder), method_map, options, keywords=KEYWORDS, strip_comment_tags=True
         ):
             template.add(
-                message, None, [(str(folder.name + "/" + filename), lineno)], auto_comments=comments, context=context
+                message, None, [(f"{folder.name}/{filename}", lineno)], auto_comments=comments, context=context
             )
     return template
 
