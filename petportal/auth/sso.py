@@ -26,6 +26,7 @@ from petportal.auth.accounts import USERNAME_MAX_LENGTH
 from petportal.clock import now
 from petportal.config import EVERY_ENVIRONMENT, Environment, SingleSignOn, settings
 from petportal.data import audit
+from petportal.data.database import insert_into
 from petportal.data.models import AuditAction, AuditDetail, Role, UsedLogoutToken, User
 from petportal.data.payloads import Count, EnvironmentsChange, RoleDetails
 from petportal.extensions import db
@@ -297,12 +298,9 @@ def _logout_claims(client: OAuthClient, metadata: dict[str, object], logout_toke
 def _first_use(jti: str, issued: float) -> bool:
     """Whether a logout token's `jti` is new here: then kept (with the request's commit) until the token's `iat` is too
     old for it to be taken, so its replay to any process or instance is refused. Expired ones are deleted first."""
-    from sqlalchemy.dialects import postgresql, sqlite
-
     db.session.execute(delete(UsedLogoutToken).where(UsedLogoutToken.expires_at < now()))
-    insert = postgresql.insert if db.session.get_bind().dialect.name == "postgresql" else sqlite.insert
     kept_until = datetime.fromtimestamp(issued, UTC) + LOGOUT_TOKEN_AGE
-    new = insert(UsedLogoutToken).values(jti=jti, expires_at=kept_until).on_conflict_do_nothing()
+    new = insert_into(UsedLogoutToken).values(jti=jti, expires_at=kept_until).on_conflict_do_nothing()
     return db.session.execute(new.returning(UsedLogoutToken.jti)).first() is not None
 
 

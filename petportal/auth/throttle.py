@@ -31,6 +31,7 @@ from sqlalchemy import case, delete, select, update
 from petportal.auth.sessions import LOGINS_UNAVAILABLE
 from petportal.clock import now
 from petportal.config import settings
+from petportal.data.database import insert_into
 from petportal.data.models import LoginCounter
 from petportal.extensions import db
 
@@ -138,10 +139,7 @@ def _count_in_database(counters: Sequence[Counted]) -> Limit | None:
 def _hit(counter: Counted, at: datetime) -> int:
     """Add one attempt to `counter`'s row (a new window when it has none, or its window has ended); the hits
     of its window, this one included."""
-    from sqlalchemy.dialects import postgresql, sqlite
-
-    insert = postgresql.insert if db.session.get_bind().dialect.name == "postgresql" else sqlite.insert
-    new = insert(LoginCounter).values(key=counter.key, hits=1, expires_at=at + counter.window)
+    new = insert_into(LoginCounter).values(key=counter.key, hits=1, expires_at=at + counter.window)
     ended = LoginCounter.expires_at <= at
     statement = new.on_conflict_do_update(
         index_elements=[LoginCounter.key],

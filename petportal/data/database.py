@@ -1,13 +1,18 @@
 """The state of the portal's database as its pages, probes and commands report it."""
 
+import importlib
 import re
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TYPE_CHECKING, cast
 
 from sqlalchemy.exc import SQLAlchemyError
 
 from petportal.data.models import User
 from petportal.extensions import db
+
+if TYPE_CHECKING:
+    from sqlalchemy.dialects import postgresql, sqlite
 
 # What to run when the portal's tables are not there: said by the commands, the error pages' log line and /readyz.
 INIT_DB_HINT = "run `flask --app app init-db` first"
@@ -26,6 +31,13 @@ def cause(error: BaseException) -> str:
     )
     named = type(inner).__name__
     return f"{named}: {message[:CAUSE_MAX]}" if message else named
+
+
+def insert_into(model: type[object]) -> "postgresql.Insert | sqlite.Insert":
+    """An INSERT into `model` in the dialect of the session's database, for an upsert: PostgreSQL and SQLite say
+    ON CONFLICT alike. Only that dialect is imported (PostgreSQL's costs a SQLite portal's workers 2 MB)."""
+    dialect = importlib.import_module(f"sqlalchemy.dialects.{db.session.get_bind().dialect.name}")
+    return cast("postgresql.Insert | sqlite.Insert", dialect.insert(model))
 
 
 def tables_missing(error: SQLAlchemyError) -> bool:

@@ -12,7 +12,6 @@ refused or reset connection, a 5xx, a 429). `/readyz` asks the store itself and 
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 import logging
 import threading
@@ -28,6 +27,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from petportal.clock import now
 from petportal.config import settings
+from petportal.data.database import insert_into
 from petportal.data.models import JsonValue, LastGoodAnswer
 from petportal.extensions import db
 from petportal.petstore import Operation, Pet, Unavailable
@@ -207,9 +207,7 @@ class Keeper:
 
     def _keep_in_database(self, key: str, environment: str, records: JsonValue, at: datetime, limit: float) -> None:
         """An upsert, committed with the request that read the answer (a page's request commits at its end)."""
-        # Only the dialect in use is imported: PostgreSQL's costs a SQLite portal's workers 2 MB.
-        insert = importlib.import_module(f"sqlalchemy.dialects.{db.session.get_bind().dialect.name}").insert
-        new = insert(LastGoodAnswer).values(key=key, environment=environment, answered_at=at, records=records)
+        new = insert_into(LastGoodAnswer).values(key=key, environment=environment, answered_at=at, records=records)
         db.session.execute(
             new.on_conflict_do_update(
                 index_elements=[LastGoodAnswer.key],
