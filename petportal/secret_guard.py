@@ -18,9 +18,11 @@ import math
 import re
 import string
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from typing import Protocol, cast
 from urllib.parse import unquote
 
+import ahocorasick
 from confusable_homoglyphs.utils import load as load_confusables
 
 # A character that reads as more than one letter or digit reads as itself: nobody writes a key in ligatures ("㎯" is
@@ -82,13 +84,14 @@ class SecretGuard:
     shorter than its run. Case counts: folding it would cost each letter of a key a bit of what a run takes to guess."""
 
     def __init__(self, secrets: Iterable[str]) -> None:
-        self._pieces = _pieces(tuple(secret for secret in secrets if secret))
+        self._pieces = _automaton(tuple(secret for secret in secrets if secret))
 
     def __call__(self, text: str) -> bool:
-        if not self._pieces or not text:
+        if self._pieces is None or not text:
             return False
-        # Each piece is looked for by str's own search: linear in the text, whatever its characters.
-        return any(piece in reading for reading in _readings(text) for piece in self._pieces)
+        # Every piece looked for at once (Aho-Corasick): linear in the text, whatever its characters and however many
+        # pieces there are (docs/performance.md, "the key guard's one search").
+        return any(next(self._pieces.iter(reading), None) is not None for reading in _readings(text))
 
 
 def quotes_secret(text: str, secrets: Iterable[str]) -> bool:
@@ -227,7 +230,23 @@ def _lookalikes() -> dict[str, str]:
     return found
 
 
+class _Automaton(Protocol):
+    def iter(self, text: str) -> Iterator[tuple[int, str]]: ...
+
+
 @functools.lru_cache(maxsize=32)
+def _automaton(secrets: tuple[str, ...]) -> _Automaton | None:
+    """An automaton finding any of `secrets`' pieces in a text, or None when there are none."""
+    pieces = _pieces(secrets)
+    if not pieces:
+        return None
+    automaton = ahocorasick.Automaton()
+    for piece in pieces:
+        automaton.add_word(piece, piece)
+    automaton.make_automaton()
+    return cast(_Automaton, automaton)
+
+
 def _pieces(secrets: tuple[str, ...]) -> frozenset[str]:
     """The readings to look for: each secret's runs of `run(secret)` letters and digits, as they are and reversed,
     and the stretches of the secret that hold them written in hex of either case and in base64."""
