@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -21,6 +22,7 @@ LONGEST_FOLDING = 3
 # The characters `folded` looks up: the BMP and the Supplementary Multilingual Plane (any other stays as it is).
 _FOLDED_PLANES = 0x20000
 _BEYOND_TABLE = chr(_FOLDED_PLANES)
+_MAKING = threading.Lock()
 _IN_TABLE = re.compile("[\x00-\U0001ffff]+")
 
 
@@ -71,10 +73,16 @@ def folded(text: str) -> str:
     return _IN_TABLE.sub(lambda part: part[0].translate(_foldings()), text)
 
 
-@functools.cache
 def _foldings() -> tuple[str | int, ...]:
     """Each character's folding, by code point (a tuple translates faster than a dict), made at the first use; a
-    character that folds to itself is kept as its code point (docs/performance.md, "Tables made once")."""
+    character that folds to itself is kept as its code point (docs/performance.md, "Tables made once"). Threads that
+    ask at once wait for one table, instead of each making its own, all held at once at a worker's peak."""
+    with _MAKING:
+        return _made_foldings()
+
+
+@functools.cache
+def _made_foldings() -> tuple[str | int, ...]:
     foldings: list[str | int] = []
     for char in map(chr, range(_FOLDED_PLANES)):
         if unicodedata.is_normalized("NFKD", char):  # most characters (docs/performance.md, "Tables made once")
