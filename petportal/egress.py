@@ -1,8 +1,8 @@
 """The one egress guard for what leaves the process beside its pages: every log line and every span.
 
 Libraries write secrets too (urllib3 logs an unparsable header line whole; spans record chained tracebacks), so every
-log record is checked as it is made and every span before export, with the pet store client's `SecretGuard` (handed
-over by `pipeline.build`). What quotes a secret is replaced whole, never partly redacted."""
+log record is checked as it is made and every span before export, with a `SecretGuard` of every secret the settings
+hold (handed over by `pipeline.build`). What quotes a secret is replaced whole, never partly redacted."""
 
 import logging
 from collections.abc import Callable

@@ -37,7 +37,7 @@ def build(app: Flask) -> None:
     init_extensions(app)  # database, CSRF (a before_request hook), logins
     sso.register(app)
     session_store.register(app)  # server-side sessions
-    sessions.register(app)  # login sessions checked on each request
+    sessions.register(app)  # the remember cookie written or deleted after each request that changed it
     throttle.register(app)
     Bootstrap5(app)
     page_cache.register(app)  # WSGI layer 1 (innermost): shared anonymous pages; its hook marks what may be kept
