@@ -797,3 +797,48 @@ def test_a_character_kept_as_its_code_point_reads_as_itself():
         every = "".join(map(chr, range(0x20000)))
         assert every.translate(table) == every.translate(as_strings)
         assert [chr(code).translate(table) for code in range(0x20000)] == list(as_strings)
+
+
+@pytest.fixture(scope="module")
+def disguised_store(tmp_path_factory):
+    """A reference store holding an available animal named in each disguise of its key the store accepts."""
+    key = HOSTILE_KEYS[1]
+    store = make_store(tmp_path_factory.mktemp("store") / "store.sqlite", [key])
+    with serve(store) as origin:
+        url = origin + "/v1"
+        names = {}
+        for disguise in disguises(key):
+            name = f"Rex {disguise}"
+            try:
+                answer = requests.post(
+                    f"{url}/pets",
+                    json={"name": name, "categoryId": 1, "status": "available"},
+                    headers={"Authorization": f"Bearer {key}"},
+                )
+            except UnicodeEncodeError:  # (a lone surrogate is no JSON)
+                continue
+            if answer.status_code == 201:
+                names[answer.json()["id"]] = name
+        yield url, key, names
+    dispose_store(store)
+
+
+def test_no_page_or_download_shows_a_name_quoting_the_key_in_any_disguise(make_portal, disguised_store, caplog):
+    url, key, names = disguised_store
+    assert len(names) > 20, "most disguises are names the store takes"
+    guard = SecretGuard([key])
+    environments = {"production": {"url": url, "key": key}, "staging": {"url": url, "key": STAGING_KEY}}
+    visitor = make_portal.over(url, url, PETSTORE_ENVIRONMENTS=environments).test_client()
+    listed = visitor.get("/animals?status=available&limit=100")
+    download = visitor.get("/animals.csv?status=available&limit=100")
+    assert listed.status_code == 200 and download.status_code == 200
+    pages = [listed.text, download.get_data(as_text=True)]
+    for pet_id, name in names.items():
+        page = visitor.get(f"/animals/{pet_id}")
+        assert page.status_code == 200
+        assert (WITHHELD_ON_PAGE in page.text) is guard(name), name
+        pages.append(page.text)
+    logged = "\n".join(record.getMessage() for record in caplog.records)
+    for text in [*pages, logged]:
+        assert key not in text
+        assert not any(name in text or html.escape(name) in text for name in names.values() if guard(name))
