@@ -6,6 +6,7 @@ text is withheld whole: a record in a list on its own row, with a note, while th
 
 import base64
 import csv
+import functools
 import html
 import io
 import json
@@ -19,6 +20,8 @@ import requests
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from petportal import secret_guard
+from petportal.catalog import browse
 from petportal.petstore import PetStoreError, StoreReason, Unauthorized
 from petportal.petstore.errors import MESSAGE_CHARS, WITHHELD, clean, quotes_secret
 from petportal.petstore.records import WITHHELD_NAME
@@ -667,3 +670,175 @@ def test_a_last_good_answer_standing_in_is_guarded_as_a_fresh_answer(make_portal
         assert shown.status_code == 200 and "Honest Rex" in shown.text
         assert "The pet store is not answering. This is its answer as of" in shown.text
     dispose_store(store)
+
+
+# --- The one search finds what a search a piece finds (petportal/secret_guard.py, `_automaton`) --------------------
+# The guard looks for every piece of every secret at once, with an Aho-Corasick automaton; these texts, hostile and
+# random, get the answer a plain `piece in reading` for each piece gives over the same readings.
+@functools.cache
+def pieces_of(secrets):
+    return secret_guard._pieces(secrets)
+
+
+def searched_a_piece_at_a_time(text, secrets):
+    pieces = pieces_of(tuple(secret for secret in secrets if secret))
+    return any(piece in reading for reading in secret_guard._readings(text) for piece in pieces)
+
+
+HOSTILE_KEYS = [
+    "ikw6DvIWgPKVZCwc-GcvkrVgQtz9Ptsj",
+    "sk_live_WKEGObRoPsh1z7FMCZy8mBvV",
+    "4c5916e4652640aa10548e78b3594c59",
+    "\u043a\u043b\u044e\u0447_\u0416\u0451\u043b\u0442\u044b\u0439\u041a\u043e\u0442Gh42xYz",
+    "Zo\u00eb-Stra\u00dfe-\ufb01x-\u01c9-\u217b-\u2460-\U0001d400\U0001d401-8RmXGn8k3G21",
+    "\U0001f600ovFExDchKxZYoqto\U00020001",
+    "hunter",  # a database's 6-character password, all of it a run
+    "a",
+    "---",
+]
+
+
+def disguises(key):
+    """Texts quoting `key` or parts of it in each way the guard reads, and ways it does not."""
+    raw = key.encode()
+    half = len(key) // 2
+    return [
+        key,
+        key[::-1],
+        raw.hex(),
+        raw.hex().upper(),
+        *(base64.b64encode(b"~" * n + raw).decode() for n in range(3)),
+        *(base64.b64encode(raw[n:]).decode() for n in range(3)),
+        key.translate(CYRILLIC),
+        "\u200b".join(key),
+        "".join(chr(0xE0000 + ord(char)) if ord(char) < 0x80 else char for char in key),
+        "".join(f"\\u{ord(char):04x}" if ord(char) < 0x10000 else char for char in key),
+        "".join(f"%{byte:02X}" for byte in raw),
+        "".join(f"&#{ord(char)};" for char in key),
+        "".join(f"&amp;#{ord(char)};" for char in key),
+        json.dumps(key, ensure_ascii=True),
+        "".join(f"\\x{byte:02x}" for byte in raw),
+        "".join(f"\\{byte:03o}" for byte in raw),
+        "".join(chr(ord(char) + 0xFEE0) if char.isascii() and char.isalnum() else char for char in key),
+        "".join(dressed(char, 0x1F1E6) for char in key),
+        key[:half] + "<b>" + key[half:],
+        key[:half] + "\\ud83d\\ude00" + key[half:],
+        key[:half] + "\\ud83d" + key[half:],
+        key[:half] + "\ud800" + key[half:],
+        key[:half] + "\U00020000\U0010ffff" + key[half:],
+        key[:half] + "\u2800\u3164\U000e0100" + key[half:],
+        "ﷺ" * 3 + key[: half + 1],
+        key[1:],
+        key[:-1],
+    ]
+
+
+FRAGMENTS = st.one_of(
+    st.text(max_size=20),
+    st.text(alphabet=st.characters(min_codepoint=0x10000), max_size=8),
+    st.sampled_from(["\u200b", "\u200d", "\ufeff", "\U000e0041", "\\u", "%", "%2", "&#", "&#x", "\\", "\ud83d"]),
+    st.sampled_from(["ﷺ", "㎯", "⅒", "ǉ", "ß", "İ", "Ⅻ", "①", "ﬃ", "\U0001d400", "\U0001f1e6", "\U00020001"]),
+)
+
+
+@st.composite
+def hostile_texts(draw, key):
+    """A text of pieces of `key` in disguise, random fragments, and cuts of either."""
+    parts = []
+    for _ in range(draw(st.integers(0, 6))):
+        if draw(st.booleans()):
+            disguise = draw(st.sampled_from(disguises(key)))
+            start = draw(st.integers(0, len(disguise)))
+            parts.append(disguise[start : start + draw(st.integers(0, len(disguise)))])
+        else:
+            parts.append(draw(FRAGMENTS))
+    return draw(st.sampled_from(["", " ", "\n", "\u200b"])).join(parts)
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data(), keys=st.lists(st.sampled_from(HOSTILE_KEYS) | st.text(max_size=30), min_size=0, max_size=5))
+def test_the_one_search_answers_as_a_search_a_piece_does(data, keys):
+    text = data.draw(hostile_texts(keys[0] if keys else HOSTILE_KEYS[0]))
+    assert SecretGuard(keys)(text) == searched_a_piece_at_a_time(text, keys), (text, keys)
+
+
+@pytest.mark.parametrize("key", HOSTILE_KEYS, ids=range(len(HOSTILE_KEYS)))
+def test_the_one_search_answers_as_a_search_a_piece_does_for_each_disguise(key):
+    others = [*HOSTILE_KEYS[:3], "hunter", "", key]
+    for keys in ([key], others):
+        guard = SecretGuard(keys)
+        for disguise in disguises(key):
+            for text in (disguise, f"Rex {disguise} the dog", disguise[: len(disguise) // 2], "~" * 500 + disguise):
+                assert guard(text) == searched_a_piece_at_a_time(text, keys), (text, keys)
+
+
+def test_the_one_search_answers_as_a_search_a_piece_does_in_a_long_text():
+    key = secrets.token_urlsafe(24)
+    keys = [key, "hunter", secrets.token_hex(16)]
+    guard = SecretGuard(keys)
+    heads = "".join(key[:n] for n in range(1, 12)) * 900  # about 60,000 characters of near misses
+    for text in (heads, heads + key[:12], "ﷺ" * 100_000, "\u200b".join(heads[:50_000]), heads + "hunter"):
+        assert guard(text) == searched_a_piece_at_a_time(text, keys)
+
+
+def test_no_secrets_and_empty_secrets_quote_nothing():
+    for keys in ([], [""], ["", ""]):
+        assert not SecretGuard(keys)("anything at all")
+        assert not searched_a_piece_at_a_time("anything at all", keys)
+
+
+def test_a_character_kept_as_its_code_point_reads_as_itself():
+    """The tables keep a character that reads (or folds) as itself as its code point: `str.translate` reads it as
+    the one-character string it once held, for every character the tables hold."""
+    for table in (secret_guard._table(), browse._foldings()):
+        assert len(table) == 0x20000
+        as_strings = tuple(chr(entry) if isinstance(entry, int) else entry for entry in table)
+        assert all(entry == code for code, entry in enumerate(table) if isinstance(entry, int))
+        every = "".join(map(chr, range(0x20000)))
+        assert every.translate(table) == every.translate(as_strings)
+        assert [chr(code).translate(table) for code in range(0x20000)] == list(as_strings)
+
+
+@pytest.fixture(scope="module")
+def disguised_store(tmp_path_factory):
+    """A reference store holding an available animal named in each disguise of its key the store accepts."""
+    key = HOSTILE_KEYS[1]
+    store = make_store(tmp_path_factory.mktemp("store") / "store.sqlite", [key])
+    with serve(store) as origin:
+        url = origin + "/v1"
+        names = {}
+        for disguise in disguises(key):
+            name = f"Rex {disguise}"
+            try:
+                answer = requests.post(
+                    f"{url}/pets",
+                    json={"name": name, "categoryId": 1, "status": "available"},
+                    headers={"Authorization": f"Bearer {key}"},
+                )
+            except UnicodeEncodeError:  # (a lone surrogate is no JSON)
+                continue
+            if answer.status_code == 201:
+                names[answer.json()["id"]] = name
+        yield url, key, names
+    dispose_store(store)
+
+
+def test_no_page_or_download_shows_a_name_quoting_the_key_in_any_disguise(make_portal, disguised_store, caplog):
+    url, key, names = disguised_store
+    assert len(names) > 20, "most disguises are names the store takes"
+    guard = SecretGuard([key])
+    environments = {"production": {"url": url, "key": key}, "staging": {"url": url, "key": STAGING_KEY}}
+    visitor = make_portal.over(url, url, PETSTORE_ENVIRONMENTS=environments).test_client()
+    listed = visitor.get("/animals?status=available&limit=100")
+    download = visitor.get("/animals.csv?status=available&limit=100")
+    assert listed.status_code == 200 and download.status_code == 200
+    pages = [listed.text, download.get_data(as_text=True)]
+    for pet_id, name in names.items():
+        page = visitor.get(f"/animals/{pet_id}")
+        assert page.status_code == 200
+        assert (WITHHELD_ON_PAGE in page.text) is guard(name), name
+        pages.append(page.text)
+    logged = "\n".join(record.getMessage() for record in caplog.records)
+    for text in [*pages, logged]:
+        assert key not in text
+        assert not any(name in text or html.escape(name) in text for name in names.values() if guard(name))
