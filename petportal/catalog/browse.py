@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import re
 import threading
 import unicodedata
@@ -23,6 +22,7 @@ LONGEST_FOLDING = 3
 _FOLDED_PLANES = 0x20000
 _BEYOND_TABLE = chr(_FOLDED_PLANES)
 _MAKING = threading.Lock()
+_FOLDINGS: list[tuple[str | int, ...]] = []  # the table, once made
 _IN_TABLE = re.compile("[\x00-\U0001ffff]+")
 
 
@@ -77,11 +77,13 @@ def _foldings() -> tuple[str | int, ...]:
     """Each character's folding, by code point (a tuple translates faster than a dict), made at the first use; a
     character that folds to itself is kept as its code point (docs/performance.md, "Tables made once"). Threads that
     ask at once wait for one table, instead of each making its own, all held at once at a worker's peak."""
-    with _MAKING:
-        return _made_foldings()
+    if not _FOLDINGS:
+        with _MAKING:
+            if not _FOLDINGS:
+                _FOLDINGS.append(_made_foldings())
+    return _FOLDINGS[0]
 
 
-@functools.cache
 def _made_foldings() -> tuple[str | int, ...]:
     foldings: list[str | int] = []
     for char in map(chr, range(_FOLDED_PLANES)):
