@@ -788,15 +788,32 @@ def test_no_secrets_and_empty_secrets_quote_nothing():
 
 
 def test_a_character_kept_as_its_code_point_reads_as_itself():
-    """The tables keep a character that reads (or folds) as itself as its code point: `str.translate` reads it as
-    the one-character string it once held, for every character the tables hold."""
-    for table in (secret_guard._table(), browse._foldings()):
-        assert len(table) == 0x20000
-        as_strings = tuple(chr(entry) if isinstance(entry, int) else entry for entry in table)
-        assert all(entry == code for code, entry in enumerate(table) if isinstance(entry, int))
-        every = "".join(map(chr, range(0x20000)))
-        assert every.translate(table) == every.translate(as_strings)
-        assert [chr(code).translate(table) for code in range(0x20000)] == list(as_strings)
+    """The guard's table and search's foldings keep a character that reads (or folds) as itself as its code point:
+    `str.translate` reads it as the one-character string it once held, for every character they hold."""
+    table = secret_guard._table()
+    assert len(table) == 0x20000
+    as_strings = tuple(chr(entry) if isinstance(entry, int) else entry for entry in table)
+    assert all(entry == code for code, entry in enumerate(table) if isinstance(entry, int))
+    every = "".join(map(chr, range(0x20000)))
+    assert every.translate(table) == every.translate(as_strings)
+    assert [chr(code).translate(table) for code in range(0x20000)] == list(as_strings)
+    folded_one_by_one = [browse.folded(chr(code)) for code in range(0x80, 0x20000)]
+    assert browse.folded(every[0x80:]) == "".join(folded_one_by_one)
+    assert all(entry == code for code, entry in browse._FOLDINGS.items() if isinstance(entry, int))
+    assert [chr(code) if isinstance(entry, int) else entry for code, entry in browse._FOLDINGS.items()] == [
+        browse.folded(chr(code)) for code in browse._FOLDINGS
+    ]
+
+
+def test_search_keeps_a_folding_only_for_the_characters_of_two_planes_whatever_names_bring():
+    """A worker keeps the folding of each character a name has brought, up to the 131,072 of the BMP and the
+    Supplementary Multilingual Plane; a character beyond them is folded as the browser folds it, each time, and not
+    kept: names of every character cannot grow a worker's memory past that."""
+    beyond = "".join(map(chr, range(0x20000, 0x110000, 7)))
+    kept = len(browse._FOLDINGS)
+    assert browse.folded("\U0002f800\U0002f801") == "\u4e3d\u4e38"  # CJK compatibility ideographs, as NFKD has them
+    browse.folded(beyond)
+    assert len(browse._FOLDINGS) == kept <= 0x20000
 
 
 @pytest.fixture(scope="module")

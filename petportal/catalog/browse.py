@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-import threading
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -18,12 +16,9 @@ SORT_ORDERS = (*SORTS, *(REVERSED + key for key in SORTS))
 # A character that folds to more than this many keeps its own form: a ligature of a phrase (U+FDFA is 18 letters under
 # NFKD) is no spelling variant, and unfolded it costs a page no more than a letter does (bench/guard.py).
 LONGEST_FOLDING = 3
-# The characters `folded` looks up: the BMP and the Supplementary Multilingual Plane (any other stays as it is).
+# The characters whose folding is kept once made: the BMP and the Supplementary Multilingual Plane. Any other is folded
+# each time it comes: the foldings hold at most this many entries, whatever characters the names bring.
 _FOLDED_PLANES = 0x20000
-_BEYOND_TABLE = chr(_FOLDED_PLANES)
-_MAKING = threading.Lock()
-_FOLDINGS: list[tuple[str | int, ...]] = []  # the table, once made
-_IN_TABLE = re.compile("[\x00-\U0001ffff]+")
 
 
 class NamesQuoteSecret(Exception):
@@ -65,35 +60,25 @@ def sorted_by(animals: Iterable[Pet], order: str, labels: Mapping[int, str]) -> 
 def folded(text: str) -> str:
     """`text` as search compares it, character by character: NFKD, combining marks dropped ("Zoë" is "zoe"), then
     case folding ("Straße" is "strasse"), each to at most LONGEST_FOLDING. static/js/search.js folds the same way."""
-    if text.isascii():
-        return text.lower()
-    if max(text) < _BEYOND_TABLE:
-        return text.translate(_foldings())
-    # Each run of characters the table holds translated on its own: one beyond it would raise, each time.
-    return _IN_TABLE.sub(lambda part: part[0].translate(_foldings()), text)
+    return text.lower() if text.isascii() else text.translate(_FOLDINGS)
 
 
-def _foldings() -> tuple[str | int, ...]:
-    """Each character's folding, by code point (a tuple translates faster than a dict), made at the first use; a
-    character that folds to itself is kept as its code point (docs/performance.md, "Tables made once"). Threads that
-    ask at once wait for one table, instead of each making its own, all held at once at a worker's peak."""
-    if not _FOLDINGS:
-        with _MAKING:
-            if not _FOLDINGS:
-                _FOLDINGS.append(_made_foldings())
-    return _FOLDINGS[0]
+class _Foldings(dict[int, str | int]):
+    """Each character's folding, by code point, made the first time a name holds the character and kept (a character
+    that folds to itself as its code point): a worker keeps only the characters its names use, not a table of all
+    of them (docs/performance.md, "Tables made once"). Threads that fold a new character at once make the same."""
+
+    def __missing__(self, code: int) -> str | int:
+        char = chr(code)
+        decomposed = unicodedata.normalize("NFKD", char)
+        folding = "".join(part for part in decomposed if not unicodedata.combining(part)).casefold()
+        reading = folding if len(folding) <= LONGEST_FOLDING and folding != char else code
+        if code < _FOLDED_PLANES:
+            self[code] = reading
+        return reading
 
 
-def _made_foldings() -> tuple[str | int, ...]:
-    foldings: list[str | int] = []
-    for char in map(chr, range(_FOLDED_PLANES)):
-        if unicodedata.is_normalized("NFKD", char):  # most characters (docs/performance.md, "Tables made once")
-            folding = "" if unicodedata.combining(char) else char.casefold()
-        else:
-            decomposed = unicodedata.normalize("NFKD", char)
-            folding = "".join(part for part in decomposed if not unicodedata.combining(part)).casefold()
-        foldings.append(folding if len(folding) <= LONGEST_FOLDING and folding != char else ord(char))
-    return tuple(foldings)
+_FOLDINGS = _Foldings()
 
 
 def _category_order(category_id: int, labels: Mapping[int, str]) -> tuple[int, str, int]:
