@@ -805,15 +805,20 @@ def test_a_character_kept_as_its_code_point_reads_as_itself():
     ]
 
 
-def test_search_keeps_a_folding_only_for_the_characters_of_two_planes_whatever_names_bring():
-    """A worker keeps the folding of each character a name has brought, up to the 131,072 of the BMP and the
-    Supplementary Multilingual Plane; a character beyond them is folded as the browser folds it, each time, and not
-    kept: names of every character cannot grow a worker's memory past that."""
-    beyond = "".join(map(chr, range(0x20000, 0x110000, 7)))
+def test_search_keeps_a_folding_only_for_the_assigned_characters_of_two_planes_whatever_names_bring():
+    """A worker keeps the folding of each character a name or a search has brought, up to the assigned characters of
+    the BMP and the Supplementary Multilingual Plane; any other (unassigned, private use, beyond them) is folded as the
+    browser folds it, each time, and not kept: searches of every character cannot grow a worker past that."""
+    others = "".join(
+        chr(code) for code in range(0x110000) if code >= 0x20000 or unicodedata.category(chr(code)) in "CnCoCs"
+    )
     kept = len(browse._FOLDINGS)
     assert browse.folded("\U0002f800\U0002f801") == "\u4e3d\u4e38"  # CJK compatibility ideographs, as NFKD has them
-    browse.folded(beyond)
-    assert len(browse._FOLDINGS) == kept <= 0x20000
+    assert browse.folded("\ue000\u0378") == "\ue000\u0378"
+    browse.folded(others)
+    assert len(browse._FOLDINGS) == kept
+    browse.folded("".join(map(chr, range(0x20000))))
+    assert len(browse._FOLDINGS) == sum(unicodedata.category(chr(code)) not in "CnCoCs" for code in range(0x20000))
 
 
 @pytest.fixture(scope="module")

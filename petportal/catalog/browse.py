@@ -16,9 +16,11 @@ SORT_ORDERS = (*SORTS, *(REVERSED + key for key in SORTS))
 # A character that folds to more than this many keeps its own form: a ligature of a phrase (U+FDFA is 18 letters under
 # NFKD) is no spelling variant, and unfolded it costs a page no more than a letter does (bench/guard.py).
 LONGEST_FOLDING = 3
-# The characters whose folding is kept once made: the BMP and the Supplementary Multilingual Plane. Any other is folded
-# each time it comes: the foldings hold at most this many entries, whatever characters the names bring.
+# The characters whose folding is kept once made: the assigned ones of the BMP and the Supplementary Multilingual
+# Plane (78,614 in Python 3.11's Unicode). Any other (unassigned, private use, surrogate, or beyond) is folded each time
+# it comes: whatever characters names and searches bring, the foldings hold no more than those.
 _FOLDED_PLANES = 0x20000
+_NOT_KEPT = frozenset(("Cn", "Co", "Cs"))
 
 
 class NamesQuoteSecret(Exception):
@@ -73,7 +75,7 @@ class _Foldings(dict[int, str | int]):
         decomposed = unicodedata.normalize("NFKD", char)
         folding = "".join(part for part in decomposed if not unicodedata.combining(part)).casefold()
         reading = folding if len(folding) <= LONGEST_FOLDING and folding != char else code
-        if code < _FOLDED_PLANES:
+        if code < _FOLDED_PLANES and unicodedata.category(char) not in _NOT_KEPT:
             self[code] = reading
         return reading
 
