@@ -3,7 +3,7 @@
 //
 //     node tests/oidc_provider.mjs PORT SETTINGS
 //
-// SETTINGS is {"clients": [...], "people": {"<sub>": {claims}}}. It is read again for every sign-in, so a test
+// SETTINGS is {"clients": [...], "people": {"<sub>": {claims}}, "jwks": {"keys": [its signing key]}}. It is read again for every sign-in, so a test
 // can change someone's groups between two sign-ins. The sign-in page stands in for the company's own: a form
 // that takes whose sign-in it is (`login`, a sub) and how they proved it (`amr`, comma-separated), then gives
 // consent for the scopes asked for. Prints "listening" once it accepts connections.
@@ -25,6 +25,7 @@ const settings = () => JSON.parse(fs.readFileSync(settingsFile, 'utf8'));
 
 const provider = new Provider(`http://127.0.0.1:${port}`, {
   clients: settings().clients,
+  jwks: settings().jwks, // the key it signs with, which the tests know too
   async findAccount(ctx, sub) {
     const person = settings().people[sub];
     if (!person) return undefined;

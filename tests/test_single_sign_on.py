@@ -594,6 +594,25 @@ def test_a_logout_token_is_taken_once_and_its_replay_ends_nothing(sso_portal, pr
     assert audit_actions(sso_portal).count(("sessions_ended", "kim")) == 1
 
 
+def test_a_logout_token_whose_time_is_no_number_is_refused_and_ends_nothing(sso_portal, provider):
+    """A token the provider signed, but whose `iat` or `exp` is NaN (JSON as Python writes it) or infinite: 400,
+    naming the claim, and the login stays open; the same token with real times ends it. (A NaN `iat` passed both
+    bounds, and keeping its `jti` then failed: a 500.)"""
+    browser = sso_portal.test_client()
+    sign_in(browser, "kim-0001")
+    portal = sso_portal.test_client()
+    claims = {"iss": provider.issuer, "aud": "portal", "sub": "kim-0001", "events": {sso.BACKCHANNEL_LOGOUT_EVENT: {}}}
+    for number, (claim, odd) in enumerate([("iat", float("nan")), ("iat", float("inf")), ("exp", float("nan"))]):
+        times = {"iat": int(time.time()), "exp": int(time.time()) + 60, claim: odd}
+        token = provider.sign({**claims, **times, "jti": f"odd-{number}"})
+        answer = portal.post(BACKCHANNEL_LOGOUT, data={"logout_token": token})
+        assert (answer.status_code, (answer.json or {}).get("error_description")) == (400, claim), (claim, odd)
+        assert browser.get("/animals/new").status_code == 200
+    token = provider.sign({**claims, "iat": int(time.time()), "exp": int(time.time()) + 60, "jti": "real"})
+    assert portal.post(BACKCHANNEL_LOGOUT, data={"logout_token": token}).status_code == 200
+    assert browser.get("/animals/new").status_code == 302
+
+
 def forged_with_an_unknown_key(provider):
     claims = {"iss": provider.issuer, "aud": "portal", "iat": int(time.time()), "jti": "forged", "sub": "kim-0001"}
     claims["events"] = {sso.BACKCHANNEL_LOGOUT_EVENT: {}}

@@ -282,8 +282,9 @@ def _logout_claims(client: OAuthClient, metadata: dict[str, object], logout_toke
     failed = {
         "iss": claims.get("iss") != metadata.get("issuer"),
         "aud": _provider().client_id not in audiences,
-        "iat": not isinstance(issued, int | float) or issued > at + leeway or issued < at - oldest,
-        "exp": expires is not None and (not isinstance(expires, int | float) or expires < at - leeway),
+        # Each bound written as what holds, so that a time that is no number (NaN) fails it.
+        "iat": not isinstance(issued, int | float) or not at - oldest <= issued <= at + leeway,
+        "exp": expires is not None and (not isinstance(expires, int | float) or not expires >= at - leeway),
         "events": not isinstance(events, dict) or not isinstance(events.get(BACKCHANNEL_LOGOUT_EVENT), dict),
         "jti": not _fits(claims.get("jti")),
         "sub_or_sid": not (_fits(claims.get("sub")) or _fits(claims.get("sid"))),

@@ -8,6 +8,8 @@ import subprocess
 from contextlib import contextmanager
 
 import requests
+from joserfc import jwt
+from joserfc.jwk import RSAKey
 
 from petportal.running.processes import stop, wait_for_port
 
@@ -40,11 +42,18 @@ class Provider:
         self.settings_file = settings_file
         self.people = json.loads(json.dumps(PEOPLE))
         self.jwks_delay = 0
+        # The key it signs with, given to it (read once, at its start), so a test can sign what it would not.
+        self.key = RSAKey.generate_key(2048, parameters={"kid": "provider-key", "use": "sig", "alg": "RS256"})
         self.save()
 
     def save(self):
         settings = {"clients": [CLIENT, OTHER_CLIENT], "people": self.people, "jwks_delay": self.jwks_delay}
+        settings["jwks"] = {"keys": [self.key.as_dict(private=True)]}
         self.settings_file.write_text(json.dumps(settings))
+
+    def sign(self, claims):
+        """`claims` as a token signed with the provider's own key: what a provider with a bug would send."""
+        return jwt.encode({"alg": "RS256", "kid": "provider-key"}, claims, self.key)
 
     def jwks_requests(self):
         """How many times the provider's keys were asked for, by anyone, since it started."""
